@@ -1,0 +1,139 @@
+"""Settings from the vault's ``[plugins.smart_context]`` table, validated once at start-up.
+
+Every key is documented in ``vault.example.toml``. A bad value raises :class:`ConfigError`
+naming the key, the value and what would be accepted; unknown keys are reported too, since a
+misspelt key silently ignored is the most confusing bug a settings file can have.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from smart_context.atomic import write_atomic
+from smart_context.errors import ConfigError
+
+SETTINGS_FILE = ".vault.toml"
+TABLE = ("plugins", "smart_context")
+
+EMBEDDERS = ("host", "local", "openai")
+EXTRACTORS = ("llm", "offline")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The plugin's settings; defaults as CONTRACT.md §5 and ``vault.example.toml``."""
+
+    enabled: bool = True
+    similarity_threshold: float = 0.4
+    embedding_search: bool = True
+    embedder: str = "host"
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_embedding_model: str = "text-embedding-3-small"
+    openai_api_key_env: str = "OPENAI_API_KEY"
+    embed_batch_size: int = 64
+    topic_extractor: str = "llm"
+    extraction_category: str = "fast"
+    extraction_max_chars: int = 12000
+    extraction_timeout: float = 60.0
+
+
+def _check_bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(key, value, "expected true or false")
+    return value
+
+
+def _check_number(key: str, value: Any, low: float, high: float, kind: type = float) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(key, value, f"expected a number between {low} and {high}")
+    if kind is int and not isinstance(value, int):
+        raise ConfigError(key, value, f"expected a whole number between {low} and {high}")
+    if not low <= value <= high:
+        raise ConfigError(key, value, f"must be between {low} and {high}")
+    return kind(value)
+
+
+def _check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(key, value, "expected one of " + ", ".join(f'"{c}"' for c in choices))
+    return str(value)
+
+
+def _check_text(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(key, value, "expected a non-empty string")
+    return value.strip()
+
+
+_CHECKS: dict[str, Any] = {
+    "enabled": _check_bool,
+    "embedding_search": _check_bool,
+    "similarity_threshold": lambda k, v: _check_number(k, v, 0.0, 1.0),
+    "embed_batch_size": lambda k, v: _check_number(k, v, 1, 2048, int),
+    "extraction_max_chars": lambda k, v: _check_number(k, v, 1000, 1_000_000, int),
+    "extraction_timeout": lambda k, v: _check_number(k, v, 1.0, 3600.0),
+    "embedder": lambda k, v: _check_choice(k, v, EMBEDDERS),
+    "topic_extractor": lambda k, v: _check_choice(k, v, EXTRACTORS),
+    "openai_base_url": _check_text,
+    "openai_embedding_model": _check_text,
+    "openai_api_key_env": _check_text,
+    "extraction_category": _check_text,
+}
+
+
+def parse_settings(table: Mapping[str, Any] | None, file: str = SETTINGS_FILE) -> Settings:
+    """Validate a ``[plugins.smart_context]`` table into :class:`Settings`."""
+    table = dict(table or {})
+    unknown = sorted(set(table) - set(_CHECKS))
+    if unknown:
+        raise ConfigError(unknown[0], table[unknown[0]], "unknown setting (see vault.example.toml)", file)
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        try:
+            values[key] = _CHECKS[key](key, _plain(value))
+        except ConfigError as exc:
+            raise ConfigError(exc.key, exc.value, str(exc).rsplit(": ", 1)[-1], file) from None
+    return Settings(**values)
+
+
+def _plain(value: Any) -> Any:
+    """tomlkit items behave like builtins but are not always ``isinstance`` of them."""
+    unwrap = getattr(value, "unwrap", None)
+    return unwrap() if callable(unwrap) else value
+
+
+def read_settings(vault: Path) -> Settings:
+    """Read and validate the settings of the vault at ``vault`` (defaults when absent)."""
+    path = Path(vault) / SETTINGS_FILE
+    if not path.exists():
+        return Settings()
+    try:
+        doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    except Exception as exc:  # tomlkit raises several unrelated types for bad syntax
+        raise ConfigError("(file)", str(path), f"not valid TOML: {exc}", str(path)) from None
+    table = doc.get("plugins", {}).get("smart_context", {})
+    return parse_settings(table, str(path))
+
+
+def write_setting(vault: Path, key: str, value: Any) -> None:
+    """Set one key of ``[plugins.smart_context]`` in ``.vault.toml``, keeping comments and layout."""
+    parse_settings({key: value})  # never write a value we would refuse to read
+    path = Path(vault) / SETTINGS_FILE
+    doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+    plugins = doc.setdefault("plugins", tomlkit.table(is_super_table=True))
+    table = plugins.setdefault("smart_context", tomlkit.table())
+    table[key] = value
+    write_atomic(path, tomlkit.dumps(doc))
+
+
+def replace(settings: Settings, **changes: Any) -> Settings:
+    """A copy of ``settings`` with ``changes`` validated and applied."""
+    current = dataclasses.asdict(settings)
+    current.update(changes)
+    return parse_settings(current)

@@ -1,0 +1,31 @@
+"""Our exception family. Every message is written for the person who has to act on it."""
+
+from __future__ import annotations
+
+
+class SmartContextError(Exception):
+    """Base class of every error Smart Context raises on purpose."""
+
+
+class ConfigError(SmartContextError):
+    """A setting in ``.vault.toml`` is missing, mistyped or out of range."""
+
+    def __init__(self, key: str, value: object, problem: str, file: str = ".vault.toml") -> None:
+        self.key = key
+        self.value = value
+        self.file = file
+        super().__init__(
+            f"{file}: [plugins.smart_context] {key} = {value!r} is not valid: {problem}"
+        )
+
+
+class ChatIdError(SmartContextError, ValueError):
+    """A chat id that is empty, too long, or would name a file outside ``.memory/``."""
+
+
+class EmbeddingError(SmartContextError):
+    """An embedding backend could not produce vectors (unreachable, misconfigured, bad reply)."""
+
+
+class ExtractionError(SmartContextError):
+    """Topic extraction produced nothing usable."""

@@ -1,0 +1,130 @@
+"""Background topic extraction: which extractor runs, and one run in flight per chat.
+
+A run loads the latest chat, brings its embedding cache up to date (so the next filter click
+is warm), asks the fast model for topics (or uses the offline extractor when no model answers
+usefully), and writes the topics with ``update_chat`` so messages appended meanwhile survive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from smart_context.config import Settings
+from smart_context.errors import ExtractionError
+from smart_context.host import resolve
+from smart_context.topic_types import ExtractedTopics
+from smart_context.topics import build_extraction_messages, parse_extraction_reply
+from smart_context.vectors import Matrix
+
+log = logging.getLogger(__name__)
+
+
+def reply_text(reply: Any) -> str:
+    """Hosts return a string; some return an object with ``content`` (Tailor's LLM service)."""
+    if isinstance(reply, str):
+        return reply
+    content = getattr(reply, "content", None)
+    if isinstance(content, str):
+        return content
+    raise ExtractionError(f"The model returned {type(reply).__name__}, not text.")
+
+
+async def ask_model(
+    llm: Any, settings: Settings, messages: Sequence[Mapping[str, Any]], previous: Sequence[str]
+) -> ExtractedTopics:
+    """Topics from the host's fast model; raises on any failure (the caller falls back)."""
+    prompt = build_extraction_messages(messages, previous, settings.extraction_max_chars)
+    reply = await asyncio.wait_for(
+        resolve(llm.complete(prompt, category=settings.extraction_category, temperature=0.2)),
+        timeout=settings.extraction_timeout,
+    )
+    known = [str(m.get("id")) for m in messages]
+    return parse_extraction_reply(reply_text(reply), known, len(messages))
+
+
+async def extract(
+    llm: Any,
+    settings: Settings,
+    messages: Sequence[Mapping[str, Any]],
+    vectors: Matrix | None,
+    previous_topics: Sequence[Mapping[str, Any]],
+) -> ExtractedTopics | None:
+    """The new topics, or ``None`` to keep the previous ones (nothing usable was found)."""
+    previous = [str(t.get("label")) for t in previous_topics if not t.get("sticky")]
+    if settings.topic_extractor == "llm":
+        try:
+            found = await ask_model(llm, settings, messages, previous)
+            for note in found.notes:
+                log.info("Smart Context: topic reply: %s", note)
+            return found
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # any model failure: the offline extractor still gives topics
+            log.warning("Smart Context: topic extraction by the model failed (%s); "
+                        "using the offline extractor", exc)
+    if vectors is None:
+        return None
+    from smart_context.offline_topics import extract_offline  # numpy-only, but only when needed
+
+    found = extract_offline(messages, vectors, previous)
+    if not (found.topics or found.sticky_ids) and previous_topics:
+        return None  # an empty result would wipe a good map; keep it until there is substance
+    return found
+
+
+class Coalescer:
+    """At most one run in flight per key; requests during a run yield exactly one more run."""
+
+    def __init__(self, run: Callable[[str], Awaitable[None]]) -> None:
+        self._run = run
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
+
+    def request(self, key: str) -> None:
+        """Schedule a run for ``key`` and return at once."""
+        if key in self._tasks:
+            self._again.add(key)
+            return
+        self._tasks[key] = asyncio.get_running_loop().create_task(self._loop(key))
+
+    async def _loop(self, key: str) -> None:
+        try:
+            while True:
+                self._again.discard(key)
+                try:
+                    await self._run(key)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # background work: log and keep serving later requests
+                    log.exception("Smart Context: background update of %s failed", key)
+                if key not in self._again:
+                    break
+        finally:
+            self._tasks.pop(key, None)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._tasks)
+
+    async def drain(self, timeout: float = 10.0) -> None:
+        """Let running work finish for up to ``timeout`` seconds, then cancel what is left."""
+        tasks = list(self._tasks.values())
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+
+def rows_or_none(vectors: Matrix | None) -> Matrix | None:
+    """Vectors usable by the offline extractor (non-empty 2-D), else ``None``."""
+    if vectors is None or vectors.ndim != 2 or vectors.shape[1] == 0:
+        return None
+    return np.asarray(vectors, dtype=np.float32)

@@ -1,0 +1,108 @@
+"""The context-injection rule of CONTRACT.md §6, as one pure function.
+
+Given the history the host would send, the chat's sticky messages, the selected topics and
+each message's best similarity to them, decide which messages go to the model and write the
+record of why. No I/O, no embedding: the caller brings the scores.
+
+Sticky messages the host's history no longer holds (a host may send only the last N messages)
+are older than that window, so they are put first, in the order the chat file has them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Message = Mapping[str, Any]
+
+FULL, FILTERED, FALLBACK = "full", "filtered", "fallback"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The history to send and the record of how it was chosen."""
+
+    history: list[Any]
+    record: dict[str, Any]
+
+
+def _unique(messages: Sequence[Message]) -> tuple[list[Message], list[Any], list[int] | None]:
+    """The first message of each id (messages without an id are all kept), their ids, and the
+    positions kept (``None`` when there was nothing to drop, the common case)."""
+    ids = [m.get("id") for m in messages]
+    if len(set(ids)) == len(ids):
+        return list(messages), ids, None
+    seen: set[Any] = set()
+    positions = []
+    for i, mid in enumerate(ids):
+        if mid is None or mid not in seen:
+            seen.add(mid)
+            positions.append(i)
+    return [messages[i] for i in positions], [ids[i] for i in positions], positions
+
+
+def _id_lists(all_ids: Sequence[Any], kept: Sequence[bool] | None) -> dict[str, list[Any]]:
+    """``included_ids`` or ``excluded_ids``, whichever is shorter: stored records stay small."""
+    if kept is None:
+        return {"excluded_ids": []}
+    included = [i for i, k in zip(all_ids, kept) if k]
+    excluded = [i for i, k in zip(all_ids, kept) if not k]
+    return {"included_ids": included} if len(included) <= len(excluded) else {"excluded_ids": excluded}
+
+
+def decide(
+    history: Sequence[Message],
+    sticky: Sequence[Message],
+    active_topics: Sequence[str],
+    scores: npt.NDArray[np.float32] | None,
+    threshold: float,
+    search_enabled: bool = True,
+) -> Decision:
+    """Apply the rule. ``scores`` is aligned with ``history`` (``None`` when not computed)."""
+    history, ids, positions = _unique(history)
+    if scores is not None and positions is not None:
+        scores = np.asarray(scores)[positions]
+    present = set(ids)
+    sticky_ids = [m.get("id") for m in sticky]
+    older_sticky = [m for m in sticky if m.get("id") not in present]
+    candidates = older_sticky + history
+    all_ids = [m.get("id") for m in older_sticky] + ids
+    record: dict[str, Any] = {
+        "mode": FULL,
+        "active_topics": list(active_topics),
+        "sticky_ids": sticky_ids,
+        "total_messages": len(candidates),
+        "threshold": threshold,
+    }
+    if not search_enabled or not active_topics or scores is None or not len(history):
+        return Decision(candidates, record | _id_lists(all_ids, None))
+
+    passed = np.asarray(scores, dtype=np.float32) >= threshold
+    if not passed.any():
+        best = round(float(np.max(scores)), 3)
+        return Decision(candidates, record | {"mode": FALLBACK, "best_score": best}
+                        | _id_lists(all_ids, None))
+
+    sticky_set = set(sticky_ids)
+    keep = passed | np.fromiter((i in sticky_set for i in ids), dtype=bool, count=len(ids))
+    idx = np.flatnonzero(keep)
+    kept_history = [history[i] for i in idx]
+    rounded = np.round(np.asarray(scores, dtype=np.float64)[idx], 3).tolist()
+    record |= {
+        "mode": FILTERED,
+        "scores": {ids[i]: s for i, s in zip(idx.tolist(), rounded)},
+    }
+    kept_flags = [True] * len(older_sticky) + keep.tolist()
+    return Decision(older_sticky + kept_history, record | _id_lists(all_ids, kept_flags))
+
+
+def included_ids(record: Mapping[str, Any], candidate_ids: Sequence[Any]) -> list[Any]:
+    """Expand a stored record back to the ids it sent, given the ids it chose from, in order."""
+    if "included_ids" in record:
+        return list(record["included_ids"])
+    excluded = set(record.get("excluded_ids", ()))
+    return [i for i in candidate_ids if i not in excluded]

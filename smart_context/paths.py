@@ -1,0 +1,43 @@
+"""Where a chat's files live, and the one gate every chat id passes through.
+
+A chat id comes from the browser, the command line or another plugin; it may only ever name a
+file directly inside ``.memory/``. We allow a conservative alphabet instead of trying to
+blacklist ``..``, separators, drive letters and device names one by one.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from smart_context.errors import ChatIdError
+
+MEMORY_DIR = ".memory"
+_CHAT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def check_chat_id(chat_id: object) -> str:
+    """Return ``chat_id`` if it is safe to use as a file name inside ``.memory/``."""
+    if not isinstance(chat_id, str) or not chat_id:
+        raise ChatIdError("A chat id is required (a non-empty string).")
+    if not _CHAT_ID.fullmatch(chat_id) or ".." in chat_id:
+        raise ChatIdError(
+            f"Chat id {chat_id[:80]!r} is not valid: use 1-128 letters, digits, '-', '_' or '.', "
+            "starting with a letter or digit."
+        )
+    return chat_id
+
+
+def memory_dir(vault: Path) -> Path:
+    """The vault's ``.memory`` folder."""
+    return Path(vault) / MEMORY_DIR
+
+
+def chat_file(vault: Path, chat_id: str) -> Path:
+    """``.memory/{chat_id}.json`` for a checked chat id."""
+    return memory_dir(vault) / f"{check_chat_id(chat_id)}.json"
+
+
+def embeddings_file(vault: Path, chat_id: str) -> Path:
+    """``.memory/{chat_id}.embeddings.json`` for a checked chat id."""
+    return memory_dir(vault) / f"{check_chat_id(chat_id)}.embeddings.json"

@@ -1,0 +1,90 @@
+"""The embedding cache file: round trip, pruning, damaged and foreign files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smart_context import cache
+from smart_context.cache import ChatVectors
+from smart_context.embeddings.base import normalize_rows
+from smart_context.vectors import HASH_HEX_DIGITS, content_hash
+from tests.fakes import make_messages
+
+MESSAGES = make_messages(["alpha", "beta", "gamma"])
+
+
+def filled(dim: int = 8) -> ChatVectors:
+    vectors = ChatVectors("model-a", dim)
+    rng = np.random.default_rng(0)
+    vectors.add(MESSAGES, normalize_rows(rng.normal(size=(3, dim))))
+    return vectors
+
+
+def test_round_trip_keeps_keys_and_vectors(tmp_path: Path) -> None:
+    original = filled()
+    path = tmp_path / "c.embeddings.json"
+    cache.save(path, original)
+    loaded = cache.load(path, "model-a", 8)
+    assert loaded is not None
+    assert loaded.keys == original.keys
+    np.testing.assert_allclose(loaded.matrix, original.matrix, atol=2e-3)
+    rows, missing = loaded.locate(MESSAGES)
+    assert missing == [] and rows.tolist() == [0, 1, 2]
+
+
+def test_file_format_is_compact_and_keyed_by_id_and_blake3(tmp_path: Path) -> None:
+    path = tmp_path / "c.embeddings.json"
+    cache.save(path, filled())
+    data = json.loads(path.read_text())
+    assert data["model"] == "model-a" and data["dim"] == 8 and data["dtype"] == "float16"
+    assert data["keys"][0] == f"m0:{content_hash('alpha')}"
+    assert len(data["keys"][0].split(":")[1]) == HASH_HEX_DIGITS >= 16
+    assert isinstance(data["vectors"], str)  # one base64 blob, not lists of decimal floats
+
+
+def test_edited_and_deleted_messages_are_missed_then_pruned() -> None:
+    vectors = filled()
+    edited = [dict(MESSAGES[0], content="alpha, edited"), MESSAGES[1]]
+    rows, missing = vectors.locate(edited)
+    assert missing == [0] and rows[1] == 1
+    assert vectors.prune(edited) == 2  # the old alpha and the deleted gamma
+    assert len(vectors) == 1
+    assert vectors.locate([MESSAGES[1]])[1] == []
+
+
+def test_warm_lookup_notices_an_edit_after_a_hit() -> None:
+    vectors = filled()
+    vectors.locate(MESSAGES)  # memoises id -> content
+    _, missing = vectors.locate([dict(MESSAGES[2], content="changed")])
+    assert missing == [0]
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"\x00\xff\xfe", b'{"format": "smart-context/embeddings", "version": 1, "model": "model-a", "dim": 8, "dtype": "float16", "keys": ["a:b"], "vectors": "AAAA"}', b"[]"])
+def test_damaged_file_is_set_aside_and_rebuilt(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "c.embeddings.json"
+    path.write_bytes(content)
+    assert cache.load(path, "model-a", 8) is None
+    assert not path.exists()
+    aside = list(tmp_path.glob("c.embeddings.json.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == content
+
+
+def test_foreign_model_is_never_compared(tmp_path: Path) -> None:
+    path = tmp_path / "c.embeddings.json"
+    cache.save(path, filled())
+    assert cache.load(path, "model-b", 8) is None
+    assert cache.load(path, "model-a", 16) is None
+    assert path.exists()  # a sound file of another model is simply replaced on the next save
+
+
+def test_add_grows_beyond_initial_capacity() -> None:
+    vectors = ChatVectors("m", 4)
+    many = make_messages([f"t{i}" for i in range(100)])
+    vectors.add(many, normalize_rows(np.ones((100, 4))))
+    assert len(vectors) == 100 and vectors.matrix.shape == (100, 4)
+    with pytest.raises(ValueError):
+        vectors.add(many[:2], np.ones((3, 4), dtype=np.float32))

@@ -1,0 +1,75 @@
+"""Settings: defaults, validation naming the key, write-back keeping comments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tomlkit
+
+from smart_context.config import Settings, parse_settings, read_settings, write_setting
+from smart_context.errors import ConfigError
+from smart_context.resources import example_settings_file
+
+
+def test_defaults_match_the_contract() -> None:
+    s = parse_settings({})
+    assert (s.enabled, s.similarity_threshold, s.embedding_search) == (True, 0.4, True)
+
+
+def test_example_file_documents_every_key_and_is_valid() -> None:
+    text = example_settings_file().read_text(encoding="utf-8")
+    table = tomlkit.parse(text)["plugins"]["smart_context"]
+    assert set(table) == set(Settings.__dataclass_fields__)
+    parse_settings(table)
+    for key in table:  # each key has a comment line right above it
+        before = text.split(f"\n{key} =")[0].rstrip().splitlines()[-1]
+        assert before.startswith("#"), key
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ({"similarity_threshold": 1.5}, "similarity_threshold"),
+        ({"similarity_threshold": "high"}, "similarity_threshold"),
+        ({"embedding_search": "yes"}, "embedding_search"),
+        ({"embedder": "gpu"}, "embedder"),
+        ({"embed_batch_size": 0}, "embed_batch_size"),
+        ({"embed_batch_size": 2.5}, "embed_batch_size"),
+        ({"similarity_treshold": 0.3}, "similarity_treshold"),
+        ({"openai_base_url": ""}, "openai_base_url"),
+    ],
+)
+def test_bad_value_names_the_key(table: dict, key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_settings(table)
+    assert key in str(info.value) and info.value.key == key
+
+
+def test_write_back_keeps_comments_and_other_tables(tmp_path: Path) -> None:
+    original = (
+        "# my vault\n[llm]\nbase_url = \"http://127.0.0.1:1/v1\"  # local\n\n"
+        "[plugins.smart_context]\n# filter on?\nembedding_search = true\nsimilarity_threshold = 0.5\n"
+    )
+    (tmp_path / ".vault.toml").write_text(original)
+    write_setting(tmp_path, "embedding_search", False)
+    text = (tmp_path / ".vault.toml").read_text()
+    assert text == original.replace("embedding_search = true", "embedding_search = false")
+    assert read_settings(tmp_path).embedding_search is False
+
+
+def test_write_back_creates_the_file_when_missing(tmp_path: Path) -> None:
+    write_setting(tmp_path, "embedding_search", False)
+    assert read_settings(tmp_path).embedding_search is False
+
+
+def test_write_back_refuses_invalid_values(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        write_setting(tmp_path, "similarity_threshold", 7)
+    assert not (tmp_path / ".vault.toml").exists()
+
+
+def test_broken_toml_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / ".vault.toml").write_text("[plugins.smart_context\nenabled = ")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        read_settings(tmp_path)

@@ -1,0 +1,93 @@
+"""The context-injection rule (CONTRACT.md §6), case by case, on the pure function."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smart_context.filtering import decide, included_ids
+from tests.fakes import make_messages
+
+HISTORY = make_messages(["asyncio event loop", "use gather", "be concise", "ok", "paris trip", "louvre"])
+
+
+def scores(*values: float) -> np.ndarray:
+    return np.array(values, dtype=np.float32)
+
+
+def ids(messages: list) -> list[str]:
+    return [m["id"] for m in messages]
+
+
+def test_no_filter_passes_full_history() -> None:
+    d = decide(HISTORY, [], [], None, 0.4)
+    assert d.history == HISTORY
+    assert d.record["mode"] == "full"
+    assert d.record["total_messages"] == 6
+    assert included_ids(d.record, ids(HISTORY)) == ids(HISTORY)
+
+
+def test_search_disabled_passes_full_history_even_with_topics() -> None:
+    d = decide(HISTORY, [], ["Python"], scores(1, 1, 0, 0, 0, 0), 0.4, search_enabled=False)
+    assert d.history == HISTORY and d.record["mode"] == "full"
+
+
+def test_filter_keeps_messages_at_or_above_threshold() -> None:
+    d = decide(HISTORY, [], ["Python Async"], scores(0.8, 0.4, 0.1, 0.0, 0.2, 0.39), 0.4)
+    assert ids(d.history) == ["m0", "m1"]
+    assert d.record["mode"] == "filtered"
+    assert d.record["scores"] == {"m0": 0.8, "m1": 0.4}
+    assert d.record["active_topics"] == ["Python Async"]
+    assert included_ids(d.record, ids(HISTORY)) == ["m0", "m1"]
+
+
+def test_fallback_when_nothing_clears_threshold() -> None:
+    d = decide(HISTORY, [], ["Cooking"], scores(0.1, 0.2, 0.3, 0.0, 0.1, 0.05), 0.4)
+    assert d.history == HISTORY
+    assert d.record["mode"] == "fallback"
+    assert d.record["best_score"] == 0.3
+
+
+def test_sticky_message_below_threshold_is_kept() -> None:
+    sticky = [HISTORY[2]]
+    d = decide(HISTORY, sticky, ["Travel"], scores(0.0, 0.0, 0.05, 0.0, 0.9, 0.7), 0.4)
+    assert ids(d.history) == ["m2", "m4", "m5"]
+    assert d.record["sticky_ids"] == ["m2"]
+    assert d.record["scores"]["m2"] == 0.05
+
+
+def test_sticky_outside_host_window_is_put_first_and_order_is_chronological() -> None:
+    window = HISTORY[3:]
+    sticky = [HISTORY[2]]
+    d = decide(window, sticky, ["Travel"], scores(0.0, 0.9, 0.8), 0.4)
+    assert ids(d.history) == ["m2", "m4", "m5"]
+    full = decide(window, sticky, [], None, 0.4)
+    assert ids(full.history) == ["m2", "m3", "m4", "m5"]
+
+
+def test_duplicate_ids_are_sent_once() -> None:
+    doubled = HISTORY + [dict(HISTORY[0])]
+    d = decide(doubled, [HISTORY[0]], [], None, 0.4)
+    assert ids(d.history) == ids(HISTORY)
+    f = decide(doubled, [], ["Python"], scores(0.9, 0, 0, 0, 0, 0, 0.9), 0.4)
+    assert ids(f.history) == ["m0"]
+
+
+def test_record_stays_small_by_listing_the_shorter_side() -> None:
+    many = make_messages([f"message {i}" for i in range(1000)])
+    values = np.full(1000, 0.9, dtype=np.float32)
+    values[5] = 0.0
+    d = decide(many, [], ["Anything"], values, 0.4)
+    assert d.record["excluded_ids"] == ["m5"] and "included_ids" not in d.record
+    assert len(included_ids(d.record, ids(many))) == 999
+    full = decide(many, [], [], None, 0.4)
+    assert full.record["excluded_ids"] == []
+
+
+def test_scores_are_rounded_to_three_decimals() -> None:
+    d = decide(HISTORY[:1], [], ["X"], scores(0.123456), 0.1)
+    assert d.record["scores"] == {"m0": 0.123}
+
+
+def test_empty_history() -> None:
+    d = decide([], [], ["X"], scores(), 0.4)
+    assert d.history == [] and d.record["mode"] == "full"
