@@ -43,8 +43,10 @@ async def ask_model(
         resolve(llm.complete(prompt, category=settings.extraction_category, temperature=0.2)),
         timeout=settings.extraction_timeout,
     )
-    known = [str(m.get("id")) for m in messages]
-    return parse_extraction_reply(reply_text(reply), known, len(messages))
+    # Only the user's own messages can be standing instructions; an assistant's "I'll be brief"
+    # must never become sticky.
+    user_ids = [str(m.get("id")) for m in messages if m.get("role") == "user"]
+    return parse_extraction_reply(reply_text(reply), user_ids, len(messages))
 
 
 async def extract(

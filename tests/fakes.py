@@ -35,7 +35,7 @@ def word_vector(text: str, dim: int = 64) -> np.ndarray:
 class FakeEmbedder:
     """Deterministic bag-of-words embedder that records every batch it was asked for."""
 
-    def __init__(self, dim: int = 64, model_id: str = "fake-bow-64") -> None:
+    def __init__(self, dim: int = 512, model_id: str = "fake-bow-512") -> None:
         self.dim = dim
         self.model_id = model_id
         self.calls: list[list[str]] = []

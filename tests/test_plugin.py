@@ -1,0 +1,202 @@
+"""The plugin through a real pluggy PluginManager, hooks called exactly as a host calls them."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+from typing import Any
+
+import pluggy
+import pytest
+
+import smart_context.hookspecs
+from smart_context.plugin import SmartContextPlugin
+from tests.conftest import Ctx, Running, call, read_chat, write_chat
+from tests.fakes import FakeEmbedder, FakeUI, make_messages
+
+TEXTS = [
+    "How do I cancel an asyncio task in Python?",       # m0
+    "In Python asyncio, call task.cancel() and await the task.",  # m1
+    "Be concise.",                                       # m2 (sticky)
+    "Understood.",                                       # m3
+    "What should I see in Paris in two days?",           # m4
+    "The Louvre, Notre-Dame and a walk along the Seine in Paris.",  # m5
+    "And asyncio timeouts?",                             # m6
+    "Use asyncio.timeout() as an async context manager.",  # m7
+]
+STICKY = {"label": "Instructions & Preferences", "sticky": True, "message_ids": ["m2"], "count": 1}
+TOPICS = [{"label": "Python Asyncio", "count": 4}, {"label": "Paris Trip", "count": 2}, STICKY]
+
+
+def ids(messages: list[dict[str, Any]]) -> list[str]:
+    return [m["id"] for m in messages]
+
+
+@pytest.fixture
+def chat(vault: Path) -> list[dict[str, Any]]:
+    messages = make_messages(TEXTS)
+    write_chat(vault, "c1", messages, topics=TOPICS, other_plugin={"keep": True})
+    return messages
+
+
+def test_entry_point_loads_into_a_real_plugin_manager() -> None:
+    eps = [ep for ep in importlib.metadata.entry_points(group="sidecar") if ep.name == "smart_context"]
+    assert len(eps) == 1 and eps[0].value == "smart_context.plugin:plugin"
+    pm = pluggy.PluginManager("sidecar")
+    pm.add_hookspecs(smart_context.hookspecs)
+    pm.load_setuptools_entrypoints("sidecar")
+    pm.check_pending()
+    plugin = pm.get_plugin("smart_context")
+    assert isinstance(plugin, SmartContextPlugin)
+    names = {impl.plugin_name for impl in pm.hook.pipeline_context.get_hookimpls()}
+    assert "smart_context" in names
+
+
+def test_every_hookspec_is_documented_and_implemented() -> None:
+    specs = [n for n in dir(smart_context.hookspecs) if n.startswith(("sidecar_", "pipeline_"))]
+    for name in specs:
+        assert getattr(smart_context.hookspecs, name).__doc__, name
+    ours = {"sidecar_startup", "sidecar_register_commands", "sidecar_client_connected",
+            "pipeline_context", "pipeline_output", "sidecar_shutdown"}
+    assert ours <= set(specs)
+    assert all(hasattr(SmartContextPlugin, n) for n in ours)
+
+
+async def test_no_filter_keeps_history_and_records_full(start: Any, chat: list) -> None:
+    running: Running = await start()
+    ctx = await running.context("c1", list(chat))
+    assert ids(ctx.history) == ids(chat)
+    record = ctx.metadata["smart_context"]
+    assert record["mode"] == "full" and record["sticky_ids"] == ["m2"]
+    assert record["total_messages"] == 8 and record["threshold"] == 0.4
+
+
+async def test_filter_keeps_topic_messages_and_sticky_in_order(start: Any, chat: list, embedder: FakeEmbedder) -> None:
+    running: Running = await start({"similarity_threshold": 0.3})
+    result = await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
+    assert result["status"] == "success", result
+    assert result["active_topics"] == ["Python Asyncio"]
+    kept = ["m0", "m1", "m2", "m6", "m7"]
+    assert result["included_ids"] == kept and result["total_messages"] == 8
+    ctx = await running.context("c1", list(chat))
+    assert ids(ctx.history) == kept
+    record = ctx.metadata["smart_context"]
+    assert record["mode"] == "filtered" and set(record["scores"]) == set(kept)
+    assert ctx.message == "next question"  # the message being sent is never filtered away
+    event, payload = running.host.events[-1]
+    assert event == "smart_context.filter_changed" and payload["included_ids"] == kept
+
+
+async def test_filter_choice_survives_a_restart_and_other_keys_are_kept(start: Any, chat: list, vault: Path) -> None:
+    first: Running = await start()
+    await first.command("set_filter", topics=["Paris Trip"], chat_id="c1")
+    stored = read_chat(vault, "c1")
+    assert stored["smart_context"]["active_topics"] == ["Paris Trip"]
+    assert stored["other_plugin"] == {"keep": True} and stored["topics"] == TOPICS
+    second: Running = await start()
+    topics = await second.command("get_topics", chat_id="c1")
+    assert topics["active_topics"] == ["Paris Trip"]
+    assert topics["topics"] == TOPICS and topics["total_messages"] == 8
+
+
+async def test_fallback_when_no_message_is_close(start: Any, chat: list) -> None:
+    running: Running = await start({"similarity_threshold": 0.95})
+    await running.command("set_filter", topics=["Gardening"], chat_id="c1")
+    ctx = await running.context("c1", list(chat))
+    assert ids(ctx.history) == ids(chat) and ctx.metadata["smart_context"]["mode"] == "fallback"
+
+
+async def test_only_uncached_messages_are_embedded_once(start: Any, chat: list, embedder: FakeEmbedder, vault: Path) -> None:
+    running: Running = await start()
+    await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
+    embedder.calls.clear()
+    await running.context("c1", list(chat))
+    assert embedder.calls == []  # warm: neither messages nor the label are embedded again
+    new = {"id": "m8", "role": "user", "content": "asyncio queues?"}
+    await running.context("c1", list(chat) + [new])
+    assert embedder.calls == [["asyncio queues?"]]
+    # a new process reads the cache file instead of embedding again
+    assert running.plugin.engine is not None
+    await running.plugin.engine.close()
+    assert (vault / ".memory" / "c1.embeddings.json").exists()
+    fresh = FakeEmbedder()
+    again = SmartContextPlugin(fresh)
+    pm = pluggy.PluginManager("sidecar")
+    pm.add_hookspecs(smart_context.hookspecs)
+    pm.register(again)
+    await call(pm.hook.sidecar_startup, host=running.host)
+    ctx = Ctx("c1", list(chat))
+    await call(pm.hook.pipeline_context, ctx=ctx)
+    assert fresh.embedded == ["Python Asyncio"]
+
+
+async def test_embedding_failure_keeps_full_history_with_a_reason(start: Any, chat: list, embedder: FakeEmbedder) -> None:
+    running: Running = await start()
+    await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
+    embedder.fail_with = "Cannot reach the embedding endpoint at http://127.0.0.1:9/v1"
+    history = list(chat) + [{"id": "m9", "role": "user", "content": "new words"}]
+    ctx = await running.context("c1", history)
+    assert ctx.history == history
+    record = ctx.metadata["smart_context"]
+    assert record["mode"] == "full" and "Cannot reach" in record["error"]
+
+
+async def test_hostile_chat_id_leaves_history_alone(start: Any, vault: Path) -> None:
+    running: Running = await start()
+    history = make_messages(["hi"])
+    ctx = await running.context("../../etc", history)
+    assert ctx.history == history and "error" in ctx.metadata["smart_context"]
+    result = await running.command("get_topics", chat_id="../../etc")
+    assert result["status"] == "error" and "not valid" in result["error"]
+    assert not any(vault.parent.glob("etc*"))
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "fragment"),
+    [
+        ("set_filter", {"topics": "Python", "chat_id": "c1"}, "list"),
+        ("set_filter", {"topics": [""], "chat_id": "c1"}, "non-empty"),
+        ("set_filter", {"topics": [3], "chat_id": "c1"}, "non-empty"),
+        ("set_filter", {"topics": []}, "No chat is open"),
+        ("set_similarity_mode", {"enabled": "yes"}, "true or false"),
+        ("get_topics", {"chat_id": "c1", "bogus": 1}, "unexpected keyword"),
+    ],
+)
+async def test_bad_command_arguments_get_errors_not_exceptions(start: Any, chat: list, name: str, kwargs: dict, fragment: str) -> None:
+    running: Running = await start()
+    result = await running.command(name, **kwargs)
+    assert result["status"] == "error" and fragment in result["error"], result
+
+
+async def test_similarity_mode_off_disables_filter_and_is_written_back(start: Any, chat: list, vault: Path) -> None:
+    (vault / ".vault.toml").write_text("[plugins.smart_context]\n# keep me\nembedding_search = true\n")
+    running: Running = await start()
+    await running.command("set_filter", topics=["Paris Trip"], chat_id="c1")
+    result = await running.command("set_similarity_mode", enabled=False)
+    assert result == {"status": "success", "embedding_search": False}
+    assert "# keep me\nembedding_search = false" in (vault / ".vault.toml").read_text()
+    ctx = await running.context("c1", list(chat))
+    assert ids(ctx.history) == ids(chat) and ctx.metadata["smart_context"]["mode"] == "full"
+    event, payload = running.host.events[-1]
+    assert event == "smart_context.filter_changed" and payload["active_topics"] == []
+    assert payload["included_ids"] == ids(chat)
+
+
+async def test_bad_setting_turns_the_filter_off_with_a_visible_reason(start: Any, chat: list) -> None:
+    running: Running = await start({"similarity_threshold": 3})
+    ctx = await running.context("c1", list(chat))
+    assert ids(ctx.history) == ids(chat)
+    assert "similarity_threshold" in ctx.metadata["smart_context"]["error"]
+
+
+async def test_client_connected_registers_and_fills_the_panel(start: Any) -> None:
+    running: Running = await start()
+    ui = FakeUI()
+    await call(running.pm.hook.sidecar_client_connected, ui=ui)
+    panel = ui.panels["smart-context-panel"]
+    assert panel["title"] == "Smart Context" and 'id="smart-context-panel"' in panel["html"]
+
+
+async def test_shutdown_flushes_and_is_safe_to_call(start: Any, chat: list) -> None:
+    running: Running = await start()
+    await call(running.pm.hook.sidecar_shutdown)
