@@ -39,6 +39,7 @@ from smart_context.vectors import Matrix, cache_key, decode_matrix, encode_matri
 log = logging.getLogger(__name__)
 
 FORMAT = "smart-context/embeddings"
+_NO_ROWS: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
 VERSION = 1
 
 
@@ -60,6 +61,9 @@ class ChatVectors:
             self._matrix[:rows] = matrix
         # message id -> (text, row): lets a warm lookup compare strings instead of hashing
         self._seen: dict[str, tuple[str, int]] = {}
+        # The last history located, for the common case of the same history plus a few new
+        # messages: comparing two lists in C is far cheaper than a Python step per message.
+        self._last: tuple[list[Any], list[Any], npt.NDArray[np.intp]] = ([], [], _NO_ROWS)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -71,10 +75,27 @@ class ChatVectors:
 
     def locate(self, messages: Sequence[Mapping[str, Any]]) -> tuple[npt.NDArray[np.intp], list[int]]:
         """Row of each message in :attr:`matrix` (-1 when missing) and the indexes of the misses."""
+        ids = [m.get("id") for m in messages]
+        contents = [m.get("content") for m in messages]
+        last_ids, last_contents, last_rows = self._last
+        known = len(last_ids)
+        if not (known <= len(ids) and ids[:known] == last_ids
+                and contents[:known] == last_contents):
+            known = 0
+        tail, missing = self._locate_each(messages, known)
+        rows = np.concatenate((last_rows[:known], tail)) if known else tail
+        if not missing:
+            self._last = (ids, contents, rows)
+        return rows, missing
+
+    def _locate_each(
+        self, messages: Sequence[Mapping[str, Any]], start: int
+    ) -> tuple[npt.NDArray[np.intp], list[int]]:
         seen, row_of = self._seen, self._row_of
         rows: list[int] = []
         missing: list[int] = []
-        for i, message in enumerate(messages):
+        for i in range(start, len(messages)):
+            message = messages[i]
             mid = str(message.get("id"))
             text = message_text(message)
             hit = seen.get(mid)

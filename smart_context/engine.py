@@ -114,10 +114,16 @@ class Engine:
         self.current_chat_id = check_chat_id(chat_id)
         return chat_id
 
-    async def decide(self, chat_id: str, history: Sequence[Mapping[str, Any]]) -> Decision:
-        """The context rule for one request; embedding failures leave the history whole."""
+    async def decide(
+        self, chat_id: str, history: Sequence[Mapping[str, Any]], topics: Sequence[str] | None = None
+    ) -> Decision:
+        """The context rule for one request; embedding failures leave the history whole.
+
+        ``topics`` overrides the chat's selected topics (the command line's "what if").
+        """
         view = await self.view(chat_id)
-        active = view.active_topics if self.settings.embedding_search else ()
+        selected = view.active_topics if topics is None else tuple(topics)
+        active = selected if self.settings.embedding_search else ()
         scores = None
         error = None
         if active and history:

@@ -45,13 +45,14 @@ def _unique(messages: Sequence[Message]) -> tuple[list[Message], list[Any], list
     return [messages[i] for i in positions], [ids[i] for i in positions], positions
 
 
-def _id_lists(all_ids: Sequence[Any], kept: Sequence[bool] | None) -> dict[str, list[Any]]:
+def _id_lists(all_ids: Sequence[Any], kept: npt.NDArray[np.bool_] | None) -> dict[str, list[Any]]:
     """``included_ids`` or ``excluded_ids``, whichever is shorter: stored records stay small."""
     if kept is None:
         return {"excluded_ids": []}
-    included = [i for i, k in zip(all_ids, kept) if k]
-    excluded = [i for i, k in zip(all_ids, kept) if not k]
-    return {"included_ids": included} if len(included) <= len(excluded) else {"excluded_ids": excluded}
+    count = int(kept.sum())
+    if count <= len(all_ids) - count:
+        return {"included_ids": [all_ids[i] for i in np.flatnonzero(kept).tolist()]}
+    return {"excluded_ids": [all_ids[i] for i in np.flatnonzero(~kept).tolist()]}
 
 
 def decide(
@@ -87,17 +88,15 @@ def decide(
         return Decision(candidates, record | {"mode": FALLBACK, "best_score": best}
                         | _id_lists(all_ids, None))
 
-    sticky_set = set(sticky_ids)
-    keep = passed | np.fromiter((i in sticky_set for i in ids), dtype=bool, count=len(ids))
-    idx = np.flatnonzero(keep)
-    kept_history = [history[i] for i in idx]
+    keep = passed
+    if sticky_ids:
+        sticky_set = set(sticky_ids)
+        keep = passed | np.fromiter((i in sticky_set for i in ids), dtype=bool, count=len(ids))
+    idx = np.flatnonzero(keep).tolist()
     rounded = np.round(np.asarray(scores, dtype=np.float64)[idx], 3).tolist()
-    record |= {
-        "mode": FILTERED,
-        "scores": {ids[i]: s for i, s in zip(idx.tolist(), rounded)},
-    }
-    kept_flags = [True] * len(older_sticky) + keep.tolist()
-    return Decision(older_sticky + kept_history, record | _id_lists(all_ids, kept_flags))
+    record |= {"mode": FILTERED, "scores": dict(zip([ids[i] for i in idx], rounded))}
+    kept_flags = np.concatenate((np.ones(len(older_sticky), dtype=bool), keep))
+    return Decision(older_sticky + [history[i] for i in idx], record | _id_lists(all_ids, kept_flags))
 
 
 def included_ids(record: Mapping[str, Any], candidate_ids: Sequence[Any]) -> list[Any]:

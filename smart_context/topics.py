@@ -2,25 +2,15 @@
 
 Pure functions, no I/O: the caller awaits ``host.llm.complete(build_extraction_messages(...))``,
 hands the reply to :func:`parse_extraction_reply` and writes the result with ``update_chat``.
-
-**The transcript is data.** Every message becomes one line ``[id] role: "text"``: whitespace
-(newlines included) is collapsed, control and bidi characters removed, and the text JSON-quoted,
-so nothing a user writes can start a line of its own or pass for another speaker. The system
-prompt says the transcript is data and is never to be obeyed.
-
-**Bounding long chats** (:func:`bound_transcript`). Each message shows at most its head: an even
-share of the budget, between 300 and 2,000 characters. If the whole chat does not fit, short user
-messages (the candidates for standing instructions) get up to half the budget; the rest goes to
-the most recent messages in full and then to an even sample of the older ones. Each gap is marked
-``(… N messages omitted …)`` and the header gives the total, so the model can estimate counts for
-the whole chat. Every step is one pass over the messages (10,000 take a fraction of a second).
+The transcript in the prompt is built by :mod:`smart_context.transcript` and labels are cleaned
+by :mod:`smart_context.labels`; :func:`bound_transcript` and :func:`normalize_label` are
+re-exported from here.
 
 **The reply is hostile input** (:func:`parse_extraction_reply`). We accept code fences and prose
 around the JSON, a wrapper object, trailing commas or single quotes, a bare list of topics, and a
 truncated reply (the complete topic objects and sticky ids before the cut are kept). Labels are
-cleaned (control characters, whitespace), cut to whole words within 4 words and 40 characters (a
-single word longer than that is junk and dropped) and Title Cased; HTML stays plain text, for the
-UI escapes it. Counts are coerced to integers in ``1..total_messages``; duplicates are merged
+cleaned by :func:`normalize_label`; a label that is empty, junk or the reserved sticky label is
+dropped. Counts are coerced to integers in ``1..total_messages``; duplicates are merged
 case-insensitively (the larger count wins); beyond 8 topics the largest counts are kept in reply
 order. Everything dropped or changed is recorded in ``ExtractedTopics.notes``.
 """
@@ -36,14 +26,22 @@ from itertools import islice
 from typing import Any
 
 from smart_context.errors import ExtractionError
+from smart_context.labels import (
+    MAX_LABEL_WORDS,
+    clean_label_text,
+    is_sticky_label,
+    normalize_label,
+)
 from smart_context.topic_types import MAX_TOPICS, STICKY_LABEL, ExtractedTopics, Topic
+from smart_context.transcript import bound_transcript
 
-MESSAGE_HEAD_CHARS = 300  # the head of a long message is enough to tell what it is about
-MESSAGE_MAX_CHARS = 2000  # even in a short chat, no single message takes more than this
-SHORT_MESSAGE_CHARS = 200  # user messages up to this long may be standing instructions
-MIN_TRANSCRIPT_CHARS = 400
-MAX_LABEL_WORDS = 4
-MAX_LABEL_CHARS = 40
+__all__ = [
+    "bound_transcript",
+    "build_extraction_messages",
+    "normalize_label",
+    "parse_extraction_reply",
+]
+
 MAX_PREVIOUS_LABELS = 16
 MAX_REPLY_CHARS = 100_000  # a real reply is ~1 KB; bounds the work a hostile one can cause
 MAX_RAW_ITEMS = 200
@@ -71,11 +69,6 @@ should hold for the rest of the chat, e.g. "be concise", "answer in French", "us
 from now on". Not thanks, "ok", greetings or questions. Copy the ids exactly; [] if none.
 - Never use the label "{STICKY_LABEL}"; it is reserved."""
 
-# C0/C1 controls, zero-width and bidi controls: invisible, and able to disguise a label or a line.
-_INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
-_ROLE = re.compile(r"[^a-z_]")
-_LINE_BREAKS = {code: " " for code in (*range(0x09, 0x0E), *range(0x1C, 0x20), 0x85)}
-
 
 def build_extraction_messages(
     messages: Sequence[Mapping[str, Any]],
@@ -97,129 +90,14 @@ def build_extraction_messages(
     return [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def bound_transcript(messages: Sequence[Mapping[str, Any]], max_chars: int = 12000) -> str:
-    """The chat as one line per message, at most ``max_chars`` long (see the module docstring).
-
-    Raises ``ValueError`` when ``max_chars`` is below ``MIN_TRANSCRIPT_CHARS``.
-    """
-    if max_chars < MIN_TRANSCRIPT_CHARS:
-        raise ValueError(f"max_chars must be at least {MIN_TRANSCRIPT_CHARS}, not {max_chars}")
-    total = len(messages)
-    cap = min(MESSAGE_MAX_CHARS, max(MESSAGE_HEAD_CHARS, max_chars // max(total, 1)))
-    rendered = [_render_line(message, cap) for message in messages]
-    lines = [line for line, _ in rendered]
-    if len(_header(total, total, 0)) + sum(len(line) + 1 for line in lines) <= max_chars:
-        return _assemble(lines, range(total), total)
-    gap = len(_gap_note(total)) + 1
-    # Worst-case header and one gap more than there are shown lines: the result always fits.
-    budget = max_chars - len(_header(total, total, total)) - 1 - gap
-    costs = [len(line) + 1 + gap for line in lines]
-    return _assemble(lines, _select(costs, [short for _, short in rendered], budget), total)
-
-
 def _previous_labels(labels: Sequence[str]) -> list[str]:
     """Previous labels, cleaned like any label (the chat file is user-editable)."""
     out: dict[str, str] = {}
     for raw in labels:
         label = normalize_label(raw) if isinstance(raw, str) else ""
-        if label and not _is_sticky_label(label):
+        if label and not is_sticky_label(label):
             out.setdefault(label.casefold(), label)
     return list(out.values())[:MAX_PREVIOUS_LABELS]
-
-
-def _render_line(message: Mapping[str, Any], cap: int) -> tuple[str, bool]:
-    """One transcript line and whether the message is a short user message."""
-    if not isinstance(message, Mapping):  # the chat file is user-editable
-        message = {}
-    raw = _content_text(message.get("content"))
-    head = raw[: cap * 4]  # collapsing whitespace only shrinks text; bounds the regex work
-    text = _inline(head)
-    role = _ROLE.sub("", str(message.get("role", "")).lower())[:16] or "unknown"
-    short = role == "user" and len(head) == len(raw) and len(text) <= SHORT_MESSAGE_CHARS
-    if len(text) > cap or len(head) < len(raw):
-        text = text[:cap].rstrip() + "…"
-    ident = _inline(str(message.get("id", "")).replace("[", "").replace("]", ""))[:64] or "?"
-    return f"[{ident}] {role}: {json.dumps(text, ensure_ascii=False)}", short
-
-
-def _content_text(content: object) -> str:
-    """Message content as text; OpenAI-style lists of parts contribute their text parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = (p.get("text") if isinstance(p, dict) else p for p in content)
-        return " ".join(p for p in parts if isinstance(p, str))
-    return "" if content is None else str(content)
-
-
-def _inline(text: str) -> str:
-    """``text`` on one line: whitespace collapsed, invisible characters removed."""
-    if _INVISIBLE.search(text):  # rare; the search alone is cheap on the 10,000-message path
-        text = _INVISIBLE.sub("", text.translate(_LINE_BREAKS))
-    return " ".join(text.split())
-
-
-def _select(costs: list[int], short_user: list[bool], budget: int) -> list[int]:
-    """Indices to show: short user messages, then the recent tail, then a sample of the rest."""
-    shorts = [i for i, short in enumerate(short_user) if short]
-    chosen = _spread(shorts, costs, budget // 2)
-    left = budget - sum(costs[i] for i in chosen)
-    others = [i for i, short in enumerate(short_user) if not short]
-    tail: list[int] = []
-    used = 0
-    for i in reversed(others):
-        if used + costs[i] > left // 2:
-            break
-        tail.append(i)
-        used += costs[i]
-    older = others[: len(others) - len(tail)]
-    return sorted(chosen + tail + _spread(older, costs, left - used))
-
-
-def _spread(indices: list[int], costs: list[int], budget: int) -> list[int]:
-    """An even sample of ``indices`` (always starting from the last) whose costs fit ``budget``."""
-    total = sum(costs[i] for i in indices)
-    if total <= budget:
-        return indices
-    if budget <= 0 or not indices:
-        return []
-    k = max(1, budget * len(indices) // total)
-    step = len(indices) / k
-    picked: list[int] = []
-    used = 0
-    for j in range(k):
-        i = indices[len(indices) - 1 - int(j * step)]
-        if used + costs[i] <= budget:
-            picked.append(i)
-            used += costs[i]
-    return picked
-
-
-def _assemble(lines: list[str], shown: Sequence[int], total: int) -> str:
-    """The header, the shown lines in chat order, and a note for every gap."""
-    out = [_header(total, len(shown), total - len(shown))]
-    previous = -1
-    for i in shown:
-        if i - previous > 1:
-            out.append(_gap_note(i - previous - 1))
-        out.append(lines[i])
-        previous = i
-    if total - 1 - previous > 0:
-        out.append(_gap_note(total - 1 - previous))
-    return "\n".join(out)
-
-
-def _header(total: int, shown: int, omitted: int) -> str:
-    if not omitted:
-        return f"The chat has {total} messages, all shown."
-    return (
-        f"The chat has {total} messages; {shown} are shown and {omitted} omitted "
-        "(older ones sampled evenly, recent ones in full, short user messages kept)."
-    )
-
-
-def _gap_note(omitted: int) -> str:
-    return f"(… {omitted} messages omitted …)"
 
 
 # --- parsing the reply -------------------------------------------------------------------------
@@ -231,7 +109,6 @@ _STICKY_KEYS = ("sticky_message_ids", "sticky_ids", "sticky")
 _STICKY_SALVAGE = re.compile(r"[\"']?sticky\w*[\"']?\s*:\s*\[")
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _NUMBER = re.compile(r"-?\d{1,12}(?:\.\d{1,6})?")
-_LABEL_EDGE = " \"'`*_.,;:!?-•"
 
 
 def parse_extraction_reply(
@@ -257,20 +134,6 @@ def parse_extraction_reply(
         why = "; ".join(notes[:5]) or "the lists were empty"
         raise ExtractionError(f"The model's reply has no usable topics or sticky ids ({why}).")
     return ExtractedTopics(tuple(topics), tuple(sticky), source="llm", notes=tuple(notes))
-
-
-def normalize_label(raw: str) -> str:
-    """``raw`` as a topic label: one line, whole words within 4 words and 40 chars, Title Case.
-
-    Returns ``""`` when nothing usable is left (empty, or a first word over 40 characters).
-    """
-    kept: list[str] = []
-    for word in _inline(raw).strip(_LABEL_EDGE).split()[:MAX_LABEL_WORDS]:
-        if len(" ".join([*kept, word])) > MAX_LABEL_CHARS:
-            break
-        kept.append(word)
-    last = len(kept) - 1
-    return " ".join(_title_word(w, edge=i in (0, last)) for i, w in enumerate(kept))
 
 
 def _find_payload(text: str, notes: list[str]) -> Any:
@@ -428,7 +291,7 @@ def _clean_topic(item: Any, n: int, upper: int, notes: list[str]) -> Topic | Non
     if not isinstance(label, str):
         notes.append(f"topic {n} has a {type(label).__name__} label, not text; dropped")
         return None
-    cleaned = _inline(label).strip(_LABEL_EDGE)
+    cleaned = clean_label_text(label)
     normal = normalize_label(label)
     if not normal:
         problem = "too long" if cleaned else "empty"
@@ -436,7 +299,7 @@ def _clean_topic(item: Any, n: int, upper: int, notes: list[str]) -> Topic | Non
         return None
     if len(normal.split()) < len(cleaned.split()):
         notes.append(f"topic {n} label {_preview(label)} trimmed to {normal!r}")
-    if _is_sticky_label(normal):
+    if is_sticky_label(normal):
         notes.append(f"topic {n} used the reserved label {normal!r}; dropped")
         return None
     number = _as_int(count)
@@ -488,52 +351,6 @@ def _clean_sticky(raw: Any, known_ids: Collection[str], notes: list[str]) -> lis
     return list(out)
 
 
-def _is_sticky_label(label: str) -> bool:
-    return _label_key(label) == _label_key(STICKY_LABEL)
-
-
-def _label_key(label: str) -> str:
-    return " ".join(label.casefold().replace("&", " and ").split())
-
-
 def _preview(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-# --- Title Case --------------------------------------------------------------------------------
-
-_MINOR_WORDS = frozenset(
-    {"a", "an", "and", "as", "at", "but", "by", "for", "in", "of", "on", "or", "the", "to", "vs"}
-    | {"via", "with"}
-)
-# Names a plain capitalisation would spoil; anything the model already writes with capitals
-# (LangGraph, iOS) is kept as written.
-_KNOWN_NAMES = """
-    AI API APIs AWS CI CD CLI CPU CSS CSV DNS GCP GPU HTML HTTP HTTPS IDE JSON JWT LLM LLMs ML ORM
-    OS PDF RAG SDK SQL SSH TLS TOML UI URL UX VPN XML YAML OAuth iOS macOS GitHub GitLab GraphQL
-    JavaScript TypeScript PostgreSQL MySQL SQLite MongoDB LangGraph LangChain OpenAI NumPy FastAPI
-    PyTorch TensorFlow DevOps WebSocket WebSockets C++ C# Node.js
-"""
-_KNOWN_CASING = {name.lower(): name for name in _KNOWN_NAMES.split()}
-_WORD_PARTS = re.compile(r"([-/])")
-_PLAIN_WORD = re.compile(r"[^\W\d_][\w']*")
-
-
-def _title_word(word: str, edge: bool) -> str:
-    """One label word in Title Case; minor words stay lower case inside a label."""
-    if not edge and word.lower() in _MINOR_WORDS:
-        return word.lower()
-    return "".join(_title_part(part) for part in _WORD_PARTS.split(word))
-
-
-def _title_part(part: str) -> str:
-    known = _KNOWN_CASING.get(part.lower())
-    if known is not None:
-        return known
-    if not _PLAIN_WORD.fullmatch(part):  # "src=x", "v2.1", "<b>": leave as written
-        return part
-    shouted = part.isupper() and len(part) > 5  # "KUBERNETES" is shouting, "API" an acronym
-    if any(c.isupper() for c in part) and not shouted:
-        return part
-    return part[:1].upper() + part[1:].lower()

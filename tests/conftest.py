@@ -15,6 +15,9 @@ import smart_context.hookspecs
 from smart_context.plugin import SmartContextPlugin
 from tests.fakes import FakeCommands, FakeEmbedder, FakeHost, FakeLLM
 
+# The loopback OpenAI-compatible server: any test can ask for the ``openai_server`` fixture.
+pytest_plugins = ["tests.openai_server"]
+
 
 class Ctx:
     """The pipeline context with exactly the fields of CONTRACT.md §1."""

@@ -1,4 +1,4 @@
-"""The LLM side of topic extraction: the prompt, the bounded transcript, the hostile reply."""
+"""Topic extraction with the fast model: the prompt and the hostile reply."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from smart_context import labels as label_module
+from smart_context import transcript
 from smart_context.errors import ExtractionError
 from smart_context.topic_types import STICKY_LABEL, Topic
 from smart_context.topics import (
@@ -26,11 +28,6 @@ def parse(reply: str, known: set[str] | None = None, total: int = 20) -> Any:
 
 def labels(reply: str, total: int = 20) -> list[str]:
     return [t.label for t in parse(reply, total=total).topics]
-
-
-def transcript_lines(text: str) -> list[str]:
-    """The message lines of a transcript (header and gap notes left out)."""
-    return [line for line in text.splitlines() if line.startswith("[")]
 
 
 # --- the prompt --------------------------------------------------------------------------------
@@ -95,84 +92,9 @@ async def test_round_trip_through_the_hosts_fast_model() -> None:
     assert "be concise" in llm.prompts[0][1]["content"]
 
 
-# --- bounding the transcript -------------------------------------------------------------------
-
-
-def test_short_chat_transcript_contains_every_message_in_full() -> None:
-    texts = ["What is LangGraph?", "A library for agent graphs. " * 20, "be concise", "ok"]
-    chat = make_messages(texts)
-    text = bound_transcript(chat, 12000)
-    assert text.startswith("The chat has 4 messages, all shown.")
-    lines = transcript_lines(text)
-    assert len(lines) == 4
-    for line, message in zip(lines, chat, strict=True):
-        assert line.startswith(f"[{message['id']}] {message['role']}: ")
-        assert json.loads(line.split(": ", 1)[1]) == " ".join(message["content"].split())
-    assert "omitted" not in text
-
-
-def long_chat() -> list[dict[str, Any]]:
-    chat = make_messages([f"message {i} " + "x" * 488 for i in range(10_000)])
-    chat[4]["content"] = "be concise"
-    chat[5000]["content"] = "answer in French from now on"
-    chat[9000]["content"] = "use Python 3.12 from now on"
-    return chat
-
-
-@pytest.mark.parametrize("max_chars", [400, 2000, 12000, 60000])
-def test_long_chat_stays_under_max_chars_and_keeps_instructions(max_chars: int) -> None:
-    chat = long_chat()
-    text = bound_transcript(chat, max_chars)
-    assert len(text) <= max_chars
-    assert "The chat has 10000 messages" in text
-    if max_chars >= 2000:
-        assert "[m9999] assistant:" in text  # the latest message is shown
-        for instruction in ("be concise", "answer in French", "use Python 3.12"):
-            assert instruction in text
-
-
-def test_long_chat_omissions_are_counted_honestly() -> None:
-    text = bound_transcript(long_chat(), 12000)
-    shown = len(transcript_lines(text))
-    omitted = sum(int(line.split()[1]) for line in text.splitlines() if line.startswith("(… "))
-    assert shown + omitted == 10_000
-    assert f"{shown} are shown and {omitted} omitted" in text
-    # Older messages are sampled across the whole chat, not only the start or the end.
-    ids = [int(line[2:].split("]")[0]) for line in transcript_lines(text)]
-    assert min(ids) < 1000 and any(3000 < i < 7000 for i in ids)
-    assert ids == sorted(ids)
-
-
-def test_long_messages_show_their_head_only() -> None:
-    chat = long_chat()
-    chat[9999]["content"] = "HEAD " + "y" * 5000
-    last = transcript_lines(bound_transcript(chat, 12000))[-1]
-    assert last.startswith('[m9999] assistant: "HEAD yyy')
-    assert len(last) < 400 and last.endswith('…"')
-
-
-def test_bound_transcript_refuses_a_budget_too_small_to_be_useful() -> None:
-    with pytest.raises(ValueError, match="max_chars"):
-        bound_transcript(make_messages(["hi"]), 100)
-
-
-def test_messages_that_are_not_objects_do_not_break_the_transcript() -> None:
-    chat: list[Any] = ["not a message", None, {"id": "m1", "role": "user", "content": "hi"}]
-    assert transcript_lines(bound_transcript(chat)) == [
-        '[?] unknown: ""',
-        '[?] unknown: ""',
-        '[m1] user: "hi"',
-    ]
-
-
-def test_content_that_is_not_a_string_is_rendered_as_text() -> None:
-    chat: list[dict[str, Any]] = [
-        {"id": "a", "role": "user", "content": [{"type": "text", "text": "parts"}, "more"]},
-        {"id": "b", "role": "assistant", "content": None},
-        {"id": "c\n]", "role": "sys\ntem", "content": 42},
-    ]
-    lines = transcript_lines(bound_transcript(chat))
-    assert lines == ['[a] user: "parts more"', '[b] assistant: ""', '[c] system: "42"']
+def test_topics_re_exports_the_transcript_and_label_functions() -> None:
+    assert bound_transcript is transcript.bound_transcript
+    assert normalize_label is label_module.normalize_label
 
 
 # --- parsing the reply: clean and wrapped ------------------------------------------------------
@@ -284,7 +206,7 @@ def test_non_string_sticky_ids() -> None:
     assert sum("not text" in note for note in result.notes) == 3
 
 
-# --- parsing the reply: labels -----------------------------------------------------------------
+# --- parsing the reply: topic items ------------------------------------------------------------
 
 
 def test_duplicate_labels_merge_case_insensitively_keeping_the_larger_count() -> None:
@@ -303,31 +225,6 @@ def test_duplicate_labels_merge_case_insensitively_keeping_the_larger_count() ->
     assert sum("duplicate" in note for note in result.notes) == 2
 
 
-@pytest.mark.parametrize("label", ["", "   ", "\n\t", "\x00\u200b", "**", "- ."])
-def test_empty_labels_are_dropped(label: str) -> None:
-    reply = json.dumps({"topics": [{"label": label, "count": 3}, {"label": "Kept", "count": 1}]})
-    result = parse(reply)
-    assert labels(reply) == ["Kept"]
-    assert any("empty" in note for note in result.notes)
-
-
-@pytest.mark.parametrize(
-    ("label", "expected"),
-    [
-        ("state management in large react applications", "State Management in Large"),
-        ("Supercalifragilistic Expialidocious Things", "Supercalifragilistic Expialidocious"),
-        ("x" * 41, None),
-        ("https://example.com/a/very/long/url/that/is/no/topic", None),
-    ],
-)
-def test_labels_that_are_too_long(label: str, expected: str | None) -> None:
-    reply = json.dumps({"topics": [{"label": label, "count": 2}, {"label": "Kept", "count": 1}]})
-    result = parse(reply)
-    assert [t.label for t in result.topics] == ([expected] if expected else []) + ["Kept"]
-    assert all(len(t.label) <= 40 and len(t.label.split()) <= 4 for t in result.topics)
-    assert any(("trimmed" if expected else "too long") in note for note in result.notes)
-
-
 @pytest.mark.parametrize("label", [42, None, ["A"], {"text": "A"}, True, 3.5])
 def test_non_string_labels_are_dropped(label: object) -> None:
     reply = json.dumps({"topics": [{"label": label, "count": 3}, {"label": "Kept", "count": 1}]})
@@ -339,50 +236,6 @@ def test_non_string_labels_are_dropped(label: object) -> None:
 def test_topic_items_that_are_not_objects() -> None:
     result = parse('{"topics": [3, null, "Rust Ownership", {"label": "Go", "count": 2}]}')
     assert result.topics == (Topic("Rust Ownership", 1), Topic("Go", 2))
-
-
-def test_control_characters_are_stripped_and_html_stays_plain_text() -> None:
-    reply = json.dumps(
-        {
-            "topics": [
-                {"label": "Python\x00 \u202eAsync\n\tStuff\x07", "count": 2},
-                {"label": "<img src=x onerror=alert(1)>", "count": 1},
-            ]
-        }
-    )
-    assert labels(reply) == ["Python Async Stuff", "<img src=x onerror=alert(1)>"]
-
-
-@pytest.mark.parametrize(
-    "label", [STICKY_LABEL, "instructions & preferences", "Instructions and  Preferences"]
-)
-def test_the_sticky_label_is_reserved(label: str) -> None:
-    reply = json.dumps({"topics": [{"label": label, "count": 2}, {"label": "Kept", "count": 1}]})
-    result = parse(reply)
-    assert labels(reply) == ["Kept"]
-    assert any("reserved" in note for note in result.notes)
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        ("python async", "Python Async"),
-        ("LangGraph", "LangGraph"),
-        ("API design", "API Design"),
-        ("api design", "API Design"),
-        ("javascript closures", "JavaScript Closures"),
-        ("state of the art", "State of the Art"),
-        ("KUBERNETES DEPLOYMENT", "Kubernetes Deployment"),
-        ("iOS widgets", "iOS Widgets"),
-        ("real-time sync", "Real-Time Sync"),
-        ("c++ templates", "C++ Templates"),
-        ("python 3.12 features", "Python 3.12 Features"),
-        ("  **error handling**. ", "Error Handling"),
-    ],
-)
-def test_title_case_keeps_acronyms_and_tech_names(raw: str, expected: str) -> None:
-    assert normalize_label(raw) == expected
-    assert labels(json.dumps([{"label": raw, "count": 1}])) == [expected]
 
 
 # --- parsing the reply: counts and limits ------------------------------------------------------

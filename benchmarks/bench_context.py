@@ -1,0 +1,183 @@
+"""Figures for the plugin's hot paths, in one process (run: python benchmarks/bench_context.py).
+
+- pipeline_context with a warm cache and an active filter, at 100 / 1,000 / 10,000 messages
+  (median and p95), next to a baseline in the same process: one ``json.loads`` of the chat,
+  which any host pays to read the chat at all;
+- loading a 10,000-message embedding cache file from disk;
+- local embedding throughput on ~50-token messages (needs the ``local`` extra).
+Targets: <= 5 ms at 10,000 messages; <= 50 ms to load the 10,000-entry cache; >= 200 msg/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pluggy
+
+import smart_context.hookspecs
+from smart_context import cache
+from smart_context.embeddings.base import Matrix, normalize_rows
+from smart_context.plugin import SmartContextPlugin
+from smart_context.vectors import content_hash
+
+DIM = 384
+WORDS = ("asyncio postgres index docker nginx react hooks state trip huts weather gear bread "
+         "starter oven query plan schema deploy certificate budget temple train").split()
+
+
+class RandomEmbedder:
+    """Deterministic random unit vectors: the warm path never calls it, so quality is moot."""
+
+    model_id = "bench-random-384"
+
+    async def embed(self, texts: Sequence[str]) -> Matrix:
+        rows = [np.random.default_rng(int(content_hash(t)[:8], 16)).normal(size=DIM) for t in texts]
+        return normalize_rows(np.array(rows) if rows else np.zeros((0, DIM)))
+
+
+class Memory:
+    def __init__(self, chats: dict[str, dict[str, Any]]) -> None:
+        self.chats = chats
+
+    def load_chat(self, chat_id: str) -> dict[str, Any]:
+        return self.chats[chat_id]
+
+    def save_chat(self, chat_id: str, data: dict[str, Any]) -> None:
+        self.chats[chat_id] = data
+
+    def update_chat(self, chat_id: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        self.chats[chat_id] = fn(self.chats[chat_id])
+        return self.chats[chat_id]
+
+
+class Host:
+    def __init__(self, vault: Path, chats: dict[str, dict[str, Any]]) -> None:
+        self.vault_path = vault
+        self.memory = Memory(chats)
+        self.llm = None
+
+    def settings(self, name: str) -> dict[str, Any]:
+        return {"similarity_threshold": 0.05}
+
+    def emit(self, event: str, data: dict[str, Any]) -> None:
+        pass
+
+
+class Ctx:
+    def __init__(self, chat_id: str, history: list[dict[str, Any]]) -> None:
+        self.message = "next"
+        self.original_message = "next"
+        self.history = history
+        self.metadata: dict[str, Any] = {"chat_id": chat_id}
+        self.response = None
+        self.should_abort = False
+
+
+def make_chat(n: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(n)
+    return [{"id": f"m{i:05d}", "role": "user" if i % 2 == 0 else "assistant",
+             "content": " ".join(rng.choice(WORDS, size=40))} for i in range(n)]
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
+
+
+async def bench_context(vault: Path, sizes: Sequence[int], repeats: int) -> None:
+    chats = {f"c{n}": {"messages": make_chat(n), "topics": [], "smart_context": {
+        "active_topics": ["Asyncio Scraper", "Trip Planning"]}} for n in sizes}
+    pm = pluggy.PluginManager("sidecar")
+    pm.add_hookspecs(smart_context.hookspecs)
+    plugin = SmartContextPlugin(RandomEmbedder())
+    pm.register(plugin)
+    for result in pm.hook.sidecar_startup(host=Host(vault, chats)):
+        await result
+    print("pipeline_context, warm cache, filter of 2 topics active:")
+    for n in sizes:
+        history = chats[f"c{n}"]["messages"]
+        raw = json.dumps(chats[f"c{n}"])
+        ctx = Ctx(f"c{n}", list(history))
+        await pm.hook.pipeline_context(ctx=ctx)[0]  # warm-up: embeds and caches everything
+        samples, base = [], []
+        for _ in range(repeats):
+            ctx = Ctx(f"c{n}", list(history))
+            t0 = time.perf_counter()
+            await pm.hook.pipeline_context(ctx=ctx)[0]
+            samples.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            json.loads(raw)
+            base.append((time.perf_counter() - t0) * 1000)
+        med, p95 = percentiles(samples)
+        bmed, _ = percentiles(base)
+        mode = ctx.metadata["smart_context"]["mode"]
+        print(f"  {n:>6} messages: median {med:6.2f} ms  p95 {p95:6.2f} ms  ({mode}; "
+              f"baseline json.loads of the chat {bmed:6.2f} ms, ratio {med / bmed:4.2f})")
+    assert plugin.engine is not None
+    await plugin.engine.close()
+
+
+async def bench_cache_load(vault: Path, repeats: int) -> None:
+    n = 10_000
+    messages = make_chat(n)
+    vectors = cache.ChatVectors("bench-random-384", DIM)
+    vectors.add(messages, await RandomEmbedder().embed([m["content"] for m in messages]))
+    path = vault / ".memory" / "big.embeddings.json"
+    cache.save(path, vectors)
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        loaded = cache.load(path, "bench-random-384", DIM)
+        samples.append((time.perf_counter() - t0) * 1000)
+        assert loaded is not None and len(loaded) == n
+    med, p95 = percentiles(samples)
+    size = path.stat().st_size / 1e6
+    print(f"loading a {n:,}-message cache file ({size:.1f} MB): median {med:.1f} ms, p95 {p95:.1f} ms")
+
+
+def bench_local(count: int) -> None:
+    try:
+        from smart_context.embeddings.local import shared_local_model
+    except ImportError as exc:
+        print(f"local embedding: skipped ({exc})")
+        return
+    model = shared_local_model()
+    rng = np.random.default_rng(1)
+    texts = [" ".join(rng.choice(WORDS, size=42)) for _ in range(count)]  # ~50 tokens with specials
+    model.embed_sync(texts[:32])
+    t0 = time.perf_counter()
+    model.embed_sync(texts)
+    elapsed = time.perf_counter() - t0
+    print(f"local embedding ({model.model_id}): {count / elapsed:.0f} messages/s on ~50-token "
+          f"messages ({count} in {elapsed:.2f} s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--sizes", default="100,1000,10000")
+    parser.add_argument("--local-count", type=int, default=512)
+    args = parser.parse_args()
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, numpy {np.__version__}")
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp)
+        (vault / ".memory").mkdir()
+        asyncio.run(bench_context(vault, [int(s) for s in args.sizes.split(",")], args.repeats))
+        asyncio.run(bench_cache_load(vault, 20))
+    bench_local(args.local_count)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""``smart-context``: inspect what a chat would send, extract its topics, or serve the web app.
+
+    smart-context context VAULT CHAT_ID [--topics A,B]   which messages go to the model, and why
+    smart-context topics VAULT CHAT_ID                   run topic extraction and print the topics
+    smart-context serve [VAULT]                          the reference sidecar with the panel
+
+The commands run the plugin inside the reference sidecar's host, so they see exactly what a
+request would: the vault's settings, its models, and the embedded offline default without one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from smart_context.engine import Engine, conversation
+from smart_context.errors import SmartContextError
+from smart_context.filtering import included_ids
+from smart_context.paths import chat_file, check_chat_id
+
+PREVIEW = 60
+
+
+@asynccontextmanager
+async def running_engine(vault: Path) -> AsyncIterator[Engine]:
+    """The plugin's engine, started inside the reference host for ``vault``."""
+    from smart_context.plugin import SmartContextPlugin
+    from smart_context.sidecar.runtime import Sidecar
+
+    if not (vault / ".memory").is_dir():
+        raise SmartContextError(f"{vault} is not a vault: it has no .memory folder.")
+    sidecar = Sidecar(vault)
+    plugin = sidecar.pm.get_plugin("smart_context")
+    if not isinstance(plugin, SmartContextPlugin):
+        raise SmartContextError("The smart_context plugin is disabled in this vault's .vault.toml.")
+    await sidecar.start()
+    try:
+        if plugin.config_error:
+            raise SmartContextError(plugin.config_error)
+        assert plugin.engine is not None
+        yield plugin.engine
+    finally:
+        await sidecar.stop()
+
+
+def _preview(text: Any) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= PREVIEW else flat[: PREVIEW - 1] + "…"
+
+
+async def show_context(vault: Path, chat_id: str, topics: Sequence[str] | None, out: TextIO) -> None:
+    """Print which messages the next request of ``chat_id`` would send, and why."""
+    async with running_engine(vault) as engine:
+        data = await engine.load(check_chat_id(chat_id))
+        history = conversation(data.get("messages"))
+        decision = await engine.decide(chat_id, history, topics)
+    record = decision.record
+    sent = set(included_ids(record, [m.get("id") for m in history]))
+    sticky = set(record["sticky_ids"])
+    scores = record.get("scores", {})
+    topics_text = ", ".join(record["active_topics"]) or "none"
+    print(f"chat {chat_id}: mode {record['mode']}, topics: {topics_text}, "
+          f"threshold {record['threshold']}", file=out)
+    if "error" in record:
+        print(f"note: {record['error']}", file=out)
+    if record["mode"] == "fallback":
+        print(f"no message reached the threshold (best {record['best_score']}): "
+              "the full history is sent", file=out)
+    print(f"{len(sent)} of {record['total_messages']} messages in context\n", file=out)
+    for m in history:
+        mid = m.get("id")
+        why = "sticky" if mid in sticky else (f"{scores[mid]:.3f}" if mid in scores else "")
+        mark = "+" if mid in sent else "-"
+        print(f"{mark} {str(mid):<10} {str(m.get('role')):<9} {why:>6}  {_preview(m.get('content'))}",
+              file=out)
+
+
+async def show_topics(vault: Path, chat_id: str, out: TextIO) -> None:
+    """Run topic extraction for ``chat_id`` now, write the topics, and print them."""
+    async with running_engine(vault) as engine:
+        await engine.refresh(check_chat_id(chat_id))
+        view = await engine.view(chat_id)
+    print(f"chat {chat_id}: {view.total_messages} messages", file=out)
+    for topic in view.topics:
+        if topic.get("sticky"):
+            ids = ", ".join(map(str, topic.get("message_ids", [])))
+            print(f"  [sticky] {topic['label']}: {ids}", file=out)
+        else:
+            print(f"  {topic['label']:<32} {topic.get('count', 0):>4} messages", file=out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="smart-context", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    ctx = sub.add_parser("context", help="show which messages would go to the model, and why")
+    ctx.add_argument("vault", type=Path)
+    ctx.add_argument("chat_id")
+    ctx.add_argument("--topics", help="comma-separated topic labels to filter by (default: the "
+                     "chat's selected topics)")
+    top = sub.add_parser("topics", help="extract and print a chat's topics")
+    top.add_argument("vault", type=Path)
+    top.add_argument("chat_id")
+    serve = sub.add_parser("serve", help="run the reference sidecar: a local web chat with the panel")
+    from smart_context.sidecar.serve import add_serve_arguments
+
+    add_serve_arguments(serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``smart-context`` console script."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        if args.command == "serve":
+            from smart_context.sidecar.serve import run_serve
+
+            return run_serve(args)
+        chat_file(args.vault, args.chat_id)  # refuse a hostile id before touching anything
+        if args.command == "context":
+            topics = [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
+            asyncio.run(show_context(args.vault, args.chat_id, topics, sys.stdout))
+        else:
+            asyncio.run(show_topics(args.vault, args.chat_id, sys.stdout))
+    except SmartContextError as exc:
+        print(f"smart-context: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
