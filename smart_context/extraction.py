@@ -67,8 +67,9 @@ async def extract(
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # any model failure: the offline extractor still gives topics
-            log.warning("Smart Context: topic extraction by the model failed (%s); "
-                        "using the offline extractor", exc)
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+            log.warning("Smart Context: the model did not extract topics (%s); "
+                        "using the offline extractor", reason)
     if vectors is None:
         return None
     from smart_context.offline_topics import extract_offline  # numpy-only, but only when needed

@@ -200,3 +200,44 @@ async def test_client_connected_registers_and_fills_the_panel(start: Any) -> Non
 async def test_shutdown_flushes_and_is_safe_to_call(start: Any, chat: list) -> None:
     running: Running = await start()
     await call(running.pm.hook.sidecar_shutdown)
+
+
+async def test_default_embedder_is_the_hosts_model(start: Any, chat: list) -> None:
+    running: Running = await start({"similarity_threshold": 0.3}, use_embedder=False)
+    result = await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
+    assert result["status"] == "success" and "m0" in result["included_ids"]
+    embedded = [t for call_ in running.host.llm.embed_calls for t in call_]
+    assert "Python Asyncio" in embedded and TEXTS[0] in embedded
+
+
+async def test_openai_embedder_through_the_real_client(start: Any, chat: list, openai_server: Any,
+                                                       monkeypatch: pytest.MonkeyPatch, vault: Path) -> None:
+    monkeypatch.setenv("SC_TEST_KEY", openai_server.api_key)
+    settings = {"embedder": "openai", "openai_base_url": openai_server.base_url,
+                "openai_embedding_model": "stub-embedding", "openai_api_key_env": "SC_TEST_KEY",
+                "similarity_threshold": 0.3}
+    running: Running = await start(settings, use_embedder=False)
+    result = await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
+    assert result["status"] == "success", result
+    # the stub's 64-dimension bag of words: asyncio messages pass, the Louvre one does not
+    assert {"m0", "m6", "m7"} <= set(result["included_ids"]) and "m5" not in result["included_ids"]
+    paths = [path for path, _ in openai_server.requests]
+    assert len(paths) == 2 and all(p.endswith("/embeddings") for p in paths)  # messages, label
+    ctx = await running.context("c1", list(chat))
+    assert ctx.metadata["smart_context"]["mode"] == "filtered"
+    assert running.plugin.engine is not None
+    await running.plugin.engine.close()
+    header = (vault / ".memory" / "c1.embeddings.json").read_text()[:200]
+    assert '"model":"openai:stub-embedding"' in header
+
+
+async def test_unreachable_embedding_endpoint_is_a_readable_error(start: Any, chat: list) -> None:
+    settings = {"embedder": "openai", "openai_base_url": "http://127.0.0.1:9/v1",
+                "openai_embedding_model": "m"}
+    running: Running = await start(settings, use_embedder=False)
+    result = await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
+    ctx = await running.context("c1", list(chat))
+    assert ids(ctx.history) == ids(chat)
+    record = ctx.metadata["smart_context"]
+    assert record["mode"] == "full" and "Cannot reach" in record["error"]
+    assert result["status"] == "success" and result["included_ids"] == ids(chat)
