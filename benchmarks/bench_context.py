@@ -32,8 +32,31 @@ from smart_context.plugin import SmartContextPlugin
 from smart_context.vectors import content_hash
 
 DIM = 384
-WORDS = ("asyncio postgres index docker nginx react hooks state trip huts weather gear bread "
-         "starter oven query plan schema deploy certificate budget temple train").split()
+WORDS = [
+    "asyncio",
+    "postgres",
+    "index",
+    "docker",
+    "nginx",
+    "react",
+    "hooks",
+    "state",
+    "trip",
+    "huts",
+    "weather",
+    "gear",
+    "bread",
+    "starter",
+    "oven",
+    "query",
+    "plan",
+    "schema",
+    "deploy",
+    "certificate",
+    "budget",
+    "temple",
+    "train",
+]
 
 
 class RandomEmbedder:
@@ -56,7 +79,9 @@ class Memory:
     def save_chat(self, chat_id: str, data: dict[str, Any]) -> None:
         self.chats[chat_id] = data
 
-    def update_chat(self, chat_id: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    def update_chat(
+        self, chat_id: str, fn: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> dict[str, Any]:
         self.chats[chat_id] = fn(self.chats[chat_id])
         return self.chats[chat_id]
 
@@ -86,8 +111,14 @@ class Ctx:
 
 def make_chat(n: int) -> list[dict[str, Any]]:
     rng = np.random.default_rng(n)
-    return [{"id": f"m{i:05d}", "role": "user" if i % 2 == 0 else "assistant",
-             "content": " ".join(rng.choice(WORDS, size=40))} for i in range(n)]
+    return [
+        {
+            "id": f"m{i:05d}",
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": " ".join(rng.choice(WORDS, size=40)),
+        }
+        for i in range(n)
+    ]
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -96,8 +127,14 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 
 
 async def bench_context(vault: Path, sizes: Sequence[int], repeats: int) -> None:
-    chats = {f"c{n}": {"messages": make_chat(n), "topics": [], "smart_context": {
-        "active_topics": ["Asyncio Scraper", "Trip Planning"]}} for n in sizes}
+    chats = {
+        f"c{n}": {
+            "messages": make_chat(n),
+            "topics": [],
+            "smart_context": {"active_topics": ["Asyncio Scraper", "Trip Planning"]},
+        }
+        for n in sizes
+    }
     pm = pluggy.PluginManager("sidecar")
     pm.add_hookspecs(smart_context.hookspecs)
     plugin = SmartContextPlugin(RandomEmbedder())
@@ -122,8 +159,10 @@ async def bench_context(vault: Path, sizes: Sequence[int], repeats: int) -> None
         med, p95 = percentiles(samples)
         bmed, _ = percentiles(base)
         mode = ctx.metadata["smart_context"]["mode"]
-        print(f"  {n:>6} messages: median {med:6.2f} ms  p95 {p95:6.2f} ms  ({mode}; "
-              f"baseline json.loads of the chat {bmed:6.2f} ms, ratio {med / bmed:4.2f})")
+        print(
+            f"  {n:>6} messages: median {med:6.2f} ms  p95 {p95:6.2f} ms  ({mode}; "
+            f"baseline json.loads of the chat {bmed:6.2f} ms, ratio {med / bmed:4.2f})"
+        )
     assert plugin.engine is not None
     await plugin.engine.close()
 
@@ -143,7 +182,9 @@ async def bench_cache_load(vault: Path, repeats: int) -> None:
         assert loaded is not None and len(loaded) == n
     med, p95 = percentiles(samples)
     size = path.stat().st_size / 1e6
-    print(f"loading a {n:,}-message cache file ({size:.1f} MB): median {med:.1f} ms, p95 {p95:.1f} ms")
+    print(
+        f"loading a {n:,}-message cache file ({size:.1f} MB): median {med:.1f} ms, p95 {p95:.1f} ms"
+    )
 
 
 def bench_local(count: int) -> None:
@@ -159,8 +200,10 @@ def bench_local(count: int) -> None:
     t0 = time.perf_counter()
     model.embed_sync(texts)
     elapsed = time.perf_counter() - t0
-    print(f"local embedding ({model.model_id}): {count / elapsed:.0f} messages/s on ~50-token "
-          f"messages ({count} in {elapsed:.2f} s)")
+    print(
+        f"local embedding ({model.model_id}): {count / elapsed:.0f} messages/s on ~50-token "
+        f"messages ({count} in {elapsed:.2f} s)"
+    )
 
 
 def main() -> None:
@@ -169,8 +212,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--local-count", type=int, default=512)
     args = parser.parse_args()
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, numpy {np.__version__}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, numpy {np.__version__}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         vault = Path(tmp)
         (vault / ".memory").mkdir()

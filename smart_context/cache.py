@@ -46,7 +46,9 @@ VERSION = 1
 class ChatVectors:
     """The cached vectors of one chat's messages under one embedding model."""
 
-    def __init__(self, model_id: str, dim: int, keys: Sequence[str] = (), matrix: Matrix | None = None) -> None:
+    def __init__(
+        self, model_id: str, dim: int, keys: Sequence[str] = (), matrix: Matrix | None = None
+    ) -> None:
         self.model_id = model_id
         self.dim = dim
         self._reset(keys, matrix)
@@ -73,14 +75,17 @@ class ChatVectors:
         """The ``(len(self), dim)`` matrix of unit rows (a view, not a copy)."""
         return self._matrix[: len(self.keys)]
 
-    def locate(self, messages: Sequence[Mapping[str, Any]]) -> tuple[npt.NDArray[np.intp], list[int]]:
+    def locate(
+        self, messages: Sequence[Mapping[str, Any]]
+    ) -> tuple[npt.NDArray[np.intp], list[int]]:
         """Row of each message in :attr:`matrix` (-1 when missing) and the indexes of the misses."""
         ids = [m.get("id") for m in messages]
         contents = [m.get("content") for m in messages]
         last_ids, last_contents, last_rows = self._last
         known = len(last_ids)
-        if not (known <= len(ids) and ids[:known] == last_ids
-                and contents[:known] == last_contents):
+        if not (
+            known <= len(ids) and ids[:known] == last_ids and contents[:known] == last_contents
+        ):
             known = 0
         tail, missing = self._locate_each(messages, known)
         rows = np.concatenate((last_rows[:known], tail)) if known else tail
@@ -192,16 +197,25 @@ def load(path: Path, model_id: str, dim: int | None) -> ChatVectors | None:
         cached = from_json(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-        log.warning("Smart Context: embedding cache %s is damaged (%s); moved to %s and rebuilding",
-                    path, exc, aside.name)
+        log.warning(
+            "Smart Context: embedding cache %s is damaged (%s); moved to %s and rebuilding",
+            path,
+            exc,
+            aside.name,
+        )
         try:
             path.replace(aside)
         except OSError:
             pass  # unreadable and immovable: save() will overwrite it, which is the same outcome
         return None
     if cached.model_id != model_id or (dim is not None and cached.dim != dim):
-        log.info("Smart Context: embedding cache %s is for model %s/%d; re-embedding for %s",
-                 path, cached.model_id, cached.dim, model_id)
+        log.info(
+            "Smart Context: embedding cache %s is for model %s/%d; re-embedding for %s",
+            path,
+            cached.model_id,
+            cached.dim,
+            model_id,
+        )
         return None
     return cached
 

@@ -54,7 +54,9 @@ def _preview(text: Any) -> str:
     return flat if len(flat) <= PREVIEW else flat[: PREVIEW - 1] + "…"
 
 
-async def show_context(vault: Path, chat_id: str, topics: Sequence[str] | None, out: TextIO) -> None:
+async def show_context(
+    vault: Path, chat_id: str, topics: Sequence[str] | None, out: TextIO
+) -> None:
     """Print which messages the next request of ``chat_id`` would send, and why."""
     async with running_engine(vault) as engine:
         data = await engine.load(check_chat_id(chat_id))
@@ -65,20 +67,28 @@ async def show_context(vault: Path, chat_id: str, topics: Sequence[str] | None, 
     sticky = set(record["sticky_ids"])
     scores = record.get("scores", {})
     topics_text = ", ".join(record["active_topics"]) or "none"
-    print(f"chat {chat_id}: mode {record['mode']}, topics: {topics_text}, "
-          f"threshold {record['threshold']}", file=out)
+    print(
+        f"chat {chat_id}: mode {record['mode']}, topics: {topics_text}, "
+        f"threshold {record['threshold']}",
+        file=out,
+    )
     if "error" in record:
         print(f"note: {record['error']}", file=out)
     if record["mode"] == "fallback":
-        print(f"no message reached the threshold (best {record['best_score']}): "
-              "the full history is sent", file=out)
+        print(
+            f"no message reached the threshold (best {record['best_score']}): "
+            "the full history is sent",
+            file=out,
+        )
     print(f"{len(sent)} of {record['total_messages']} messages in context\n", file=out)
     for m in history:
         mid = m.get("id")
         why = "sticky" if mid in sticky else (f"{scores[mid]:.3f}" if mid in scores else "")
         mark = "+" if mid in sent else "-"
-        print(f"{mark} {str(mid):<10} {str(m.get('role')):<9} {why:>6}  {_preview(m.get('content'))}",
-              file=out)
+        print(
+            f"{mark} {mid!s:<10} {m.get('role')!s:<9} {why:>6}  {_preview(m.get('content'))}",
+            file=out,
+        )
 
 
 async def show_topics(vault: Path, chat_id: str, out: TextIO) -> None:
@@ -101,12 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
     ctx = sub.add_parser("context", help="show which messages would go to the model, and why")
     ctx.add_argument("vault", type=Path)
     ctx.add_argument("chat_id")
-    ctx.add_argument("--topics", help="comma-separated topic labels to filter by (default: the "
-                     "chat's selected topics)")
+    ctx.add_argument(
+        "--topics",
+        help="comma-separated topic labels to filter by (default: the chat's selected topics)",
+    )
     top = sub.add_parser("topics", help="extract and print a chat's topics")
     top.add_argument("vault", type=Path)
     top.add_argument("chat_id")
-    serve = sub.add_parser("serve", help="run the reference sidecar: a local web chat with the panel")
+    serve = sub.add_parser(
+        "serve", help="run the reference sidecar: a local web chat with the panel"
+    )
     from smart_context.sidecar.serve import add_serve_arguments
 
     add_serve_arguments(serve)
@@ -124,7 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_serve(args)
         chat_file(args.vault, args.chat_id)  # refuse a hostile id before touching anything
         if args.command == "context":
-            topics = [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
+            topics = (
+                [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
+            )
             asyncio.run(show_context(args.vault, args.chat_id, topics, sys.stdout))
         else:
             asyncio.run(show_topics(args.vault, args.chat_id, sys.stdout))

@@ -59,13 +59,17 @@ def _topics(topics: Any) -> list[str]:
     if topics is None:
         return []
     if isinstance(topics, str) or not isinstance(topics, list):
-        raise BadArguments("topics must be a list of topic labels (an empty list clears the filter).")
+        raise BadArguments(
+            "topics must be a list of topic labels (an empty list clears the filter)."
+        )
     if len(topics) > MAX_TOPICS:
         raise BadArguments(f"Select at most {MAX_TOPICS} topics at once.")
     labels = []
     for topic in topics:
         if not isinstance(topic, str) or not topic.strip() or len(topic) > MAX_LABEL:
-            raise BadArguments(f"Each topic must be a non-empty label of at most {MAX_LABEL} characters.")
+            raise BadArguments(
+                f"Each topic must be a non-empty label of at most {MAX_LABEL} characters."
+            )
         labels.append(topic.strip())
     return labels
 

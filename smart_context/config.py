@@ -92,7 +92,9 @@ def parse_settings(table: Mapping[str, Any] | None, file: str = SETTINGS_FILE) -
     table = dict(table or {})
     unknown = sorted(set(table) - set(_CHECKS))
     if unknown:
-        raise ConfigError(unknown[0], table[unknown[0]], "unknown setting (see vault.example.toml)", file)
+        raise ConfigError(
+            unknown[0], table[unknown[0]], "unknown setting (see vault.example.toml)", file
+        )
     values: dict[str, Any] = {}
     for key, value in table.items():
         try:
@@ -115,7 +117,7 @@ def read_settings(vault: Path) -> Settings:
         return Settings()
     try:
         doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-    except Exception as exc:  # tomlkit raises several unrelated types for bad syntax
+    except Exception as exc:  # tomlkit raises several unrelated types for bad syntax  # noqa: BLE001
         raise ConfigError("(file)", str(path), f"not valid TOML: {exc}", str(path)) from None
     table = doc.get("plugins", {}).get("smart_context", {})
     return parse_settings(table, str(path))

@@ -47,9 +47,12 @@ def conversation(messages: Any) -> list[dict[str, Any]]:
     if not isinstance(messages, list):
         return []
     return [
-        m for m in messages
-        if isinstance(m, dict) and m.get("role") in ("user", "assistant")
-        and "notice" not in m and "error" not in m
+        m
+        for m in messages
+        if isinstance(m, dict)
+        and m.get("role") in ("user", "assistant")
+        and "notice" not in m
+        and "error" not in m
     ]
 
 
@@ -62,16 +65,17 @@ def clean_topics(raw: Any) -> list[dict[str, Any]]:
 
 def view_of(data: Mapping[str, Any]) -> ChatView:
     """Build a :class:`ChatView` from a loaded chat file."""
-    messages = data.get("messages") if isinstance(data.get("messages"), list) else []
+    raw_messages = data.get("messages")
+    messages: list[Any] = raw_messages if isinstance(raw_messages, list) else []
     topics = clean_topics(data.get("topics"))
-    sticky_ids = {
-        str(i) for t in topics if t.get("sticky") for i in (t.get("message_ids") or [])
-    }
+    sticky_ids = {str(i) for t in topics if t.get("sticky") for i in (t.get("message_ids") or [])}
     sticky = [m for m in messages if isinstance(m, dict) and str(m.get("id")) in sticky_ids]
     state = data.get(STATE_KEY)
     active = state.get("active_topics", []) if isinstance(state, dict) else []
-    active_topics = tuple(t for t in active if isinstance(t, str) and t) if isinstance(active, list) else ()
-    return ChatView(topics, sticky, active_topics, len(messages or []))
+    active_topics = (
+        tuple(t for t in active if isinstance(t, str) and t) if isinstance(active, list) else ()
+    )
+    return ChatView(topics, sticky, active_topics, len(messages))
 
 
 class Engine:
@@ -115,7 +119,10 @@ class Engine:
         return chat_id
 
     async def decide(
-        self, chat_id: str, history: Sequence[Mapping[str, Any]], topics: Sequence[str] | None = None
+        self,
+        chat_id: str,
+        history: Sequence[Mapping[str, Any]],
+        topics: Sequence[str] | None = None,
     ) -> Decision:
         """The context rule for one request; embedding failures leave the history whole.
 
@@ -132,8 +139,14 @@ class Engine:
                 scores = await store.topic_scores(chat_id, history, active)
             except SmartContextError as exc:
                 error = str(exc)
-        decision = decide(history, view.sticky, active, scores, self.settings.similarity_threshold,
-                          self.settings.embedding_search)
+        decision = decide(
+            history,
+            view.sticky,
+            active,
+            scores,
+            self.settings.similarity_threshold,
+            self.settings.embedding_search,
+        )
         if error:
             decision.record.update(mode=FULL, error=f"Topic filter skipped: {error}")
         return decision
@@ -149,8 +162,9 @@ class Engine:
         chosen = list(dict.fromkeys(topics))
 
         def put(data: dict[str, Any]) -> dict[str, Any]:
-            state = data.get(STATE_KEY) if isinstance(data.get(STATE_KEY), dict) else {}
-            return {**data, STATE_KEY: {**state, "active_topics": chosen}}
+            state = data.get(STATE_KEY)
+            mine = state if isinstance(state, dict) else {}
+            return {**data, STATE_KEY: {**mine, "active_topics": chosen}}
 
         await resolve(self.host.memory.update_chat(chat_id, put))
         data = await self.load(chat_id)
@@ -161,8 +175,12 @@ class Engine:
         ids, mode = await self.included(chat_id, data)
         view = self._views[chat_id]
         active = list(view.active_topics) if self.settings.embedding_search else []
-        payload = {"chat_id": chat_id, "active_topics": active, "included_ids": ids,
-                   "total_messages": view.total_messages}
+        payload = {
+            "chat_id": chat_id,
+            "active_topics": active,
+            "included_ids": ids,
+            "total_messages": view.total_messages,
+        }
         await resolve(self.host.emit(FILTER_CHANGED, payload))
         return payload | {"mode": mode}
 
@@ -171,18 +189,28 @@ class Engine:
         data = await self.load(chat_id)
         view = self._views[chat_id]
         ids, mode = await self.included(chat_id, data)
-        return {"chat_id": chat_id, "topics": view.topics, "total_messages": view.total_messages,
-                "active_topics": list(view.active_topics), "included_ids": ids, "mode": mode,
-                "embedding_search": self.settings.embedding_search}
+        return {
+            "chat_id": chat_id,
+            "topics": view.topics,
+            "total_messages": view.total_messages,
+            "active_topics": list(view.active_topics),
+            "included_ids": ids,
+            "mode": mode,
+            "embedding_search": self.settings.embedding_search,
+        }
 
     async def set_search(self, enabled: bool) -> str | None:
         """Turn the topic filter on or off; returns a warning if ``.vault.toml`` was not updated."""
         self.settings = config.replace(self.settings, embedding_search=enabled)
         warning = None
         try:
-            await asyncio.to_thread(config.write_setting, self.host.vault_path, "embedding_search", enabled)
+            await asyncio.to_thread(
+                config.write_setting, self.host.vault_path, "embedding_search", enabled
+            )
         except (OSError, SmartContextError) as exc:
-            warning = f"Similarity mode changed for this session, but .vault.toml was not updated: {exc}"
+            warning = (
+                f"Similarity mode changed for this session, but .vault.toml was not updated: {exc}"
+            )
         if self.current_chat_id:
             await self.announce_filter(self.current_chat_id, await self.load(self.current_chat_id))
         return warning
@@ -199,16 +227,27 @@ class Engine:
             vectors = await (await self.store()).sync(chat_id, messages)
         except SmartContextError as exc:
             log.warning("Smart Context: could not embed chat %s: %s", chat_id, exc)
-        found = await extract(self.host.llm, self.settings, messages, rows_or_none(vectors),
-                              self._views[chat_id].topics)
+        found = await extract(
+            self.host.llm,
+            self.settings,
+            messages,
+            rows_or_none(vectors),
+            self._views[chat_id].topics,
+        )
         if found is None:
             return
         new_topics = found.to_chat_topics()
-        latest = await resolve(self.host.memory.update_chat(chat_id, lambda d: {**d, "topics": new_topics}))
+        latest = await resolve(
+            self.host.memory.update_chat(chat_id, lambda d: {**d, "topics": new_topics})
+        )
         latest = latest if isinstance(latest, dict) else await self.load(chat_id)
         self._views[chat_id] = view = view_of(latest)
-        await resolve(self.host.emit(TOPICS_UPDATED, {
-            "chat_id": chat_id, "topics": view.topics, "total_messages": view.total_messages}))
+        await resolve(
+            self.host.emit(
+                TOPICS_UPDATED,
+                {"chat_id": chat_id, "topics": view.topics, "total_messages": view.total_messages},
+            )
+        )
 
     async def close(self) -> None:
         await self.background.drain()

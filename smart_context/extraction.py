@@ -49,6 +49,18 @@ async def ask_model(
     return parse_extraction_reply(reply_text(reply), user_ids, len(messages))
 
 
+async def has_model(llm: Any, category: str) -> bool:
+    """False only when the host says it has no model for ``category`` (an optional
+    ``llm.model_name(category)``); then the offline extractor runs without a failed call."""
+    model_name = getattr(llm, "model_name", None)
+    if not callable(model_name):
+        return True
+    try:
+        return await resolve(model_name(category)) is not None
+    except Exception:  # an optional courtesy of the host: assume the model is there  # noqa: BLE001
+        return True
+
+
 async def extract(
     llm: Any,
     settings: Settings,
@@ -58,7 +70,7 @@ async def extract(
 ) -> ExtractedTopics | None:
     """The new topics, or ``None`` to keep the previous ones (nothing usable was found)."""
     previous = [str(t.get("label")) for t in previous_topics if not t.get("sticky")]
-    if settings.topic_extractor == "llm":
+    if settings.topic_extractor == "llm" and await has_model(llm, settings.extraction_category):
         try:
             found = await ask_model(llm, settings, messages, previous)
             for note in found.notes:
@@ -66,10 +78,12 @@ async def extract(
             return found
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # any model failure: the offline extractor still gives topics
+        except Exception as exc:  # any model failure: the offline extractor still gives topics  # noqa: BLE001
             reason = (str(exc).splitlines() or [type(exc).__name__])[0]
-            log.warning("Smart Context: the model did not extract topics (%s); "
-                        "using the offline extractor", reason)
+            log.warning(
+                "Smart Context: the model did not extract topics (%s); using the offline extractor",
+                reason,
+            )
     if vectors is None:
         return None
     from smart_context.offline_topics import extract_offline  # numpy-only, but only when needed

@@ -85,8 +85,9 @@ def decide(
     passed = np.asarray(scores, dtype=np.float32) >= threshold
     if not passed.any():
         best = round(float(np.max(scores)), 3)
-        return Decision(candidates, record | {"mode": FALLBACK, "best_score": best}
-                        | _id_lists(all_ids, None))
+        return Decision(
+            candidates, record | {"mode": FALLBACK, "best_score": best} | _id_lists(all_ids, None)
+        )
 
     keep = passed
     if sticky_ids:
@@ -96,7 +97,9 @@ def decide(
     rounded = np.round(np.asarray(scores, dtype=np.float64)[idx], 3).tolist()
     record |= {"mode": FILTERED, "scores": dict(zip([ids[i] for i in idx], rounded))}
     kept_flags = np.concatenate((np.ones(len(older_sticky), dtype=bool), keep))
-    return Decision(older_sticky + [history[i] for i in idx], record | _id_lists(all_ids, kept_flags))
+    return Decision(
+        older_sticky + [history[i] for i in idx], record | _id_lists(all_ids, kept_flags)
+    )
 
 
 def included_ids(record: Mapping[str, Any], candidate_ids: Sequence[Any]) -> list[Any]:

@@ -41,7 +41,9 @@ class Memory(Protocol):
 class LLM(Protocol):
     """The host's model service; ``category`` picks a configured model (``fast``, ``embedding``)."""
 
-    def complete(self, messages: list[dict[str, str]], category: str = "fast", **params: Any) -> Any:
+    def complete(
+        self, messages: list[dict[str, str]], category: str = "fast", **params: Any
+    ) -> Any:
         """The model's reply to ``messages`` as a string."""
 
     def embed(self, texts: list[str], category: str = "embedding") -> Any:

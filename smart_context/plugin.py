@@ -57,8 +57,11 @@ class SmartContextPlugin:
 
         engine = self._engine()
         await resolve(ui.register_panel(PANEL_ID, PANEL_TITLE, icon="brain", position="right"))
-        initial = {"chat_id": engine.current_chat_id, "embedding_search": engine.settings.embedding_search,
-                   "error": self.config_error}
+        initial = {
+            "chat_id": engine.current_chat_id,
+            "embedding_search": engine.settings.embedding_search,
+            "error": self.config_error,
+        }
         await resolve(ui.set_panel_content(PANEL_ID, render_panel(initial)))
 
     @hookimpl
@@ -71,8 +74,12 @@ class SmartContextPlugin:
         except Exception as exc:  # the one broad except: the user's request must go through
             log.exception("Smart Context: context selection failed; sending the full history")
             ctx.metadata["smart_context"] = {
-                "mode": "full", "active_topics": [], "sticky_ids": [], "excluded_ids": [],
-                "total_messages": len(ctx.history), "error": f"Smart Context failed: {exc}",
+                "mode": "full",
+                "active_topics": [],
+                "sticky_ids": [],
+                "excluded_ids": [],
+                "total_messages": len(ctx.history),
+                "error": f"Smart Context failed: {exc}",
             }
             return
         if self.config_error:
@@ -95,7 +102,9 @@ class SmartContextPlugin:
 
     def _engine(self) -> Engine:
         if self.engine is None:
-            raise SmartContextError("Smart Context has not been started (sidecar_startup not called).")
+            raise SmartContextError(
+                "Smart Context has not been started (sidecar_startup not called)."
+            )
         return self.engine
 
 

@@ -71,7 +71,9 @@ class VectorStore:
         """The chat's vectors and each message's row in them, embedding the misses in one call."""
         async with self._locks.setdefault(chat_id, asyncio.Lock()):
             vectors = self._cached(chat_id)
-            rows, missing = vectors.locate(messages) if vectors else (None, list(range(len(messages))))
+            rows, missing = (
+                vectors.locate(messages) if vectors else (None, list(range(len(messages))))
+            )
             if missing:
                 new = [messages[i] for i in missing]
                 embedded = await self._embed([message_text(m) for m in new])

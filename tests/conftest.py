@@ -22,7 +22,9 @@ pytest_plugins = ["tests.openai_server"]
 class Ctx:
     """The pipeline context with exactly the fields of CONTRACT.md §1."""
 
-    def __init__(self, chat_id: str, history: list[dict[str, Any]], message: str = "next question") -> None:
+    def __init__(
+        self, chat_id: str, history: list[dict[str, Any]], message: str = "next question"
+    ) -> None:
         self.message = message
         self.original_message = message
         self.history = history
@@ -53,8 +55,13 @@ def read_chat(vault: Path, chat_id: str) -> dict[str, Any]:
 class Running:
     """A started plugin inside a real PluginManager, with its fake host and command registry."""
 
-    def __init__(self, pm: pluggy.PluginManager, plugin: SmartContextPlugin, host: FakeHost,
-                 commands: FakeCommands) -> None:
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        plugin: SmartContextPlugin,
+        host: FakeHost,
+        commands: FakeCommands,
+    ) -> None:
         self.pm, self.plugin, self.host, self.commands = pm, plugin, host, commands
 
     async def command(self, name: str, **kwargs: Any) -> dict[str, Any]:
@@ -85,8 +92,11 @@ def embedder() -> FakeEmbedder:
 def start(vault: Path, embedder: FakeEmbedder) -> Any:
     """``await start(settings=..., llm=...)`` -> a :class:`Running` plugin on the fake embedder."""
 
-    async def _start(settings: dict[str, Any] | None = None, llm: FakeLLM | None = None,
-                     use_embedder: bool = True) -> Running:
+    async def _start(
+        settings: dict[str, Any] | None = None,
+        llm: FakeLLM | None = None,
+        use_embedder: bool = True,
+    ) -> Running:
         pm = pluggy.PluginManager(smart_context.hookspecs.PROJECT)
         pm.add_hookspecs(smart_context.hookspecs)
         plugin = SmartContextPlugin(embedder if use_embedder else None)

@@ -17,7 +17,31 @@ from smart_context.errors import EmbeddingError
 from smart_context.paths import chat_file
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("a an the and or of to in on for is are be it this that with how what i you".split())
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "is",
+        "are",
+        "be",
+        "it",
+        "this",
+        "that",
+        "with",
+        "how",
+        "what",
+        "i",
+        "you",
+    ]
+)
 
 
 def word_vector(text: str, dim: int = 64) -> np.ndarray:
@@ -64,7 +88,9 @@ class FakeLLM:
         self.dim = dim
         self.gate: asyncio.Event | None = None  # set by a test to hold ``complete`` open
 
-    async def complete(self, messages: list[dict[str, str]], category: str = "fast", **params: Any) -> str:
+    async def complete(
+        self, messages: list[dict[str, str]], category: str = "fast", **params: Any
+    ) -> str:
         self.prompts.append(messages)
         if self.gate is not None:
             await self.gate.wait()
@@ -103,7 +129,9 @@ class FileMemory:
         tmp.write_text(json.dumps(data), encoding="utf-8")
         tmp.replace(path)
 
-    async def update_chat(self, chat_id: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    async def update_chat(
+        self, chat_id: str, fn: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> dict[str, Any]:
         lock = self._locks.setdefault(chat_id, asyncio.Lock())
         async with lock:
             data = fn(await self.load_chat(chat_id))
@@ -121,7 +149,9 @@ class FileMemory:
 class FakeHost:
     """A whole host: real files in ``vault``, fake models, a record of emitted events."""
 
-    def __init__(self, vault: Path, settings: dict[str, Any] | None = None, llm: FakeLLM | None = None) -> None:
+    def __init__(
+        self, vault: Path, settings: dict[str, Any] | None = None, llm: FakeLLM | None = None
+    ) -> None:
         self.vault_path = Path(vault)
         self.memory = FileMemory(self.vault_path)
         self.llm = llm or FakeLLM()
@@ -147,7 +177,9 @@ class FakeUI:
     def __init__(self) -> None:
         self.panels: dict[str, dict[str, Any]] = {}
 
-    def register_panel(self, panel_id: str, title: str, icon: str | None = None, position: str = "right") -> None:
+    def register_panel(
+        self, panel_id: str, title: str, icon: str | None = None, position: str = "right"
+    ) -> None:
         self.panels[panel_id] = {"title": title, "icon": icon, "position": position, "html": ""}
 
     def set_panel_content(self, panel_id: str, html: str) -> None:

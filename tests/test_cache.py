@@ -63,7 +63,15 @@ def test_warm_lookup_notices_an_edit_after_a_hit() -> None:
     assert missing == [0]
 
 
-@pytest.mark.parametrize("content", [b"{not json", b"\x00\xff\xfe", b'{"format": "smart-context/embeddings", "version": 1, "model": "model-a", "dim": 8, "dtype": "float16", "keys": ["a:b"], "vectors": "AAAA"}', b"[]"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"{not json",
+        b"\x00\xff\xfe",
+        b'{"format": "smart-context/embeddings", "version": 1, "model": "model-a", "dim": 8, "dtype": "float16", "keys": ["a:b"], "vectors": "AAAA"}',
+        b"[]",
+    ],
+)
 def test_damaged_file_is_set_aside_and_rebuilt(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "c.embeddings.json"
     path.write_bytes(content)

@@ -26,14 +26,28 @@ TEXTS = [
 
 @pytest.fixture
 def cli_vault(vault: Path) -> Path:
-    (vault / ".vault.toml").write_text('[plugins.smart_context]\nsimilarity_threshold = 0.3\n')
-    write_chat(vault, "c1", make_messages(TEXTS), topics=[
-        {"label": "Python Asyncio", "count": 4}, {"label": "Sourdough Baking", "count": 4},
-        {"label": "Instructions & Preferences", "sticky": True, "message_ids": ["m2"], "count": 1}])
+    (vault / ".vault.toml").write_text("[plugins.smart_context]\nsimilarity_threshold = 0.3\n")
+    write_chat(
+        vault,
+        "c1",
+        make_messages(TEXTS),
+        topics=[
+            {"label": "Python Asyncio", "count": 4},
+            {"label": "Sourdough Baking", "count": 4},
+            {
+                "label": "Instructions & Preferences",
+                "sticky": True,
+                "message_ids": ["m2"],
+                "count": 1,
+            },
+        ],
+    )
     return vault
 
 
-def test_context_shows_what_would_be_sent_and_why(cli_vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_context_shows_what_would_be_sent_and_why(
+    cli_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["context", str(cli_vault), "c1", "--topics", "Python Asyncio"]) == 0
     out = capsys.readouterr().out
     assert "mode filtered" in out and "Python Asyncio" in out
@@ -44,13 +58,17 @@ def test_context_shows_what_would_be_sent_and_why(cli_vault: Path, capsys: pytes
     assert read_chat(cli_vault, "c1").get("smart_context") is None  # inspecting changes nothing
 
 
-def test_context_without_topics_sends_everything(cli_vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_context_without_topics_sends_everything(
+    cli_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["context", str(cli_vault), "c1"]) == 0
     out = capsys.readouterr().out
     assert "mode full" in out and "10 of 10 messages in context" in out
 
 
-def test_topics_runs_the_offline_extractor_without_a_model(cli_vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_topics_runs_the_offline_extractor_without_a_model(
+    cli_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["topics", str(cli_vault), "c1"]) == 0
     out = capsys.readouterr().out
     assert "[sticky] Instructions & Preferences: m2" in out
@@ -59,17 +77,25 @@ def test_topics_runs_the_offline_extractor_without_a_model(cli_vault: Path, caps
     assert len(stored) >= 2
 
 
-@pytest.mark.parametrize(("args", "fragment"), [
-    (["context", "{vault}", "../../etc"], "not valid"),
-    (["context", "{vault}/nowhere", "c1"], "not a vault"),
-])
-def test_bad_arguments_are_clear_errors(cli_vault: Path, capsys: pytest.CaptureFixture[str],
-                                        args: list[str], fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["context", "{vault}", "../../etc"], "not valid"),
+        (["context", "{vault}/nowhere", "c1"], "not a vault"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(
+    cli_vault: Path, capsys: pytest.CaptureFixture[str], args: list[str], fragment: str
+) -> None:
     assert main([a.format(vault=cli_vault) for a in args]) == 2
     assert fragment in capsys.readouterr().err
 
 
-def test_bad_setting_is_reported_by_key(cli_vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (cli_vault / ".vault.toml").write_text('[plugins.smart_context]\nsimilarity_threshold = "high"\n')
+def test_bad_setting_is_reported_by_key(
+    cli_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (cli_vault / ".vault.toml").write_text(
+        '[plugins.smart_context]\nsimilarity_threshold = "high"\n'
+    )
     assert main(["context", str(cli_vault), "c1"]) == 2
     assert "similarity_threshold" in capsys.readouterr().err

@@ -18,8 +18,12 @@ TEXTS = [
     "What should I see in Paris in two days?",
     "Le Louvre et la Seine.",
 ]
-GOOD = json.dumps({"topics": [{"label": "python asyncio", "count": 2}, {"label": "Paris Trip", "count": 2}],
-                   "sticky_message_ids": ["m2"]})
+GOOD = json.dumps(
+    {
+        "topics": [{"label": "python asyncio", "count": 2}, {"label": "Paris Trip", "count": 2}],
+        "sticky_message_ids": ["m2"],
+    }
+)
 
 
 async def reply_done(running: Running, chat_id: str = "c1") -> None:
@@ -36,7 +40,8 @@ async def test_topics_are_written_with_update_chat_and_announced(start: Any, vau
     await running.settle()
     stored = read_chat(vault, "c1")
     assert stored["topics"] == [
-        {"label": "Python Asyncio", "count": 2}, {"label": "Paris Trip", "count": 2},
+        {"label": "Python Asyncio", "count": 2},
+        {"label": "Paris Trip", "count": 2},
         {"label": "Instructions & Preferences", "sticky": True, "message_ids": ["m2"], "count": 1},
     ]
     assert stored["notes"] == "other plugin data" and len(stored["messages"]) == 6
@@ -65,7 +70,9 @@ async def test_message_appended_during_extraction_is_not_lost(start: Any, vault:
     await reply_done(running)
     while not llm.prompts:  # extraction has read the chat and is waiting on the model
         await asyncio.sleep(0.01)
-    await running.host.memory.append_message("c1", {"id": "late", "role": "user", "content": "one more"})
+    await running.host.memory.append_message(
+        "c1", {"id": "late", "role": "user", "content": "one more"}
+    )
     llm.gate.set()
     await running.settle()
     stored = read_chat(vault, "c1")
@@ -91,7 +98,9 @@ async def test_a_burst_of_replies_yields_one_more_run_not_a_queue(start: Any, va
 
 
 async def test_previous_labels_are_offered_to_the_model(start: Any, vault: Path) -> None:
-    write_chat(vault, "c1", make_messages(TEXTS), topics=[{"label": "Asyncio Cancellation", "count": 2}])
+    write_chat(
+        vault, "c1", make_messages(TEXTS), topics=[{"label": "Asyncio Cancellation", "count": 2}]
+    )
     llm = FakeLLM([GOOD])
     running: Running = await start(llm=llm)
     await reply_done(running)
@@ -99,7 +108,9 @@ async def test_previous_labels_are_offered_to_the_model(start: Any, vault: Path)
     assert "Asyncio Cancellation" in json.dumps(llm.prompts[0])
 
 
-async def test_background_pass_warms_the_cache_before_the_user_filters(start: Any, vault: Path, embedder: FakeEmbedder) -> None:
+async def test_background_pass_warms_the_cache_before_the_user_filters(
+    start: Any, vault: Path, embedder: FakeEmbedder
+) -> None:
     write_chat(vault, "c1", make_messages(TEXTS))
     running: Running = await start(llm=FakeLLM([GOOD]))
     await reply_done(running)
@@ -111,7 +122,9 @@ async def test_background_pass_warms_the_cache_before_the_user_filters(start: An
     assert embedder.embedded == ["Python Asyncio"]
 
 
-async def test_unusable_reply_keeps_old_topics_when_offline_finds_nothing(start: Any, vault: Path) -> None:
+async def test_unusable_reply_keeps_old_topics_when_offline_finds_nothing(
+    start: Any, vault: Path
+) -> None:
     old = [{"label": "Old Subject", "count": 3}]
     write_chat(vault, "c1", make_messages(["ok", "thanks"]), topics=old)
     running: Running = await start(llm=FakeLLM(["I cannot help with that."]))
@@ -124,9 +137,14 @@ async def test_unusable_reply_keeps_old_topics_when_offline_finds_nothing(start:
 async def test_model_failure_falls_back_to_offline_topics(start: Any, vault: Path) -> None:
     texts = []
     for i in range(6):
-        texts += [f"python asyncio task cancel question {i}", f"python asyncio task cancel answer {i}",
-                  f"paris louvre museum trip question {i}", f"paris louvre museum trip answer {i}",
-                  f"sourdough bread starter flour question {i}", f"sourdough bread starter flour answer {i}"]
+        texts += [
+            f"python asyncio task cancel question {i}",
+            f"python asyncio task cancel answer {i}",
+            f"paris louvre museum trip question {i}",
+            f"paris louvre museum trip answer {i}",
+            f"sourdough bread starter flour question {i}",
+            f"sourdough bread starter flour answer {i}",
+        ]
     write_chat(vault, "c1", make_messages(texts + ["Always answer in French."]))
     running: Running = await start(llm=FakeLLM([TimeoutError("model timed out")]))
     await reply_done(running)

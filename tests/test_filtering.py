@@ -7,7 +7,9 @@ import numpy as np
 from smart_context.filtering import decide, included_ids
 from tests.fakes import make_messages
 
-HISTORY = make_messages(["asyncio event loop", "use gather", "be concise", "ok", "paris trip", "louvre"])
+HISTORY = make_messages(
+    ["asyncio event loop", "use gather", "be concise", "ok", "paris trip", "louvre"]
+)
 
 
 def scores(*values: float) -> np.ndarray:

@@ -11,8 +11,22 @@ from smart_context.paths import chat_file, check_chat_id, embeddings_file
 
 
 @pytest.mark.parametrize(
-    "bad", ["../../etc", "..", "a/b", "a\\b", "/etc/passwd", "", ".hidden", "x" * 200, "a..b", None, 5,
-            "con\x00", "naïve"],
+    "bad",
+    [
+        "../../etc",
+        "..",
+        "a/b",
+        "a\\b",
+        "/etc/passwd",
+        "",
+        ".hidden",
+        "x" * 200,
+        "a..b",
+        None,
+        5,
+        "con\x00",
+        "naïve",
+    ],
 )
 def test_hostile_chat_ids_are_refused(bad: object) -> None:
     with pytest.raises(ChatIdError):

@@ -15,13 +15,13 @@ from tests.conftest import Ctx, Running, call, read_chat, write_chat
 from tests.fakes import FakeEmbedder, FakeUI, make_messages
 
 TEXTS = [
-    "How do I cancel an asyncio task in Python?",       # m0
+    "How do I cancel an asyncio task in Python?",  # m0
     "In Python asyncio, call task.cancel() and await the task.",  # m1
-    "Be concise.",                                       # m2 (sticky)
-    "Understood.",                                       # m3
-    "What should I see in Paris in two days?",           # m4
+    "Be concise.",  # m2 (sticky)
+    "Understood.",  # m3
+    "What should I see in Paris in two days?",  # m4
     "The Louvre, Notre-Dame and a walk along the Seine in Paris.",  # m5
-    "And asyncio timeouts?",                             # m6
+    "And asyncio timeouts?",  # m6
     "Use asyncio.timeout() as an async context manager.",  # m7
 ]
 STICKY = {"label": "Instructions & Preferences", "sticky": True, "message_ids": ["m2"], "count": 1}
@@ -40,7 +40,9 @@ def chat(vault: Path) -> list[dict[str, Any]]:
 
 
 def test_entry_point_loads_into_a_real_plugin_manager() -> None:
-    eps = [ep for ep in importlib.metadata.entry_points(group="sidecar") if ep.name == "smart_context"]
+    eps = [
+        ep for ep in importlib.metadata.entry_points(group="sidecar") if ep.name == "smart_context"
+    ]
     assert len(eps) == 1 and eps[0].value == "smart_context.plugin:plugin"
     pm = pluggy.PluginManager("sidecar")
     pm.add_hookspecs(smart_context.hookspecs)
@@ -56,8 +58,14 @@ def test_every_hookspec_is_documented_and_implemented() -> None:
     specs = [n for n in dir(smart_context.hookspecs) if n.startswith(("sidecar_", "pipeline_"))]
     for name in specs:
         assert getattr(smart_context.hookspecs, name).__doc__, name
-    ours = {"sidecar_startup", "sidecar_register_commands", "sidecar_client_connected",
-            "pipeline_context", "pipeline_output", "sidecar_shutdown"}
+    ours = {
+        "sidecar_startup",
+        "sidecar_register_commands",
+        "sidecar_client_connected",
+        "pipeline_context",
+        "pipeline_output",
+        "sidecar_shutdown",
+    }
     assert ours <= set(specs)
     assert all(hasattr(SmartContextPlugin, n) for n in ours)
 
@@ -71,7 +79,9 @@ async def test_no_filter_keeps_history_and_records_full(start: Any, chat: list) 
     assert record["total_messages"] == 8 and record["threshold"] == 0.4
 
 
-async def test_filter_keeps_topic_messages_and_sticky_in_order(start: Any, chat: list, embedder: FakeEmbedder) -> None:
+async def test_filter_keeps_topic_messages_and_sticky_in_order(
+    start: Any, chat: list, embedder: FakeEmbedder
+) -> None:
     running: Running = await start({"similarity_threshold": 0.3})
     result = await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
     assert result["status"] == "success", result
@@ -87,7 +97,9 @@ async def test_filter_keeps_topic_messages_and_sticky_in_order(start: Any, chat:
     assert event == "smart_context.filter_changed" and payload["included_ids"] == kept
 
 
-async def test_filter_choice_survives_a_restart_and_other_keys_are_kept(start: Any, chat: list, vault: Path) -> None:
+async def test_filter_choice_survives_a_restart_and_other_keys_are_kept(
+    start: Any, chat: list, vault: Path
+) -> None:
     first: Running = await start()
     await first.command("set_filter", topics=["Paris Trip"], chat_id="c1")
     stored = read_chat(vault, "c1")
@@ -106,7 +118,9 @@ async def test_fallback_when_no_message_is_close(start: Any, chat: list) -> None
     assert ids(ctx.history) == ids(chat) and ctx.metadata["smart_context"]["mode"] == "fallback"
 
 
-async def test_only_uncached_messages_are_embedded_once(start: Any, chat: list, embedder: FakeEmbedder, vault: Path) -> None:
+async def test_only_uncached_messages_are_embedded_once(
+    start: Any, chat: list, embedder: FakeEmbedder, vault: Path
+) -> None:
     running: Running = await start()
     await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
     embedder.calls.clear()
@@ -130,7 +144,9 @@ async def test_only_uncached_messages_are_embedded_once(start: Any, chat: list, 
     assert fresh.embedded == ["Python Asyncio"]
 
 
-async def test_embedding_failure_keeps_full_history_with_a_reason(start: Any, chat: list, embedder: FakeEmbedder) -> None:
+async def test_embedding_failure_keeps_full_history_with_a_reason(
+    start: Any, chat: list, embedder: FakeEmbedder
+) -> None:
     running: Running = await start()
     await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
     embedder.fail_with = "Cannot reach the embedding endpoint at http://127.0.0.1:9/v1"
@@ -162,14 +178,20 @@ async def test_hostile_chat_id_leaves_history_alone(start: Any, vault: Path) -> 
         ("get_topics", {"chat_id": "c1", "bogus": 1}, "unexpected keyword"),
     ],
 )
-async def test_bad_command_arguments_get_errors_not_exceptions(start: Any, chat: list, name: str, kwargs: dict, fragment: str) -> None:
+async def test_bad_command_arguments_get_errors_not_exceptions(
+    start: Any, chat: list, name: str, kwargs: dict, fragment: str
+) -> None:
     running: Running = await start()
     result = await running.command(name, **kwargs)
     assert result["status"] == "error" and fragment in result["error"], result
 
 
-async def test_similarity_mode_off_disables_filter_and_is_written_back(start: Any, chat: list, vault: Path) -> None:
-    (vault / ".vault.toml").write_text("[plugins.smart_context]\n# keep me\nembedding_search = true\n")
+async def test_similarity_mode_off_disables_filter_and_is_written_back(
+    start: Any, chat: list, vault: Path
+) -> None:
+    (vault / ".vault.toml").write_text(
+        "[plugins.smart_context]\n# keep me\nembedding_search = true\n"
+    )
     running: Running = await start()
     await running.command("set_filter", topics=["Paris Trip"], chat_id="c1")
     result = await running.command("set_similarity_mode", enabled=False)
@@ -182,7 +204,9 @@ async def test_similarity_mode_off_disables_filter_and_is_written_back(start: An
     assert payload["included_ids"] == ids(chat)
 
 
-async def test_bad_setting_turns_the_filter_off_with_a_visible_reason(start: Any, chat: list) -> None:
+async def test_bad_setting_turns_the_filter_off_with_a_visible_reason(
+    start: Any, chat: list
+) -> None:
     running: Running = await start({"similarity_threshold": 3})
     ctx = await running.context("c1", list(chat))
     assert ids(ctx.history) == ids(chat)
@@ -210,12 +234,17 @@ async def test_default_embedder_is_the_hosts_model(start: Any, chat: list) -> No
     assert "Python Asyncio" in embedded and TEXTS[0] in embedded
 
 
-async def test_openai_embedder_through_the_real_client(start: Any, chat: list, openai_server: Any,
-                                                       monkeypatch: pytest.MonkeyPatch, vault: Path) -> None:
+async def test_openai_embedder_through_the_real_client(
+    start: Any, chat: list, openai_server: Any, monkeypatch: pytest.MonkeyPatch, vault: Path
+) -> None:
     monkeypatch.setenv("SC_TEST_KEY", openai_server.api_key)
-    settings = {"embedder": "openai", "openai_base_url": openai_server.base_url,
-                "openai_embedding_model": "stub-embedding", "openai_api_key_env": "SC_TEST_KEY",
-                "similarity_threshold": 0.3}
+    settings = {
+        "embedder": "openai",
+        "openai_base_url": openai_server.base_url,
+        "openai_embedding_model": "stub-embedding",
+        "openai_api_key_env": "SC_TEST_KEY",
+        "similarity_threshold": 0.3,
+    }
     running: Running = await start(settings, use_embedder=False)
     result = await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
     assert result["status"] == "success", result
@@ -232,8 +261,11 @@ async def test_openai_embedder_through_the_real_client(start: Any, chat: list, o
 
 
 async def test_unreachable_embedding_endpoint_is_a_readable_error(start: Any, chat: list) -> None:
-    settings = {"embedder": "openai", "openai_base_url": "http://127.0.0.1:9/v1",
-                "openai_embedding_model": "m"}
+    settings = {
+        "embedder": "openai",
+        "openai_base_url": "http://127.0.0.1:9/v1",
+        "openai_embedding_model": "m",
+    }
     running: Running = await start(settings, use_embedder=False)
     result = await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
     ctx = await running.context("c1", list(chat))

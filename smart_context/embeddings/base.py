@@ -32,4 +32,5 @@ def normalize_rows(matrix: npt.ArrayLike) -> Matrix:
         raise ValueError(f"expected a 2-D array of vectors, got shape {m.shape}")
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     np.maximum(norms, 1e-12, out=norms)
-    return (m / norms).astype(np.float32, copy=False)
+    unit: Matrix = (m / norms).astype(np.float32, copy=False)
+    return unit

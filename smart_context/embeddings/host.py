@@ -20,7 +20,9 @@ class HostEmbedder:
     cache instead of comparing vectors of two models.
     """
 
-    def __init__(self, llm: Any, category: str = "embedding", model_name: str | None = None) -> None:
+    def __init__(
+        self, llm: Any, category: str = "embedding", model_name: str | None = None
+    ) -> None:
         self.llm = llm
         self.category = category
         self.model_id = f"host:{model_name or category}"
@@ -33,7 +35,7 @@ class HostEmbedder:
         if callable(model_name):
             try:
                 name = await resolve(model_name(category))
-            except Exception:  # an optional courtesy of the host; the category is a fine id
+            except Exception:  # an optional courtesy of the host; the category is a fine id  # noqa: BLE001
                 name = None
         return cls(llm, category, name if isinstance(name, str) else None)
 
@@ -47,7 +49,9 @@ class HostEmbedder:
         try:
             matrix = np.asarray(raw, dtype=np.float32)
         except (TypeError, ValueError) as exc:
-            raise EmbeddingError(f"The vault's embedding model returned malformed vectors: {exc}") from exc
+            raise EmbeddingError(
+                f"The vault's embedding model returned malformed vectors: {exc}"
+            ) from exc
         if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] == 0:
             raise EmbeddingError(
                 f"The vault's embedding model returned {matrix.shape} for {len(texts)} texts."

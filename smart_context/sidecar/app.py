@@ -1,0 +1,280 @@
+"""The HTTP API of the reference sidecar (CONTRACT.md §7), as a Starlette application.
+
+Every error is a JSON body ``{"status": "error", "error": "..."}`` with a 4xx or 5xx status;
+a stack trace goes to the log, never to the client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from smart_context.errors import ChatIdError
+from smart_context.paths import check_chat_id
+from smart_context.resources import static_dir
+from smart_context.sidecar.events import format_sse, to_json
+from smart_context.sidecar.guard import LocalGuard
+from smart_context.sidecar.host import CommandError
+from smart_context.sidecar.pipeline import PipelineEvent
+from smart_context.sidecar.runtime import MessageRun, Sidecar
+
+MAX_MESSAGE_CHARS = 100_000
+MAX_BODY_BYTES = 1_000_000
+MAX_TITLE_CHARS = 200
+KEEPALIVE_SECONDS = 15.0
+PAGE_TEMPLATE = "app/index.html.j2"
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+log = logging.getLogger(__name__)
+
+
+class BadRequest(Exception):
+    """Input the API refuses; answered as ``{"status": "error", "error": message}``."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def error_response(message: str, status: int, **extra: Any) -> JSONResponse:
+    """The API's one error shape."""
+    return JSONResponse({"status": "error", "error": message, **extra}, status_code=status)
+
+
+def _sidecar(request: Request) -> Sidecar:
+    sidecar: Sidecar = request.app.state.sidecar
+    return sidecar
+
+
+def _chat_id(request: Request) -> str:
+    try:
+        return check_chat_id(request.path_params["chat_id"])
+    except ChatIdError as exc:
+        raise BadRequest(str(exc)) from exc
+
+
+async def _json_object(request: Request, *, required: bool) -> dict[str, Any]:
+    """The request body as a JSON object (``{}`` for an empty body unless ``required``)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:  # checked while reading: a huge body is never held
+            raise BadRequest(f"The request body is over {MAX_BODY_BYTES} bytes.", 413)
+    if not body.strip():
+        if required:
+            raise BadRequest("The request body is empty: send a JSON object.")
+        return {}
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadRequest(f"The request body is not valid JSON ({exc}).") from exc
+    if not isinstance(data, dict):
+        raise BadRequest("The request body must be a JSON object.")
+    return data
+
+
+# -- routes -------------------------------------------------------------------------------
+
+
+async def list_chats(request: Request) -> JSONResponse:
+    """``GET /api/chats``."""
+    return JSONResponse({"chats": await _sidecar(request).host.memory.list_chats()})
+
+
+async def create_chat(request: Request) -> JSONResponse:
+    """``POST /api/chats`` with an optional ``{"title"}``."""
+    body = await _json_object(request, required=False)
+    title = body.get("title")
+    if title is not None and not isinstance(title, str):
+        raise BadRequest("'title' must be a string.")
+    if title is not None and len(title) > MAX_TITLE_CHARS:
+        raise BadRequest(f"'title' is longer than {MAX_TITLE_CHARS} characters.")
+    chat = await _sidecar(request).host.memory.create_chat(title.strip() if title else None)
+    return JSONResponse(chat, status_code=201)
+
+
+async def get_chat(request: Request) -> JSONResponse:
+    """``GET /api/chats/{chat_id}``: the chat file's content."""
+    chat_id = _chat_id(request)
+    memory = _sidecar(request).host.memory
+    if not memory.exists(chat_id):
+        return error_response(f"There is no chat {chat_id!r}.", 404)
+    return JSONResponse(await memory.load_chat(chat_id))
+
+
+async def post_message(request: Request) -> Response:
+    """``POST /api/chats/{chat_id}/messages``: SSE when asked for, else JSON when complete."""
+    chat_id = _chat_id(request)
+    body = await _json_object(request, required=True)
+    content = body.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise BadRequest("'content' is required: the message text, a non-empty string.")
+    if len(content) > MAX_MESSAGE_CHARS:
+        raise BadRequest(f"The message is longer than {MAX_MESSAGE_CHARS} characters.", 413)
+    run = _sidecar(request).send_message(chat_id, content)
+    if "text/event-stream" in request.headers.get("accept", ""):
+        return StreamingResponse(_message_stream(run), media_type="text/event-stream",
+                                 headers=SSE_HEADERS)
+    final = await run.result()
+    if final.name == "done":
+        return JSONResponse(final.data)
+    status = 502 if "assistant_message" in final.data else 500
+    extra = {key: value for key, value in final.data.items() if key != "error"}
+    return error_response(str(final.data.get("error")), status, **extra)
+
+
+async def _message_stream(run: MessageRun) -> AsyncIterator[str]:
+    event: PipelineEvent
+    async for event in run.events():
+        yield format_sse(event.name, to_json(event.data))
+
+
+async def run_command(request: Request) -> JSONResponse:
+    """``POST /api/commands/{name}``: the JSON body is the keyword arguments."""
+    name = request.path_params["name"]
+    kwargs = await _json_object(request, required=False)
+    try:
+        result = await _sidecar(request).run_command(name, kwargs)
+    except CommandError as exc:
+        return error_response(str(exc), exc.status)
+    try:
+        return JSONResponse(result)
+    except (TypeError, ValueError):
+        log.exception("Command %r returned a result that is not JSON.", name)
+        return error_response(f"Command {name!r} returned a result that is not JSON.", 500)
+
+
+async def events(request: Request) -> StreamingResponse:
+    """``GET /api/events``: one server-sent event per ``host.emit``."""
+    keepalive = float(request.app.state.keepalive_seconds)
+    return StreamingResponse(_event_stream(_sidecar(request), keepalive),
+                             media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+async def _event_stream(sidecar: Sidecar, keepalive: float) -> AsyncIterator[str]:
+    hub = sidecar.host.events
+    with hub.subscribe() as subscription:
+        # The comment tells the client the stream is live; retry sets its reconnect delay.
+        yield "retry: 3000\n: connected\n\n"
+        while not hub.closed:
+            event = await subscription.next(timeout=keepalive)
+            if hub.closed:
+                break  # the server is stopping: end the stream instead of being cancelled
+            yield ": keep-alive\n\n" if event is None else event.encode()
+
+
+async def page(request: Request) -> Response:
+    """``GET /`` (``?chat=ID`` opens that chat): the chat page with the plugins' panels."""
+    sidecar = _sidecar(request)
+    chats = await sidecar.host.memory.list_chats()
+    chat_id = _requested_chat(request.query_params.get("chat"), chats)
+    panels = await sidecar.client_connected()
+    llm = sidecar.host.llm
+    boot = {
+        "chat_id": chat_id,
+        "model_configured": llm.chat_configured,
+        "model_name": llm.model_name("chat"),
+    }
+    env: jinja2.Environment = request.app.state.templates
+    try:
+        template = env.get_template(PAGE_TEMPLATE)
+    except jinja2.TemplateNotFound:
+        log.error("The page template %s is missing from %s.", PAGE_TEMPLATE, static_dir())
+        return HTMLResponse(
+            f"<h1>The chat page is not installed</h1><p>{PAGE_TEMPLATE} is missing. "
+            "The API under /api/ still works.</p>", status_code=500)
+    html = template.render(chats=chats, chat_id=chat_id, panels=panels, boot=boot)
+    return HTMLResponse(html)
+
+
+def _requested_chat(requested: str | None, chats: list[dict[str, Any]]) -> str | None:
+    """The chat to open: the one asked for if its id is valid, else the most recent one."""
+    if requested:
+        try:
+            return check_chat_id(requested)
+        except ChatIdError:
+            log.warning("Ignoring an invalid chat id in the page address.")
+    return str(chats[0]["id"]) if chats else None
+
+
+# -- application ----------------------------------------------------------------------------
+
+
+async def _bad_request(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, BadRequest)
+    return error_response(str(exc), exc.status)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return error_response(f"There is nothing at {request.url.path}.", 404)
+    if exc.status_code == 405:
+        return error_response(f"{request.method} is not allowed on {request.url.path}.", 405)
+    return error_response(exc.detail, exc.status_code)
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    log.error("Unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response("Something went wrong in the sidecar; its log has the details.", 500)
+
+
+def create_app(
+    sidecar: Sidecar, *, allow_remote: bool = False, keepalive_seconds: float = KEEPALIVE_SECONDS
+) -> Starlette:
+    """The Starlette app serving ``sidecar``; its lifespan starts and stops the plugins."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await sidecar.start()
+        try:
+            yield
+        finally:
+            await sidecar.stop()
+
+    routes = [
+        Route("/", page, methods=["GET"]),
+        Route("/api/chats", list_chats, methods=["GET"]),
+        Route("/api/chats", create_chat, methods=["POST"]),
+        Route("/api/chats/{chat_id}", get_chat, methods=["GET"]),
+        Route("/api/chats/{chat_id}/messages", post_message, methods=["POST"]),
+        Route("/api/commands/{name}", run_command, methods=["POST"]),
+        Route("/api/events", events, methods=["GET"]),
+        Mount("/static", StaticFiles(directory=static_dir(), check_dir=False), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(LocalGuard, allow_remote=allow_remote)],
+        exception_handlers={
+            BadRequest: _bad_request,
+            HTTPException: _http_error,
+            Exception: _server_error,
+        },
+        lifespan=lifespan,
+    )
+    app.state.sidecar = sidecar
+    app.state.keepalive_seconds = keepalive_seconds
+    app.state.templates = page_environment(static_dir())
+    return app
+
+
+def page_environment(folder: Path) -> jinja2.Environment:
+    """Jinja for the page: autoescaped, and a missing variable is an error, not blank text."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(folder),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )

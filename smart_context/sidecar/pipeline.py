@@ -1,0 +1,238 @@
+"""One user message through the phases: input, context, prompt, llm, post_process, output.
+
+Order of work, chosen so that nothing is ever lost:
+
+1. the user's message is appended to the chat file *first*, with ``update_chat``;
+2. the phases run on a :class:`PipelineContext` (``history`` is a copy of the chat before the
+   message; ``metadata["chat_id"]`` names the chat);
+3. the reply streams from the chat model, piece by piece, unless a plugin supplied
+   ``ctx.response`` in ``pipeline_llm``;
+4. the assistant message is appended with ``update_chat``, carrying
+   ``ctx.metadata["smart_context"]`` so what the reply was sent with can be rebuilt.
+
+With no chat model configured the stored assistant message says so (``"notice": "no_model"``)
+and never pretends to be a reply. When the model fails, the assistant message carries an
+``"error"`` and the human-readable text, and the stream ends with an ``error`` event.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from smart_context.sidecar.llm import LLMError, LLMService
+from smart_context.sidecar.memory import ChatData, ChatMemory, now_iso
+from smart_context.sidecar.plugins import call_hook
+
+PROMPT_ROLES = frozenset({"system", "user", "assistant"})
+TITLE_LENGTH = 60
+BEFORE_MODEL = ("pipeline_input", "pipeline_context", "pipeline_prompt", "pipeline_llm")
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PipelineContext:
+    """``ctx``: the fields of CONTRACT.md §1, as in the Tailor sidecar's ``PipelineContext``."""
+
+    message: str
+    original_message: str
+    history: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    response: str | None = None
+    should_abort: bool = False
+    abort_reason: str | None = None
+
+    def abort(self, reason: str) -> None:
+        """Stop the pipeline before the model is called (Tailor's spelling of it)."""
+        self.should_abort = True
+        self.abort_reason = reason
+
+
+@dataclass(frozen=True)
+class PipelineEvent:
+    """What the pipeline reports: ``token`` ``{"text"}``, then ``done`` or ``error``."""
+
+    name: str
+    data: dict[str, Any]
+
+
+@dataclass
+class Reply:
+    """The outcome of the model phase."""
+
+    text: str = ""
+    error: str | None = None
+    notice: str | None = None
+
+
+def new_message_id() -> str:
+    """A short unique message id."""
+    return uuid.uuid4().hex[:12]
+
+
+def prompt_messages(ctx: PipelineContext) -> list[dict[str, str]]:
+    """What the chat model receives: ``ctx.history`` then ``ctx.message``, role and content only.
+
+    Stored notices and error texts are the sidecar talking, not the model: they stay out.
+    """
+    prompt = [
+        {"role": str(m["role"]), "content": m["content"]}
+        for m in ctx.history
+        if m.get("role") in PROMPT_ROLES
+        and isinstance(m.get("content"), str)
+        and not m.get("error")
+        and not m.get("notice")
+    ]
+    prompt.append({"role": "user", "content": ctx.message})
+    return prompt
+
+
+def json_safe(value: Any) -> Any:
+    """A deep copy of ``value`` that JSON can store: a plugin's odd value (a numpy float, a
+    set) is kept as its text instead of making the reply impossible to save."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def title_from(content: str) -> str:
+    """A chat title from its first message: the first line, shortened."""
+    line = " ".join(content.strip().split("\n", 1)[0].split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+class Pipeline:
+    """Runs messages for one host: ``async for event in pipeline.run(chat_id, content)``."""
+
+    def __init__(self, pm: pluggy.PluginManager, memory: ChatMemory, llm: LLMService) -> None:
+        self.pm = pm
+        self.memory = memory
+        self.llm = llm
+
+    async def run(self, chat_id: str, content: str) -> AsyncIterator[PipelineEvent]:
+        """Store the message, run the phases, stream the reply, store it; see the module doc."""
+        user_message, history = await self._store_user_message(chat_id, content)
+        ctx = PipelineContext(
+            message=content,
+            original_message=content,
+            history=history,
+            metadata={"chat_id": chat_id},
+        )
+        for phase in BEFORE_MODEL:
+            await call_hook(self.pm, phase, ctx=ctx)
+            if ctx.should_abort:
+                break
+        reply = Reply()
+        if ctx.should_abort:
+            reply = self._aborted(ctx)
+        elif ctx.response is None:
+            async for piece in self._generate(ctx, reply):
+                yield PipelineEvent("token", {"text": piece})
+        else:
+            reply.text = str(ctx.response)
+            yield PipelineEvent("token", {"text": reply.text})
+        yield await self._finish(chat_id, ctx, reply, user_message)
+
+    async def _generate(self, ctx: PipelineContext, reply: Reply) -> AsyncIterator[str]:
+        if not self.llm.chat_configured:
+            reply.notice = "no_model"
+            reply.text = self.llm.missing_model_message("chat") or ""
+            return
+        try:
+            async for piece in self.llm.stream(prompt_messages(ctx), category="chat"):
+                reply.text += piece
+                yield piece
+        except LLMError as exc:
+            reply.error = str(exc)
+        except Exception as exc:  # an unexpected failure must still end as a stored message
+            log.exception("The reply failed.")
+            reply.error = f"The reply failed: {type(exc).__name__}: {exc}"
+
+    @staticmethod
+    def _aborted(ctx: PipelineContext) -> Reply:
+        reason = ctx.abort_reason or "no reason given"
+        text = ctx.response if ctx.response is not None else f"A plugin stopped this message: {reason}"
+        return Reply(text=str(text), notice="aborted")
+
+    async def _finish(
+        self, chat_id: str, ctx: PipelineContext, reply: Reply, user_message: dict[str, Any]
+    ) -> PipelineEvent:
+        if reply.error is None and reply.notice is None:
+            ctx.response = reply.text
+            await call_hook(self.pm, "pipeline_post_process", ctx=ctx)
+            reply.text = "" if ctx.response is None else str(ctx.response)
+        elif reply.notice == "no_model":
+            ctx.response = reply.text
+            if isinstance(ctx.metadata, dict):  # lets pipeline_output see there was no reply
+                ctx.metadata["notice"] = reply.notice
+        assistant = self._assistant_message(ctx, reply)
+        # The chat the message came in on, whatever a plugin did to ctx.metadata meanwhile.
+        await self._append(chat_id, assistant)
+        if reply.error is not None:
+            return PipelineEvent(
+                "error",
+                {"error": reply.error, "user_message": user_message, "assistant_message": assistant},
+            )
+        if reply.notice != "aborted":
+            await call_hook(self.pm, "pipeline_output", ctx=ctx)
+        return PipelineEvent("done", {"user_message": user_message, "assistant_message": assistant})
+
+    def _assistant_message(self, ctx: PipelineContext, reply: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "id": new_message_id(),
+            "role": "assistant",
+            "content": reply.error if reply.error is not None else reply.text,
+            "created_at": now_iso(),
+            "smart_context": json_safe(_record_of(ctx)),
+        }
+        model = self.llm.model_name("chat")
+        if model is not None and reply.notice is None:
+            message["model"] = model
+        if reply.error is not None:
+            message["error"] = reply.error
+            if reply.text:
+                message["partial_content"] = reply.text  # what arrived before the failure
+        if reply.notice is not None:
+            message["notice"] = reply.notice
+        if reply.notice == "aborted" and ctx.abort_reason:
+            message["abort_reason"] = ctx.abort_reason
+        return message
+
+    async def _store_user_message(
+        self, chat_id: str, content: str
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Append the user's message; return it and a copy of the history before it."""
+        message = {"id": new_message_id(), "role": "user", "content": content, "created_at": now_iso()}
+        before: list[dict[str, Any]] = []
+
+        def append(data: ChatData) -> ChatData:
+            messages = data.setdefault("messages", [])
+            before.extend(copy.deepcopy(m) for m in messages if isinstance(m, dict))
+            messages.append(message)
+            if not str(data.get("title") or "").strip():
+                data["title"] = title_from(content)
+            data.setdefault("created_at", message["created_at"])
+            data["updated_at"] = message["created_at"]
+            return data
+
+        await self.memory.update_chat(chat_id, append)
+        return dict(message), before
+
+    async def _append(self, chat_id: str, message: dict[str, Any]) -> None:
+        def append(data: ChatData) -> ChatData:
+            data.setdefault("messages", []).append(message)
+            data["updated_at"] = message["created_at"]
+            return data
+
+        await self.memory.update_chat(chat_id, append)
+
+
+def _record_of(ctx: PipelineContext) -> Any:
+    """``ctx.metadata["smart_context"]``, the record of what the request was sent with."""
+    return ctx.metadata.get("smart_context") if isinstance(ctx.metadata, dict) else None

@@ -1,0 +1,241 @@
+"""``smart-context serve [VAULT]``: run the reference sidecar on this machine.
+
+With no VAULT, the packaged example vault is copied once into a working folder
+(``$SMART_CONTEXT_HOME/example-vault``, by default ``~/.local/share/smart-context/``) and served
+from there, so the packaged copy is never changed. The server binds 127.0.0.1 unless told
+otherwise, and serving other machines needs ``--allow-remote`` on purpose: the API reads and
+writes your chats and has no login.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import ipaddress
+import logging
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import webbrowser
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from smart_context.errors import SmartContextError
+from smart_context.resources import example_vault_dir
+from smart_context.sidecar.config import SidecarConfigError
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+HOME_ENV = "SMART_CONTEXT_HOME"
+EXAMPLE_VAULT_NAME = "example-vault"
+GRACEFUL_SHUTDOWN_SECONDS = 3  # open event streams never end on their own
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from smart_context.sidecar.runtime import Sidecar
+
+log = logging.getLogger(__name__)
+
+
+class ServeError(SmartContextError):
+    """The server cannot start; the message says why and what to do."""
+
+
+def default_home() -> Path:
+    """Where the sidecar keeps its own files: ``$SMART_CONTEXT_HOME`` or the XDG data folder."""
+    if os.environ.get(HOME_ENV):
+        return Path(os.environ[HOME_ENV]).expanduser()
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home).expanduser() / "smart-context"
+
+
+def prepare_example_vault(home: Path | None = None, source: Path | None = None) -> Path:
+    """The working copy of the example vault, copied from ``source`` the first time only.
+
+    ``home`` defaults to :func:`default_home`, ``source`` to the packaged example vault.
+    """
+    target = (home or default_home()) / EXAMPLE_VAULT_NAME
+    if target.exists():
+        return target
+    source = source or example_vault_dir()
+    if not source.is_dir():
+        raise ServeError(
+            f"The example vault is missing from this installation ({source}). "
+            "Pass the folder of a vault instead: smart-context serve PATH"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Copy next to the target, then rename: an interrupted copy never looks like a vault.
+    staging = Path(tempfile.mkdtemp(prefix=f".{EXAMPLE_VAULT_NAME}.", dir=target.parent))
+    try:
+        shutil.copytree(
+            source, staging / "v", ignore=shutil.ignore_patterns("*.lock", "*.tmp", "__pycache__")
+        )
+        os.replace(staging / "v", target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind_host(host: str, allow_remote: bool) -> None:
+    """Refuse a non-loopback address unless remote access was asked for explicitly."""
+    if not is_loopback(host) and not allow_remote:
+        raise ServeError(
+            f"Refusing to listen on {host}: other machines could read and write your chats, "
+            "and the API has no login. Use the default 127.0.0.1, or add --allow-remote if "
+            "you really mean to serve your network."
+        )
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; a busy port is a :class:`ServeError`."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise ServeError(f"Cannot listen on {host!r}: {exc.strerror}.") from exc
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeError(
+                f"Port {port} on {host} is already in use (another smart-context serve?). "
+                f"Stop that program or pick another port: --port {port + 1}"
+            ) from exc
+        raise ServeError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}.") from exc
+    sock.setblocking(False)
+    return sock
+
+
+def url_for(host: str, sock: socket.socket) -> str:
+    """The address to open in a browser."""
+    port = sock.getsockname()[1]
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    if host in ("0.0.0.0", "::"):
+        shown = "127.0.0.1"
+    return f"http://{shown}:{port}/"
+
+
+def resolve_vault(vault: Path | None) -> Path:
+    """The vault to serve: ``vault`` if it is a folder, else the example vault's working copy."""
+    if vault is None:
+        return prepare_example_vault()
+    vault = Path(vault).expanduser().resolve()
+    if not vault.is_dir():
+        raise ServeError(f"The vault folder {vault} does not exist (or is not a folder).")
+    return vault
+
+
+def serve(
+    vault: Path | None,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    allow_remote: bool = False,
+    open_browser: bool = False,
+) -> None:
+    """Serve ``vault`` (``None``: the example vault) until interrupted.
+
+    Raises :class:`ServeError` or :class:`SidecarConfigError` with a message to show as is.
+    """
+    check_bind_host(host, allow_remote)
+    folder = resolve_vault(vault)
+    import uvicorn  # the web stack is needed only here
+
+    from smart_context.sidecar.app import create_app
+    from smart_context.sidecar.runtime import Sidecar
+
+    sidecar = Sidecar(folder)
+    app = create_app(sidecar, allow_remote=allow_remote)
+    sock = bind_socket(host, port)
+    url = url_for(host, sock)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=sock.getsockname()[1],
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        log_level="info",
+    )
+    server = uvicorn.Server(config)
+    print(f"Smart Context sidecar: vault {folder}\nOpen {url} (Ctrl+C to stop)", flush=True)
+    asyncio.run(_run_server(server, sock, sidecar, url if open_browser else None))
+
+
+async def _run_server(
+    server: uvicorn.Server, sock: socket.socket, sidecar: Sidecar, browser_url: str | None
+) -> None:
+    helpers = [asyncio.create_task(_close_streams_on_exit(server, sidecar))]
+    if browser_url:
+        helpers.append(asyncio.create_task(_open_when_started(server, browser_url)))
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        for task in helpers:
+            task.cancel()
+        sock.close()
+
+
+async def _close_streams_on_exit(server: uvicorn.Server, sidecar: Sidecar) -> None:
+    # uvicorn waits for open responses before stopping, and the browsers' event streams never
+    # end by themselves: end them as soon as Ctrl+C arrives, instead of having them cancelled.
+    while not server.should_exit:
+        await asyncio.sleep(0.1)
+    sidecar.host.events.close()
+
+
+async def _open_when_started(server: uvicorn.Server, url: str) -> None:
+    while not server.started:
+        await asyncio.sleep(0.05)
+    await asyncio.to_thread(webbrowser.open, url)
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``serve`` options, for the ``smart-context`` command line."""
+    parser.add_argument(
+        "vault", nargs="?", type=Path, default=None,
+        help="the vault folder (default: a working copy of the example vault)",
+    )
+    parser.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (8765; 0 = any)")
+    parser.add_argument(
+        "--allow-remote", action="store_true",
+        help="allow a --host other machines can reach (the API has no login)",
+    )
+    parser.add_argument("--open", dest="open_browser", action="store_true",
+                        help="open the chat in the web browser")
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Run ``serve`` from parsed arguments; returns the process exit code."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
+    try:
+        serve(
+            args.vault,
+            host=args.host,
+            port=args.port,
+            allow_remote=args.allow_remote,
+            open_browser=args.open_browser,
+        )
+    except (ServeError, SidecarConfigError) as exc:
+        print(f"smart-context serve: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0

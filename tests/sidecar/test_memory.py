@@ -1,0 +1,172 @@
+"""Chat files: round trip, other keys kept, atomic and locked updates, damaged files, bad ids."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smart_context.errors import ChatIdError
+from smart_context.paths import check_chat_id
+from smart_context.sidecar.memory import ChatMemory, new_chat_id
+
+
+def add_message(text: str) -> Any:
+    def fn(data: dict[str, Any]) -> dict[str, Any]:
+        data.setdefault("messages", []).append({"id": text, "role": "user", "content": text})
+        return data
+
+    return fn
+
+
+def ids(data: dict[str, Any]) -> list[str]:
+    return [m["id"] for m in data["messages"]]
+
+
+async def test_round_trip_and_missing_chat(vault: Path) -> None:
+    memory = ChatMemory(vault)
+    assert await memory.load_chat("c1") == {"messages": []}
+    data = {"messages": [{"id": "a", "role": "user", "content": "héllo"}], "title": "T"}
+    await memory.save_chat("c1", data)
+    assert await memory.load_chat("c1") == data
+    assert json.loads((vault / ".memory" / "c1.json").read_text(encoding="utf-8")) == data
+
+
+async def test_update_keeps_other_plugins_keys(vault: Path) -> None:
+    memory = ChatMemory(vault)
+    await memory.save_chat("c1", {"messages": [], "topics": [{"label": "X", "count": 1}],
+                                  "other_plugin": {"k": [1, 2]}})
+    stored = await memory.update_chat("c1", add_message("m1"))
+    assert stored["other_plugin"] == {"k": [1, 2]}
+    again = await memory.load_chat("c1")
+    assert again["topics"] == [{"label": "X", "count": 1}]
+    assert again["other_plugin"] == {"k": [1, 2]}
+    assert ids(again) == ["m1"]
+
+
+async def test_update_is_atomic_when_fn_fails(vault: Path) -> None:
+    memory = ChatMemory(vault)
+    await memory.update_chat("c1", add_message("m1"))
+    before = (vault / ".memory" / "c1.json").read_bytes()
+
+    def broken(data: dict[str, Any]) -> dict[str, Any]:
+        data["messages"].append({"id": "half"})
+        raise RuntimeError("fails half way")
+
+    with pytest.raises(RuntimeError):
+        await memory.update_chat("c1", broken)
+    assert (vault / ".memory" / "c1.json").read_bytes() == before
+    with pytest.raises(TypeError):
+        await memory.update_chat("c1", lambda data: ["not", "a", "dict"])  # type: ignore[arg-type,return-value]
+    with pytest.raises(TypeError):
+        await memory.save_chat("c1", {"messages": [object()]})
+    assert (vault / ".memory" / "c1.json").read_bytes() == before
+    leftovers = [p.name for p in (vault / ".memory").iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+async def test_concurrent_updates_and_a_thread_lose_nothing(vault: Path) -> None:
+    memory = ChatMemory(vault)
+
+    def other_thread() -> None:
+        async def run() -> None:
+            for i in range(20):
+                await ChatMemory(vault).update_chat("race", add_message(f"t{i}"))
+
+        asyncio.run(run())
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    await asyncio.gather(*(memory.update_chat("race", add_message(f"a{i}")) for i in range(50)))
+    await asyncio.to_thread(thread.join)
+    stored = ids(await memory.load_chat("race"))
+    assert sorted(stored) == sorted([f"a{i}" for i in range(50)] + [f"t{i}" for i in range(20)])
+    assert [i for i in stored if i.startswith("t")] == [f"t{i}" for i in range(20)]
+
+
+def _writer(vault: str, prefix: str, count: int) -> None:
+    """Runs in another process: append ``count`` messages one update at a time."""
+
+    async def run() -> None:
+        memory = ChatMemory(Path(vault))
+        for i in range(count):
+            await memory.update_chat("shared", add_message(f"{prefix}{i}"))
+
+    asyncio.run(run())
+
+
+def test_two_processes_lose_no_message(vault: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_writer, args=(str(vault), p, 40)) for p in ("p", "q")]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+        assert worker.exitcode == 0
+    stored = json.loads((vault / ".memory" / "shared.json").read_text(encoding="utf-8"))
+    assert len(stored["messages"]) == 80
+    assert set(ids(stored)) == {f"{p}{i}" for p in "pq" for i in range(40)}
+
+
+async def test_damaged_file_is_set_aside_and_reported(vault: Path) -> None:
+    reports: list[tuple[str, Path]] = []
+    memory = ChatMemory(vault, on_damaged=lambda chat_id, path: reports.append((chat_id, path)))
+    (vault / ".memory").mkdir()
+    damaged = vault / ".memory" / "c1.json"
+    damaged.write_text('{"messages": [{"id": "a", "content": "half', encoding="utf-8")
+
+    assert await memory.load_chat("c1") == {"messages": []}
+    [(chat_id, aside)] = reports
+    assert chat_id == "c1" and aside.name.startswith("c1.json.corrupt-")
+    assert aside.read_text(encoding="utf-8").startswith('{"messages": [{"id": "a"')
+    assert not damaged.exists()
+
+    await memory.update_chat("c1", add_message("new"))
+    assert ids(await memory.load_chat("c1")) == ["new"]
+    assert aside.exists()  # the damaged content is never overwritten
+
+
+async def test_wrong_shape_is_damage_too(vault: Path) -> None:
+    reports: list[tuple[str, Path]] = []
+    memory = ChatMemory(vault, on_damaged=lambda chat_id, path: reports.append((chat_id, path)))
+    (vault / ".memory").mkdir()
+    (vault / ".memory" / "c2.json").write_text('{"messages": "oops"}', encoding="utf-8")
+    await memory.update_chat("c2", add_message("m"))
+    assert [chat_id for chat_id, _ in reports] == ["c2"]
+    assert ids(await memory.load_chat("c2")) == ["m"]
+
+
+@pytest.mark.parametrize("bad", ["../../etc", "..", "a/b", "", ".hidden", "x" * 200, "c:evil"])
+async def test_bad_chat_ids_are_refused(vault: Path, bad: str) -> None:
+    memory = ChatMemory(vault)
+    with pytest.raises(ChatIdError):
+        await memory.load_chat(bad)
+    with pytest.raises(ChatIdError):
+        await memory.update_chat(bad, add_message("m"))
+    assert not (vault / ".memory").exists() or list((vault / ".memory").iterdir()) == []
+
+
+async def test_list_and_create(vault: Path) -> None:
+    memory = ChatMemory(vault)
+    assert await memory.list_chats() == []
+    first = await memory.create_chat("First")
+    await asyncio.sleep(0.01)
+    second = await memory.create_chat()
+    assert first["title"] == "First" and second["title"] == "New chat"
+    await memory.save_chat("zzz", {"messages": [{"id": "1"}]})
+    (vault / ".memory" / "zzz.embeddings.json").write_text("{}", encoding="utf-8")
+    listed = await memory.list_chats()
+    assert {c["id"] for c in listed} == {first["id"], second["id"], "zzz"}
+    assert next(c for c in listed if c["id"] == "zzz")["message_count"] == 1
+    assert set(listed[0]) == {"id", "title", "message_count", "updated_at"}
+
+
+def test_new_ids_are_valid_and_distinct() -> None:
+    made = {new_chat_id() for _ in range(500)}
+    assert len(made) == 500
+    assert all(check_chat_id(i) == i for i in made)

@@ -1,0 +1,60 @@
+"""The real Smart Context plugin, found through its entry point, inside the reference sidecar."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from smart_context.plugin import SmartContextPlugin
+from smart_context.resources import static_dir
+from smart_context.sidecar.app import create_app
+from smart_context.sidecar.events import ServerEvent, Subscription
+from smart_context.sidecar.runtime import Sidecar
+from tests.openai_server import OpenAIStub, openai_server  # noqa: F401
+from tests.sidecar.conftest import chat_on_disk, llm_table, running_app, write_settings
+
+
+async def drain(sub: Subscription, quiet: float = 0.5) -> AsyncIterator[ServerEvent]:
+    """The events already sent and those that follow until ``quiet`` seconds pass without one."""
+    while (event := await sub.next(timeout=quiet)) is not None:
+        yield event
+
+
+PLUGIN_TABLE = '[plugins.smart_context]\nembedder = "host"\ntopic_extractor = "offline"\n'
+
+
+async def test_entry_point_plugin_end_to_end(
+    vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    monkeypatch.setenv("STUB_KEY", openai_server.api_key)
+    write_settings(vault, PLUGIN_TABLE + llm_table(
+        openai_server.base_url, "STUB_KEY", chat="stub-chat", embedding="stub-embedding"))
+    sidecar = Sidecar(vault)
+    assert isinstance(sidecar.pm.get_plugin("smart_context"), SmartContextPlugin)
+    assert sidecar.plugin_report.errors == []
+
+    async with running_app(create_app(sidecar)) as client:
+        assert "smart_context.get_topics" in sidecar.commands.handlers
+        with sidecar.host.events.subscribe() as sub:
+            for text in ("Plan a week in Kyoto in April", "What should I pack for rain?"):
+                answer = await client.post("/api/chats/trip/messages", json={"content": text})
+                assert answer.status_code == 200, answer.text
+            topics = await client.post("/api/commands/smart_context.get_topics",
+                                       json={"chat_id": "trip"})
+            filtered = await client.post("/api/commands/smart_context.set_filter",
+                                         json={"chat_id": "trip", "topics": []})
+            names = [event.name async for event in drain(sub)]
+        if (static_dir() / "app" / "index.html.j2").exists():
+            page = await client.get("/?chat=trip")
+            assert 'id="smart-context-panel"' in page.text
+
+    assert topics.json()["status"] == "success"
+    assert filtered.json()["status"] == "success"
+    assert "smart_context.filter_changed" in names
+    messages = chat_on_disk(vault, "trip")["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"] * 2
+    record = messages[-1]["smart_context"]
+    assert record["mode"] == "full" and record["total_messages"] == 2
+    assert messages[-1]["content"] == "echo: What should I pack for rain?"
