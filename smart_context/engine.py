@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 STATE_KEY = "smart_context"  # our key on the chat file: {"active_topics": [...]}
 TOPICS_UPDATED = "smart_context.topics_updated"
 FILTER_CHANGED = "smart_context.filter_changed"
+MIN_MESSAGES_TO_MAP = 4  # fewer messages have no subjects worth a bubble cloud
 
 
 @dataclass
@@ -185,10 +186,17 @@ class Engine:
         return payload | {"mode": mode}
 
     async def topics(self, chat_id: str) -> dict[str, Any]:
-        """The chat's topics and filter state, for the panel."""
+        """The chat's topics and filter state, for the panel.
+
+        A chat with substance but no topics yet (a vault made elsewhere, or before the plugin was
+        installed) is mapped in the background now; ``topics_updated`` follows.
+        """
         data = await self.load(chat_id)
         view = self._views[chat_id]
         ids, mode = await self.included(chat_id, data)
+        mapping = not view.topics and len(ids) >= MIN_MESSAGES_TO_MAP
+        if mapping:
+            self.schedule_refresh(chat_id)
         return {
             "chat_id": chat_id,
             "topics": view.topics,
@@ -197,6 +205,7 @@ class Engine:
             "included_ids": ids,
             "mode": mode,
             "embedding_search": self.settings.embedding_search,
+            "extracting": mapping or chat_id in self.background.running,
         }
 
     async def set_search(self, enabled: bool) -> str | None:

@@ -128,6 +128,11 @@ class Coalescer:
     def busy(self) -> bool:
         return bool(self._tasks)
 
+    @property
+    def running(self) -> frozenset[str]:
+        """The keys with a run in flight."""
+        return frozenset(self._tasks)
+
     async def drain(self, timeout: float = 10.0) -> None:
         """Let running work finish for up to ``timeout`` seconds, then cancel what is left."""
         tasks = list(self._tasks.values())

@@ -174,3 +174,14 @@ async def test_shutdown_drains_background_work(start: Any, vault: Path) -> None:
     await call(running.pm.hook.sidecar_shutdown)
     assert running.plugin.engine is not None and not running.plugin.engine.background.busy
     assert read_chat(vault, "c1")["topics"][0]["label"] == "Python Asyncio"
+
+
+async def test_opening_an_unmapped_chat_maps_it_in_the_background(start: Any, vault: Path) -> None:
+    write_chat(vault, "c1", make_messages(TEXTS))
+    running: Running = await start(llm=FakeLLM([GOOD]))
+    first = await running.command("get_topics", chat_id="c1")
+    assert first["topics"] == [] and first["extracting"] is True
+    await running.settle()
+    second = await running.command("get_topics", chat_id="c1")
+    assert second["topics"][0]["label"] == "Python Asyncio" and second["extracting"] is False
+    assert running.host.events[0][0] == "smart_context.topics_updated"
