@@ -1,0 +1,314 @@
+// The chat page: chat list, messages, composer, highlights, "View context" and the palette.
+
+import * as api from "./api.js";
+import { h, announce, excerpt } from "./dom.js";
+import { ChatList } from "./chat-list.js";
+import { MessageList } from "./messages.js";
+import { closeDrawers, notify, setUpDrawers } from "./shell.js";
+import { ContextDialog } from "./context-dialog.js";
+import { Palette } from "./palette.js";
+import { rootView, setFilter } from "./commands.js";
+
+const $ = (id) => document.getElementById(id);
+
+const boot = JSON.parse($("sc-boot").textContent || "{}");
+const state = {
+  chatId: boot.chat_id || document.body.dataset.chatId || null,
+  sending: false,
+  loadToken: 0,
+};
+
+const ui = {
+  title: $("chat-title"),
+  subtitle: $("chat-subtitle"),
+  messages: $("messages"),
+  scroller: $("message-scroller"),
+  empty: $("empty-state"),
+  form: $("composer"),
+  input: $("composer-input"),
+  send: $("composer-send"),
+  filter: $("filter-summary"),
+};
+
+const chatList = new ChatList($("chat-list"), {
+  onOpen: (id) => {
+    openChat(id);
+    closeDrawers();
+  },
+});
+chatList.current = state.chatId;
+const list = new MessageList(ui.messages, {
+  onViewContext: (id, button) => contextDialog.open(list.messages, id, button),
+});
+const contextDialog = new ContextDialog($("context-dialog"), { onJump: jumpTo });
+const palette = new Palette(
+  $("palette"),
+  rootView({
+    chatId: () => state.chatId,
+    chats: () => chatList.chats,
+    openChat: (id) => openChat(id),
+    newChat: () => newChat(),
+    focusInput: () => ui.input.focus(),
+    notify,
+  }),
+);
+
+// ---- chat list -------------------------------------------------------------------------------
+
+async function refreshChats() {
+  try {
+    chatList.render(await api.listChats());
+    const current = chatList.find(state.chatId);
+    const idle = !state.sending && !ui.messages.hasAttribute("aria-busy");
+    if (current && current.title && idle) setChatHeader(current, list.messages);
+  } catch (err) {
+    console.warn("Could not refresh the chat list:", err);
+  }
+}
+
+// ---- opening a chat --------------------------------------------------------------------------
+
+function setChatHeader(chat, messages) {
+  const title = (chat && chat.title) || (state.chatId ? "Untitled chat" : "Smart Context");
+  ui.title.textContent = title;
+  document.title = state.chatId ? `${title} · Smart Context` : "Smart Context";
+  const n = messages ? messages.length : 0;
+  ui.subtitle.textContent = state.chatId ? `${n} message${n === 1 ? "" : "s"}` : "No chat open";
+}
+
+function showEmpty(on) {
+  ui.empty.hidden = !on;
+}
+
+/** Open chat `id`: load it, update URL and body, tell the panels. */
+async function openChat(id, { push = true } = {}) {
+  const token = ++state.loadToken;
+  const changed = id !== state.chatId;
+  state.chatId = id;
+  document.body.dataset.chatId = id || "";
+  if (changed) list.setHighlight(null); // the panel reports the new chat's filter
+  if (push) {
+    const url = new URL(location.href);
+    url.searchParams.set("chat", id);
+    if (url.href !== location.href) history.pushState({ chatId: id }, "", url);
+    else history.replaceState({ chatId: id }, "");
+  }
+  chatList.select(id);
+  if (changed) document.dispatchEvent(new CustomEvent("sidecar:chat_selected", { detail: { chat_id: id } }));
+
+  const meta = chatList.find(id);
+  setChatHeader(meta, null);
+  ui.subtitle.textContent = "Loading…";
+  ui.messages.setAttribute("aria-busy", "true");
+  showEmpty(false);
+  try {
+    const chat = await api.loadChat(id);
+    if (token !== state.loadToken) return; // another chat was opened meanwhile
+    const messages = Array.isArray(chat.messages) ? chat.messages : [];
+    const start = performance.now();
+    list.render(messages);
+    performance.measure("sc:render-chat", { start }); // building the message list (benchmarks)
+    setChatHeader({ title: chat.title || (meta && meta.title) }, messages);
+    showEmpty(!messages.length);
+    scrollToBottom(true);
+  } catch (err) {
+    if (token !== state.loadToken) return;
+    list.render([]);
+    ui.messages.append(h("p", { class: "load-error", attrs: { role: "alert" }, text: err.message }));
+    ui.subtitle.textContent = "Could not open this chat";
+  } finally {
+    if (token === state.loadToken) ui.messages.removeAttribute("aria-busy");
+  }
+}
+
+async function newChat(title) {
+  try {
+    const chat = await api.createChat(title);
+    chatList.prepend({ id: chat.id, title: chat.title || title || "New chat", message_count: 0 });
+    await openChat(chat.id);
+    refreshChats();
+    ui.input.focus();
+    return chat.id;
+  } catch (err) {
+    notify(`Could not create a chat: ${err.message}`, true);
+    return null;
+  }
+}
+
+$("new-chat").addEventListener("click", () => newChat());
+
+window.addEventListener("popstate", (event) => {
+  const fromUrl = new URL(location.href).searchParams.get("chat");
+  const id = (event.state && event.state.chatId) || fromUrl || boot.chat_id;
+  if (id && id !== state.chatId) openChat(id, { push: false });
+});
+
+// ---- scrolling ---------------------------------------------------------------------------------
+
+function nearBottom() {
+  const s = ui.scroller;
+  return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
+}
+
+function scrollToBottom(force = false) {
+  if (force || nearBottom()) ui.scroller.scrollTop = ui.scroller.scrollHeight;
+}
+
+function jumpTo(id) {
+  const el = list.element(id);
+  if (!el) return;
+  el.scrollIntoView({ block: "center" });
+  el.setAttribute("tabindex", "-1");
+  el.focus({ preventScroll: true });
+  el.classList.remove("is-flash");
+  void el.offsetWidth; // restart the animation
+  el.classList.add("is-flash");
+}
+
+// ---- sending -----------------------------------------------------------------------------------
+
+function setBusy(busy) {
+  state.sending = busy;
+  ui.input.disabled = busy;
+  ui.send.disabled = busy;
+  ui.form.setAttribute("aria-busy", String(busy));
+  ui.send.textContent = busy ? "Sending…" : "Send";
+}
+
+async function send(content) {
+  if (state.sending || !content.trim()) return;
+  setBusy(true);
+  let chatId = state.chatId;
+  if (!chatId) {
+    chatId = await newChat(excerpt(content, 60));
+    if (!chatId) return setBusy(false);
+    setBusy(true);
+  }
+  ui.input.value = "";
+  autosize();
+  showEmpty(false);
+  const pending = list.pending(content);
+  scrollToBottom(true);
+  announce("Thinking…");
+  try {
+    const done = await api.sendMessage(chatId, content, {
+      token: (data) => {
+        pending.append(data.text || "");
+        scrollToBottom();
+      },
+    });
+    if (state.chatId === chatId) {
+      list.replace(pending.elements(), [done.user_message, done.assistant_message].filter(Boolean));
+      setChatHeader({ title: ui.title.textContent }, list.messages);
+      scrollToBottom(true);
+    }
+    const reply = done.assistant_message || {};
+    announce(reply.notice ? "No model is configured: no reply was generated." : "Reply received.");
+    messageAdded(chatId);
+  } catch (err) {
+    // The sidecar stores the user's message before the model runs: when the error says so,
+    // the bubbles take the stored ids, and "Try again" sends the text as a new message.
+    const stored = err.data && err.data.user_message;
+    if (stored && state.chatId === chatId) {
+      list.adopt(pending.user, err.data.user_message);
+      list.adopt(pending.assistant, err.data.assistant_message);
+    }
+    pending.fail(err.message, () => {
+      if (!stored) for (const el of pending.elements()) el.remove();
+      send(content);
+    });
+    scrollToBottom(true);
+    announce(`The reply failed: ${err.message}`);
+    if (stored) messageAdded(chatId);
+  } finally {
+    setBusy(false);
+    refreshChats();
+    if (state.chatId === chatId) ui.input.focus();
+  }
+}
+
+/** Tell the panels that chat `chatId` has new messages (the "N of M" count changed). */
+function messageAdded(chatId) {
+  document.dispatchEvent(new CustomEvent("sidecar:message_added", { detail: { chat_id: chatId } }));
+}
+
+function autosize() {
+  ui.input.style.height = "auto";
+  ui.input.style.height = `${Math.min(ui.input.scrollHeight, 240)}px`;
+}
+
+ui.form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  send(ui.input.value);
+});
+ui.input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    send(ui.input.value);
+  }
+});
+ui.input.addEventListener("input", autosize);
+
+// ---- highlights from the Smart Context panel ---------------------------------------------------
+
+function applyFilter(detail) {
+  if (!detail) return;
+  if (detail.chat_id && state.chatId && detail.chat_id !== state.chatId) return;
+  const topics = Array.isArray(detail.active_topics) ? detail.active_topics : [];
+  const ids = topics.length ? new Set((detail.included_ids || []).map(String)) : null;
+  const start = performance.now();
+  list.setHighlight(ids);
+  performance.measure("sc:highlight", { start }); // how long the DOM work took (benchmarks)
+  renderFilterSummary(topics, ids, detail.total_messages);
+}
+
+function renderFilterSummary(topics, ids, total) {
+  if (!topics.length) {
+    ui.filter.hidden = true;
+    ui.filter.replaceChildren();
+    return;
+  }
+  const count = typeof total === "number" ? `${ids.size} of ${total}` : `${ids.size}`;
+  ui.filter.replaceChildren(
+    h("span", { class: "filter-summary__dot", attrs: { "aria-hidden": "true" } }),
+    h("span", { class: "filter-summary__text" }, `Filtered by ${topics.join(", ")} · ${count} in context`),
+    h("button", {
+      type: "button",
+      class: "link-button",
+      text: "Clear",
+      on: { click: () => setFilter([], state.chatId).catch((err) => notify(err.message, true)) },
+    }),
+  );
+  ui.filter.hidden = false;
+}
+
+document.addEventListener("smart_context:filter_changed", (event) => applyFilter(event.detail));
+
+// ---- keyboard and small-screen toggles --------------------------------------------------------
+
+document.addEventListener(
+  "keydown",
+  (event) => {
+    if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === "k") {
+      event.preventDefault();
+      if (palette.isOpen) palette.close();
+      else if (!document.querySelector("dialog[open]")) palette.open();
+    }
+  },
+  true,
+);
+$("open-palette").addEventListener("click", () => palette.open());
+
+setUpDrawers();
+
+// ---- start -------------------------------------------------------------------------------------
+
+applyFilter(window.sidecar && window.sidecar.lastFilter ? window.sidecar.lastFilter() : null);
+history.replaceState({ chatId: state.chatId }, "");
+refreshChats();
+if (state.chatId) {
+  openChat(state.chatId, { push: false });
+} else {
+  setChatHeader(null, null);
+  showEmpty(true);
+}

@@ -1,0 +1,197 @@
+// "View context": which messages a reply was sent with, and why (the smart_context record).
+
+import { h, excerpt } from "./dom.js";
+
+const ROLE_NAMES = { user: "You", assistant: "Assistant", system: "System", tool: "Tool" };
+
+/**
+ * What the record says was sent. The record keeps only the shorter of included_ids and
+ * excluded_ids, so the full set is rebuilt from the messages that came before the reply.
+ */
+export function contextOf(messages, replyIndex, record) {
+  const history = messages.slice(0, Math.max(0, replyIndex));
+  // The message that asked for this reply is ctx.message: always sent, never part of the
+  // filtered history — unless the host counted it there, which total_messages tells us.
+  let prompt = null;
+  if (history.length && history[history.length - 1].role === "user") {
+    const counted = Number.isInteger(record.total_messages) && record.total_messages === history.length;
+    if (!counted) prompt = history.pop();
+  }
+  let included;
+  let missing = 0;
+  if (Array.isArray(record.included_ids)) {
+    const ids = new Set(record.included_ids.map(String));
+    included = history.filter((m) => ids.has(String(m.id)));
+    missing = Math.max(0, ids.size - included.length);
+  } else if (Array.isArray(record.excluded_ids)) {
+    const ids = new Set(record.excluded_ids.map(String));
+    included = history.filter((m) => !ids.has(String(m.id)));
+  } else {
+    included = history;
+  }
+  const total = Number.isInteger(record.total_messages) ? record.total_messages : history.length;
+  return { prompt, included, total, missing };
+}
+
+function fmtScore(value) {
+  if (typeof value !== "number") return "";
+  return (Math.abs(value) < 0.005 ? 0 : value).toFixed(2); // never "-0.00"
+}
+
+/** A sentence a person understands for the record's mode. */
+export function explainMode(record, sent, total) {
+  const threshold = typeof record.threshold === "number" ? record.threshold.toFixed(2) : "the threshold";
+  if (record.error) {
+    return "Smart Context ran into a problem, so the full history was sent unchanged.";
+  }
+  if (record.mode === "filtered") {
+    return (
+      `Filtered by topic: only the ${sent} of ${total} earlier messages whose similarity to the ` +
+      `selected topics reached ${threshold} were sent, together with any sticky instructions.`
+    );
+  }
+  if (record.mode === "fallback") {
+    const best =
+      typeof record.best_score === "number" ? ` (the best score was ${fmtScore(record.best_score)})` : "";
+    return (
+      `Fallback to the full history: a topic filter was active, but no message reached the ` +
+      `similarity threshold of ${threshold}${best}, so every message was sent rather than none.`
+    );
+  }
+  return "Full history: no topic filter was applied, so every earlier message was sent.";
+}
+
+const MODE_NAMES = { full: "Full history", filtered: "Filtered", fallback: "Fallback" };
+
+export class ContextDialog {
+  constructor(dialog, { onJump } = {}) {
+    this.dialog = dialog;
+    this.body = dialog.querySelector("[data-role='body']");
+    this.onJump = onJump;
+    this.opener = null;
+    dialog.addEventListener("click", (event) => {
+      if (event.target === dialog || event.target.closest("[data-close]")) dialog.close(); // backdrop or ×
+      const jump = event.target.closest("[data-jump]");
+      if (jump) {
+        dialog.close();
+        if (this.onJump) this.onJump(jump.dataset.jump);
+      }
+    });
+    dialog.addEventListener("close", () => {
+      if (this.opener && this.opener.isConnected) this.opener.focus();
+    });
+  }
+
+  /** Show the record of the reply `replyId`, found among `messages`. */
+  open(messages, replyId, opener) {
+    const index = messages.findIndex((m) => String(m.id) === String(replyId));
+    const reply = messages[index];
+    if (!reply || !reply.smart_context) return;
+    this.opener = opener || document.activeElement;
+    this.body.replaceChildren(this.#content(messages, index, reply.smart_context));
+    this.dialog.showModal();
+    this.dialog.querySelector("[data-close]").focus();
+  }
+
+  #content(messages, index, record) {
+    const { prompt, included, total, missing } = contextOf(messages, index, record);
+    const sticky = new Set((record.sticky_ids || []).map(String));
+    const scores = record.scores || {};
+    const mode = record.error ? "full" : record.mode || "full";
+    const topics = record.active_topics || [];
+
+    const summary = h(
+      "dl",
+      { class: "ctx-facts" },
+      fact("Mode", h("span", { class: `mode-badge mode-badge--${mode}`, text: MODE_NAMES[mode] || mode })),
+      fact("Sent", `${included.length} of ${total} earlier messages`),
+      fact("Threshold", typeof record.threshold === "number" ? record.threshold.toFixed(2) : "—"),
+      fact(
+        "Topics",
+        topics.length
+          ? h("span", { class: "topic-list" }, topics.map((t) => h("span", { class: "topic-chip", text: t })))
+          : "none selected",
+      ),
+    );
+
+    const explain = explainMode(record, included.length, total);
+    const parts = [h("p", { class: "ctx-explain", text: explain }), summary];
+    if (record.error) {
+      const error = h("p", { class: "ctx-error", attrs: { role: "note" } }, h("strong", { text: "Error: " }));
+      error.append(record.error);
+      parts.push(error);
+    }
+    if (prompt) {
+      parts.push(
+        h("h3", { class: "ctx-heading", text: "The message being answered (always sent)" }),
+        h("ol", { class: "ctx-list" }, entry(prompt, { note: "current" })),
+      );
+    }
+    parts.push(h("h3", { class: "ctx-heading", text: `History sent with it (${included.length})` }));
+    if (included.length) {
+      const list = h("ol", { class: "ctx-list" });
+      const fragment = document.createDocumentFragment();
+      for (const m of included) {
+        fragment.append(
+          entry(m, { score: scores[m.id], sticky: sticky.has(String(m.id)), threshold: record.threshold }),
+        );
+      }
+      list.append(fragment);
+      parts.push(list);
+    } else {
+      parts.push(h("p", { class: "ctx-empty", text: "No earlier messages were sent with this reply." }));
+    }
+    if (missing) {
+      const text = `${missing} included message(s) are no longer in this chat.`;
+      parts.push(h("p", { class: "ctx-empty", text }));
+    }
+    const fragment = document.createDocumentFragment();
+    fragment.append(...parts);
+    return fragment;
+  }
+}
+
+function fact(label, value) {
+  return h("div", { class: "ctx-fact" }, h("dt", { text: label }), h("dd", {}, value));
+}
+
+function entry(message, { score, sticky, note, threshold } = {}) {
+  const badges = h("span", { class: "ctx-badges" });
+  if (typeof score === "number") {
+    const below = typeof threshold === "number" && score < threshold;
+    badges.append(
+      h("span", {
+        class: below ? "score score--below" : "score",
+        title: below
+          ? "Similarity below the threshold: sent because it is sticky"
+          : "Similarity to the selected topics",
+        text: fmtScore(score),
+      }),
+    );
+  }
+  if (message.notice || message.error) {
+    const title = "A note from the sidecar: never sent to the model";
+    badges.append(h("span", { class: "badge", title, text: "host note" }));
+  }
+  if (sticky) badges.append(h("span", { class: "badge badge--sticky", text: "sticky" }));
+  if (note) badges.append(h("span", { class: "badge", text: note }));
+  return h(
+    "li",
+    { class: "ctx-item" },
+    h(
+      "button",
+      {
+        type: "button",
+        class: "ctx-item__jump",
+        dataset: { jump: String(message.id) },
+        title: "Show this message in the chat",
+      },
+      h("span", {
+        class: `role-pill role-pill--${message.role}`,
+        text: ROLE_NAMES[message.role] || message.role,
+      }),
+      h("span", { class: "ctx-item__text", text: excerpt(message.content, 120) }),
+      badges,
+    ),
+  );
+}

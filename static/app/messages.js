@@ -1,0 +1,267 @@
+// The message list: rendering (text only, never innerHTML), the streaming bubble, highlights.
+
+import { h, shortTime, longTime, toDate } from "./dom.js";
+
+const ROLE_NAMES = { user: "You", assistant: "Assistant", system: "System", tool: "Tool" };
+
+/** Render `text` into `parent`: paragraphs, ``` fenced code blocks and `inline code`. */
+export function renderText(parent, text) {
+  const source = String(text ?? "");
+  const fence = /```([^\n`]*)\n?([\s\S]*?)(?:```|$)/g;
+  let last = 0;
+  for (const match of source.matchAll(fence)) {
+    paragraphs(parent, source.slice(last, match.index));
+    const lang = match[1].trim();
+    const code = h("code", { text: match[2].replace(/\n$/, "") });
+    const pre = h("pre", { class: "code", attrs: { tabindex: "0" } }, code);
+    if (lang) pre.dataset.lang = lang;
+    parent.append(pre);
+    last = match.index + match[0].length;
+  }
+  paragraphs(parent, source.slice(last));
+}
+
+// A paragraph that is all indented lines, or all settings lines (`[table]`, `key = value`,
+// `# comment`), reads best as code: the sidecar's own notices show .vault.toml snippets so.
+const INDENTED = /^(?: {4}|\t)/;
+const SETTING = /^\s*(?:\[[\w.-]+\]|[\w.-]+\s*=\s*\S|#)/;
+
+function looksLikeCode(lines) {
+  return lines.every((l) => INDENTED.test(l)) || (lines.length > 1 && lines.every((l) => SETTING.test(l)));
+}
+
+function paragraphs(parent, text) {
+  for (const chunk of text.split(/\n{2,}/)) {
+    const trimmed = chunk.replace(/^\n+|\n+$/g, "");
+    if (!trimmed.trim()) continue;
+    const lines = trimmed.split("\n");
+    if (looksLikeCode(lines)) {
+      const indent = lines.every((l) => INDENTED.test(l));
+      const code = indent ? lines.map((l) => l.replace(INDENTED, "")).join("\n") : trimmed;
+      parent.append(h("pre", { class: "code", attrs: { tabindex: "0" } }, h("code", { text: code })));
+      continue;
+    }
+    const p = document.createElement("p");
+    const parts = trimmed.split(/`([^`\n]+)`/);
+    for (let i = 0; i < parts.length; i++) {
+      if (!parts[i]) continue;
+      p.append(i % 2 ? h("code", { text: parts[i] }) : document.createTextNode(parts[i]));
+    }
+    parent.append(p);
+  }
+}
+
+function isNotice(message) {
+  return message.role === "assistant" && Boolean(message.notice);
+}
+
+/** One message element. Pure: depends only on the message. */
+export function messageElement(message) {
+  const role = message.role || "assistant";
+  const notice = isNotice(message);
+  const failed = !notice && message.role === "assistant" && Boolean(message.error);
+  const date = toDate(message.created_at);
+  const classes = ["msg", `msg--${role}`];
+  if (notice) classes.push("msg--notice");
+  if (failed) classes.push("msg--error");
+
+  const meta = h(
+    "header",
+    { class: "msg__meta" },
+    h("span", { class: "msg__role", text: notice ? "Notice" : ROLE_NAMES[role] || role }),
+    date ? h("time", { dateTime: date.toISOString(), title: longTime(date), text: shortTime(date) }) : null,
+  );
+  const body = h("div", { class: "msg__body" });
+  if (failed) {
+    // A stored failed reply: what arrived before the failure, then the error itself.
+    if (message.partial_content) renderText(body, message.partial_content);
+    body.append(h("div", { class: "msg__alert", text: message.error }));
+  } else {
+    renderText(body, message.content);
+  }
+  if (role === "assistant" && message.model && !notice && !failed) {
+    meta.append(h("span", { class: "msg__model", text: message.model }));
+  }
+
+  const el = h("article", { class: classes.join(" "), dataset: { messageId: message.id, role } }, meta, body);
+  if (notice) {
+    el.dataset.notice = message.notice;
+    body.prepend(h("span", { class: "msg__notice-icon", attrs: { "aria-hidden": "true" }, text: "i" }));
+  }
+  if (role === "assistant" && message.smart_context) {
+    el.append(
+      h(
+        "div",
+        { class: "msg__actions" },
+        h("button", {
+          type: "button",
+          class: "chip-button",
+          dataset: { action: "view-context" },
+          attrs: { "aria-haspopup": "dialog" },
+          text: notice ? "View context that would be sent" : "View context",
+        }),
+      ),
+    );
+  }
+  return el;
+}
+
+export class MessageList {
+  constructor(container, { onViewContext } = {}) {
+    this.container = container;
+    this.messages = [];
+    this.elements = new Map(); // message id -> element
+    this.included = null; // Set of ids in context while a filter is active, else null
+    container.addEventListener("click", (event) => {
+      const button = event.target.closest("[data-action='view-context']");
+      if (!button || !onViewContext) return;
+      const id = button.closest("[data-message-id]").dataset.messageId;
+      onViewContext(id, button);
+    });
+  }
+
+  /** Replace everything with `messages`, built in one fragment (fast for long chats). */
+  render(messages) {
+    this.messages = messages.slice();
+    this.elements.clear();
+    const fragment = document.createDocumentFragment();
+    for (const message of this.messages) fragment.append(this.#build(message));
+    this.container.replaceChildren(fragment);
+  }
+
+  /** Replace the temporary elements `olds` with the stored `messages`. */
+  replace(olds, messages) {
+    const fragment = document.createDocumentFragment();
+    for (const message of messages) {
+      this.messages.push(message);
+      fragment.append(this.#build(message));
+    }
+    const anchor = olds.find((el) => el && el.isConnected);
+    if (anchor) anchor.before(fragment);
+    else this.container.append(fragment);
+    for (const el of olds) if (el) el.remove();
+  }
+
+  /** Append a user bubble and a "Thinking…" assistant bubble; returns a handle to stream into. */
+  pending(content) {
+    const user = messageElement({ id: "", role: "user", content, created_at: new Date().toISOString() });
+    user.classList.add("is-pending");
+    delete user.dataset.messageId; // it gets its real id when the reply is done
+    const text = document.createTextNode("");
+    const status = h("p", { class: "msg__thinking", text: "Thinking…" });
+    const stream = h("p", { class: "msg__stream" }, text);
+    const body = h("div", { class: "msg__body", attrs: { "aria-live": "polite" } }, status, stream);
+    const assistant = h(
+      "article",
+      { class: "msg msg--assistant is-streaming is-thinking", attrs: { "aria-busy": "true" } },
+      h("header", { class: "msg__meta" }, h("span", { class: "msg__role", text: "Assistant" })),
+      body,
+    );
+    this.container.append(user, assistant);
+    return new PendingReply(user, assistant, text, status);
+  }
+
+  /** Give the temporary element `el` the identity of the stored `message`. */
+  adopt(el, message) {
+    if (!message || message.id === undefined || message.id === null) return;
+    el.dataset.messageId = String(message.id);
+    this.messages.push(message);
+    this.elements.set(String(message.id), el);
+    if (this.included) this.#mark(el, this.included.has(String(message.id)));
+  }
+
+  /** Mark the messages whose id is in `ids` (a Set), or clear every mark when `ids` is null. */
+  setHighlight(ids) {
+    this.included = ids;
+    this.container.classList.toggle("is-filtered", Boolean(ids));
+    for (const [id, el] of this.elements) this.#mark(el, Boolean(ids) && ids.has(id));
+  }
+
+  element(id) {
+    return this.elements.get(id) || null;
+  }
+
+  message(id) {
+    return this.messages.find((m) => m.id === id) || null;
+  }
+
+  #build(message) {
+    const el = messageElement(message);
+    if (message.id !== undefined && message.id !== null) {
+      this.elements.set(String(message.id), el);
+      if (this.included && this.included.has(String(message.id))) this.#mark(el, true);
+    }
+    return el;
+  }
+
+  #mark(el, on) {
+    if (el.hasAttribute("data-in-context") === on) return;
+    el.toggleAttribute("data-in-context", on);
+    el.classList.toggle("in-context", on);
+  }
+}
+
+/** The assistant bubble of a reply in flight. */
+class PendingReply {
+  constructor(user, assistant, textNode, status) {
+    this.user = user;
+    this.assistant = assistant;
+    this.textNode = textNode;
+    this.status = status;
+    this.buffer = "";
+    this.frame = 0;
+  }
+
+  /** Append streamed text; the DOM is updated at most once per frame. */
+  append(text) {
+    if (!text) return;
+    this.buffer += text;
+    if (this.assistant.classList.contains("is-thinking")) {
+      this.assistant.classList.remove("is-thinking");
+      this.status.remove();
+    }
+    if (!this.frame) {
+      this.frame = requestAnimationFrame(() => {
+        this.frame = 0;
+        this.textNode.data = this.buffer;
+      });
+    }
+  }
+
+  /** Show `message` as the reply's error; the user's message stays. `retry` re-sends. */
+  fail(message, retry) {
+    cancelAnimationFrame(this.frame);
+    this.textNode.data = this.buffer;
+    this.user.classList.remove("is-pending");
+    this.user.classList.add("is-unsent");
+    this.assistant.classList.remove("is-thinking", "is-streaming");
+    this.assistant.classList.add("msg--error");
+    this.assistant.removeAttribute("aria-busy");
+    this.status.remove();
+    const alert = h(
+      "div",
+      { class: "msg__alert", attrs: { role: "alert" } },
+      h("strong", { text: "The reply failed. " }),
+      document.createTextNode(message),
+    );
+    const actions = h("div", { class: "msg__actions" });
+    if (retry) {
+      const on = { click: retry };
+      actions.append(h("button", { type: "button", class: "chip-button", text: "Try again", on }));
+    }
+    actions.append(
+      h("button", {
+        type: "button",
+        class: "chip-button",
+        text: "Dismiss",
+        on: { click: () => this.assistant.remove() },
+      }),
+    );
+    this.assistant.querySelector(".msg__body").append(alert);
+    this.assistant.append(actions);
+  }
+
+  elements() {
+    return [this.user, this.assistant];
+  }
+}
