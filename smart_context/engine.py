@@ -134,10 +134,11 @@ class Engine:
         active = selected if self.settings.embedding_search else ()
         scores = None
         error = None
+        ids = [m.get("id") for m in history]  # once, for the cache lookup and the rule
         if active and history:
             try:
                 store = await self.store()
-                scores = await store.topic_scores(chat_id, history, active)
+                scores = await store.topic_scores(chat_id, history, active, ids)
             except SmartContextError as exc:
                 error = str(exc)
         decision = decide(
@@ -147,6 +148,7 @@ class Engine:
             scores,
             self.settings.similarity_threshold,
             self.settings.embedding_search,
+            ids,
         )
         if error:
             decision.record.update(mode=FULL, error=f"Topic filter skipped: {error}")
@@ -232,8 +234,10 @@ class Engine:
         data = await self.load(chat_id)
         messages = conversation(data.get("messages"))
         vectors = None
+        store = None
         try:
-            vectors = await (await self.store()).sync(chat_id, messages)
+            store = await self.store()
+            vectors = await store.sync(chat_id, messages)
         except SmartContextError as exc:
             log.warning("Smart Context: could not embed chat %s: %s", chat_id, exc)
         found = await extract(
@@ -242,6 +246,7 @@ class Engine:
             messages,
             rows_or_none(vectors),
             self._views[chat_id].topics,
+            store.label_vectors if store is not None else None,
         )
         if found is None:
             return

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from smart_context.config import Settings
-from smart_context.errors import ExtractionError
+from smart_context.errors import ExtractionError, SmartContextError
 from smart_context.host import resolve
 from smart_context.topic_types import ExtractedTopics
 from smart_context.topics import build_extraction_messages, parse_extraction_reply
 from smart_context.vectors import Matrix
 
 log = logging.getLogger(__name__)
+
+PhraseEmbedder = Callable[[Sequence[str]], Coroutine[Any, Any, Matrix]]
+PHRASE_TIMEOUT = 120.0  # seconds; a local model embeds ~80 short phrases in well under one
 
 
 def reply_text(reply: Any) -> str:
@@ -57,7 +60,8 @@ async def has_model(llm: Any, category: str) -> bool:
         return True
     try:
         return await resolve(model_name(category)) is not None
-    except Exception:  # an optional courtesy of the host: assume the model is there  # noqa: BLE001
+    # an optional courtesy of the host: assume the model is there
+    except Exception:  # noqa: BLE001
         return True
 
 
@@ -67,8 +71,13 @@ async def extract(
     messages: Sequence[Mapping[str, Any]],
     vectors: Matrix | None,
     previous_topics: Sequence[Mapping[str, Any]],
+    embed_phrases: PhraseEmbedder | None = None,
 ) -> ExtractedTopics | None:
-    """The new topics, or ``None`` to keep the previous ones (nothing usable was found)."""
+    """The new topics, or ``None`` to keep the previous ones (nothing usable was found).
+
+    ``embed_phrases`` (the store's label embedding) lets the offline extractor pick the key
+    phrase closest in meaning to each cluster.
+    """
     previous = [str(t.get("label")) for t in previous_topics if not t.get("sticky")]
     if settings.topic_extractor == "llm" and await has_model(llm, settings.extraction_category):
         try:
@@ -78,7 +87,8 @@ async def extract(
             return found
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # any model failure: the offline extractor still gives topics  # noqa: BLE001
+        # any model failure: the offline extractor still gives topics
+        except Exception as exc:  # noqa: BLE001
             reason = (str(exc).splitlines() or [type(exc).__name__])[0]
             log.warning(
                 "Smart Context: the model did not extract topics (%s); using the offline extractor",
@@ -86,12 +96,39 @@ async def extract(
             )
     if vectors is None:
         return None
-    from smart_context.offline_topics import extract_offline  # numpy-only, but only when needed
-
-    found = extract_offline(messages, vectors, previous)
+    found = await offline(messages, vectors, previous, embed_phrases)
     if not (found.topics or found.sticky_ids) and previous_topics:
         return None  # an empty result would wipe a good map; keep it until there is substance
     return found
+
+
+async def offline(
+    messages: Sequence[Mapping[str, Any]],
+    vectors: Matrix,
+    previous: Sequence[str],
+    embed_phrases: PhraseEmbedder | None,
+) -> ExtractedTopics:
+    """The offline extractor, in a worker thread: clustering a long chat takes a few hundred
+    milliseconds of CPU that must not stall the event loop serving requests."""
+    from smart_context.offline_topics import extract_offline
+
+    if embed_phrases is None:
+        return await asyncio.to_thread(extract_offline, messages, vectors, previous)
+    loop = asyncio.get_running_loop()
+
+    def phrase_vectors(phrases: Sequence[str]) -> Matrix:
+        # The extractor runs in a thread; the embedder lives on the event loop.
+        future = asyncio.run_coroutine_threadsafe(embed_phrases(list(phrases)), loop)
+        vectors: Matrix = future.result(timeout=PHRASE_TIMEOUT)
+        return vectors
+
+    try:
+        return await asyncio.to_thread(
+            extract_offline, messages, vectors, previous, phrase_vectors=phrase_vectors
+        )
+    except SmartContextError as exc:  # phrases could not be embedded: key words alone will do
+        log.info("Smart Context: topic labels from key words only (%s)", exc)
+        return await asyncio.to_thread(extract_offline, messages, vectors, previous)
 
 
 class Coalescer:

@@ -30,19 +30,21 @@ class Decision:
     record: dict[str, Any]
 
 
-def _unique(messages: Sequence[Message]) -> tuple[list[Message], list[Any], list[int] | None]:
-    """The first message of each id (messages without an id are all kept), their ids, and the
-    positions kept (``None`` when there was nothing to drop, the common case)."""
-    ids = [m.get("id") for m in messages]
-    if len(set(ids)) == len(ids):
-        return list(messages), ids, None
+def _unique(
+    messages: Sequence[Message], ids: list[Any]
+) -> tuple[Sequence[Message], list[Any], set[Any], list[int] | None]:
+    """The first message of each id (messages without an id are all kept), their ids, the set
+    of ids, and the positions kept (``None`` when there was nothing to drop, the common case)."""
+    present = set(ids)
+    if len(present) == len(ids):
+        return messages, ids, present, None
     seen: set[Any] = set()
     positions = []
     for i, mid in enumerate(ids):
         if mid is None or mid not in seen:
             seen.add(mid)
             positions.append(i)
-    return [messages[i] for i in positions], [ids[i] for i in positions], positions
+    return [messages[i] for i in positions], [ids[i] for i in positions], present, positions
 
 
 def _id_lists(all_ids: Sequence[Any], kept: npt.NDArray[np.bool_] | None) -> dict[str, list[Any]]:
@@ -62,16 +64,19 @@ def decide(
     scores: npt.NDArray[np.float32] | None,
     threshold: float,
     search_enabled: bool = True,
+    ids: list[Any] | None = None,
 ) -> Decision:
-    """Apply the rule. ``scores`` is aligned with ``history`` (``None`` when not computed)."""
-    history, ids, positions = _unique(history)
+    """Apply the rule. ``scores`` is aligned with ``history`` (``None`` when not computed);
+    ``ids`` are the history's ids when the caller has them already (the hot path does)."""
+    history, ids, present, positions = _unique(
+        history, ids if ids is not None else [m.get("id") for m in history]
+    )
     if scores is not None and positions is not None:
         scores = np.asarray(scores)[positions]
-    present = set(ids)
     sticky_ids = [m.get("id") for m in sticky]
-    older_sticky = [m for m in sticky if m.get("id") not in present]
-    candidates = older_sticky + history
-    all_ids = [m.get("id") for m in older_sticky] + ids
+    older = [m for m in sticky if m.get("id") not in present]
+    candidates = [*older, *history] if older else list(history)
+    all_ids = [*(m.get("id") for m in older), *ids] if older else ids
     record: dict[str, Any] = {
         "mode": FULL,
         "active_topics": list(active_topics),
@@ -82,24 +87,22 @@ def decide(
     if not search_enabled or not active_topics or scores is None or not len(history):
         return Decision(candidates, record | _id_lists(all_ids, None))
 
-    passed = np.asarray(scores, dtype=np.float32) >= threshold
-    if not passed.any():
-        best = round(float(np.max(scores)), 3)
-        return Decision(
-            candidates, record | {"mode": FALLBACK, "best_score": best} | _id_lists(all_ids, None)
-        )
+    values = np.asarray(scores, dtype=np.float32)
+    keep = values >= threshold
+    if not keep.any():
+        best = round(float(values.max()), 3)
+        return Decision(candidates, record | {"mode": FALLBACK, "best_score": best}
+                        | _id_lists(all_ids, None))
 
-    keep = passed
-    if sticky_ids:
-        sticky_set = set(sticky_ids)
-        keep = passed | np.fromiter((i in sticky_set for i in ids), dtype=bool, count=len(ids))
+    for sid in sticky_ids:  # few ids: a scan in C each beats a Python step per message
+        if sid in present:
+            keep[ids.index(sid)] = True
     idx = np.flatnonzero(keep).tolist()
-    rounded = np.round(np.asarray(scores, dtype=np.float64)[idx], 3).tolist()
-    record |= {"mode": FILTERED, "scores": dict(zip([ids[i] for i in idx], rounded))}
-    kept_flags = np.concatenate((np.ones(len(older_sticky), dtype=bool), keep))
-    return Decision(
-        older_sticky + [history[i] for i in idx], record | _id_lists(all_ids, kept_flags)
-    )
+    kept_ids = [ids[i] for i in idx]
+    rounded = np.round(values[idx].astype(np.float64), 3).tolist()
+    record |= {"mode": FILTERED, "scores": dict(zip(kept_ids, rounded))}
+    kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
+    return Decision([*older, *(history[i] for i in idx)], record | _id_lists(all_ids, kept_flags))
 
 
 def included_ids(record: Mapping[str, Any], candidate_ids: Sequence[Any]) -> list[Any]:

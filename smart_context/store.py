@@ -22,9 +22,11 @@ from smart_context.cache import ChatVectors
 from smart_context.embeddings.base import Embedder, normalize_rows
 from smart_context.errors import EmbeddingError
 from smart_context.paths import embeddings_file
-from smart_context.vectors import Matrix, message_text, topic_scores
+from smart_context.vectors import Matrix, message_text
 
 log = logging.getLogger(__name__)
+
+MAX_LABELS = 20_000  # label vectors kept in memory (about 30 MB at 384 dimensions)
 
 
 class VectorStore:
@@ -66,13 +68,13 @@ class VectorStore:
                 cache.save(embeddings_file(self.vault, old_id), old)
 
     async def message_vectors(
-        self, chat_id: str, messages: Sequence[Mapping[str, Any]]
+        self, chat_id: str, messages: Sequence[Mapping[str, Any]], ids: list[Any] | None = None
     ) -> tuple[ChatVectors, npt.NDArray[np.intp]]:
         """The chat's vectors and each message's row in them, embedding the misses in one call."""
         async with self._locks.setdefault(chat_id, asyncio.Lock()):
             vectors = self._cached(chat_id)
             rows, missing = (
-                vectors.locate(messages) if vectors else (None, list(range(len(messages))))
+                vectors.locate(messages, ids) if vectors else (None, list(range(len(messages))))
             )
             if missing:
                 new = [messages[i] for i in missing]
@@ -88,6 +90,9 @@ class VectorStore:
     async def label_vectors(self, labels: Sequence[str]) -> Matrix:
         """Unit vectors of topic labels, embedded once per label and process."""
         todo = [label for label in dict.fromkeys(labels) if label not in self._labels]
+        if len(self._labels) + len(todo) > MAX_LABELS:
+            self._labels.clear()  # candidate phrases accumulate; re-embedding a few is cheap
+            todo = list(dict.fromkeys(labels))
         if todo:
             for label, vector in zip(todo, await self._embed(todo)):
                 self._labels[label] = vector
@@ -96,18 +101,29 @@ class VectorStore:
         return np.stack([self._labels[label] for label in labels])
 
     async def topic_scores(
-        self, chat_id: str, messages: Sequence[Mapping[str, Any]], labels: Sequence[str]
+        self,
+        chat_id: str,
+        messages: Sequence[Mapping[str, Any]],
+        labels: Sequence[str],
+        ids: list[Any] | None = None,
     ) -> npt.NDArray[np.float32]:
-        """Each message's best cosine similarity over ``labels`` (one matrix product)."""
-        vectors, rows = await self.message_vectors(chat_id, messages)
+        """Each message's best cosine similarity over ``labels``."""
+        if not labels:
+            return np.zeros(len(messages), dtype=np.float32)
+        vectors, rows = await self.message_vectors(chat_id, messages, ids)
         topics = await self.label_vectors(labels)
         if topics.shape[1] != vectors.dim:
             raise EmbeddingError(
                 f"Topic vectors have {topics.shape[1]} dimensions but message vectors have "
                 f"{vectors.dim}; the embedding model changed while running."
             )
-        # Score every cached row, then pick the history's rows: cheaper than gathering the matrix.
-        return topic_scores(vectors.matrix, topics)[rows]
+        # Each label's scores over the whole chat are cached and extended with new rows only;
+        # the history's rows are then picked out (cheaper than gathering the matrix).
+        best = vectors.label_scores(labels[0], topics[0])
+        for label, vector in zip(labels[1:], topics[1:]):
+            best = np.maximum(best, vectors.label_scores(label, vector))
+        scores: npt.NDArray[np.float32] = best[rows]
+        return scores
 
     async def sync(self, chat_id: str, messages: Sequence[Mapping[str, Any]]) -> Matrix:
         """Embed what is new, drop what was deleted or edited, save; returns the rows in order."""

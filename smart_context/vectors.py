@@ -5,7 +5,6 @@ Nothing here loops over vectors in Python: scoring a chat is one matrix product.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,20 +38,29 @@ def cache_key(message_id: str, text: str) -> str:
     return f"{message_id}:{content_hash(text)}"
 
 
-def encode_matrix(matrix: Matrix) -> str:
-    """Rows as little-endian float16, base64: a quarter of the size of float text, exact enough
-    for cosine scores that are reported to three decimals."""
-    return base64.b64encode(np.ascontiguousarray(matrix, dtype="<f2").tobytes()).decode("ascii")
+def quantize(matrix: Matrix) -> dict[str, str]:
+    """Unit rows as int8 times a per-row float32 scale, both hex: ``{"scales", "vectors"}``."""
+    m = np.asarray(matrix, dtype=np.float32)
+    scales = np.abs(m).max(axis=1) / 127.0 if m.size else np.zeros(len(m), dtype=np.float32)
+    scales = np.where(scales > 0, scales, 1.0).astype("<f4")
+    q = np.rint(m / scales[:, None]).astype(np.int8)
+    return {"scales": scales.tobytes().hex(), "vectors": q.tobytes().hex()}
 
 
-def decode_matrix(text: str, rows: int, dim: int) -> Matrix:
-    """Inverse of :func:`encode_matrix`; raises ``ValueError`` if the size does not match."""
-    # No ``validate=True``: it doubles the decode time of a large cache, and the size check
-    # below already rejects damaged text (stray characters change the decoded length).
-    raw = base64.b64decode(text)
-    if len(raw) != rows * dim * 2:
-        raise ValueError(f"expected {rows}x{dim} float16 values, found {len(raw)} bytes")
-    return np.frombuffer(raw, dtype="<f2").reshape(rows, dim).astype(np.float32)
+def dequantize(data: Mapping[str, Any], rows: int, dim: int) -> Matrix:
+    """Inverse of :func:`quantize`; raises ``ValueError`` if the sizes do not match."""
+    scales_hex, vectors_hex = data.get("scales"), data.get("vectors")
+    if not isinstance(scales_hex, str) or not isinstance(vectors_hex, str):
+        raise ValueError("cache scales and vectors must be hex strings")
+    scales = np.frombuffer(bytes.fromhex(scales_hex), dtype="<f4")
+    raw = bytes.fromhex(vectors_hex)
+    if len(scales) != rows or len(raw) != rows * dim:
+        raise ValueError(f"expected {rows}x{dim} int8 values and {rows} scales, found "
+                         f"{len(raw)} bytes and {len(scales)} scales")
+    q = np.frombuffer(raw, dtype=np.int8).reshape(rows, dim)
+    out = q.astype(np.float32)
+    out *= scales[:, None]
+    return out
 
 
 def topic_scores(messages: Matrix, topics: Matrix) -> npt.NDArray[np.float32]:

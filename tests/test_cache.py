@@ -31,7 +31,8 @@ def test_round_trip_keeps_keys_and_vectors(tmp_path: Path) -> None:
     loaded = cache.load(path, "model-a", 8)
     assert loaded is not None
     assert loaded.keys == original.keys
-    np.testing.assert_allclose(loaded.matrix, original.matrix, atol=2e-3)
+    # int8 with a per-row scale: each component within half a step (max |x| / 254)
+    np.testing.assert_allclose(loaded.matrix, original.matrix, atol=1 / 254)
     rows, missing = loaded.locate(MESSAGES)
     assert missing == [] and rows.tolist() == [0, 1, 2]
 
@@ -40,10 +41,11 @@ def test_file_format_is_compact_and_keyed_by_id_and_blake3(tmp_path: Path) -> No
     path = tmp_path / "c.embeddings.json"
     cache.save(path, filled())
     data = json.loads(path.read_text())
-    assert data["model"] == "model-a" and data["dim"] == 8 and data["dtype"] == "float16"
+    assert data["model"] == "model-a" and data["dim"] == 8 and data["dtype"] == "int8"
     assert data["keys"][0] == f"m0:{content_hash('alpha')}"
     assert len(data["keys"][0].split(":")[1]) == HASH_HEX_DIGITS >= 16
-    assert isinstance(data["vectors"], str)  # one base64 blob, not lists of decimal floats
+    assert isinstance(data["vectors"], str)  # one hex blob, not lists of decimal floats
+    assert len(data["vectors"]) == 3 * 8 * 2 and len(data["scales"]) == 3 * 4 * 2
 
 
 def test_edited_and_deleted_messages_are_missed_then_pruned() -> None:
@@ -63,15 +65,21 @@ def test_warm_lookup_notices_an_edit_after_a_hit() -> None:
     assert missing == [0]
 
 
-@pytest.mark.parametrize(
-    "content",
-    [
-        b"{not json",
-        b"\x00\xff\xfe",
-        b'{"format": "smart-context/embeddings", "version": 1, "model": "model-a", "dim": 8, "dtype": "float16", "keys": ["a:b"], "vectors": "AAAA"}',
-        b"[]",
-    ],
-)
+HEADER = '"format": "smart-context/embeddings", "version": 1, "model": "model-a", "dim": 8'
+DAMAGED = [
+    b"{not json",
+    b"\x00\xff\xfe",
+    b"[]",
+    # vectors cut short, as by a crash in a writer that did not write atomically
+    ("{" + HEADER + ', "dtype": "int8", "keys": ["a:b"], "scales": "0000803f", "vectors": "0102"}')
+    .encode(),
+    ("{" + HEADER + ', "dtype": "int8", "keys": ["a:b"], "scales": "zz", "vectors": "00"}').encode(),
+    ("{" + HEADER + ', "dtype": "float64", "keys": [], "scales": "", "vectors": ""}').encode(),
+    ("{" + HEADER.replace('"dim": 8', '"dim": -1') + "}").encode(),
+]
+
+
+@pytest.mark.parametrize("content", DAMAGED)
 def test_damaged_file_is_set_aside_and_rebuilt(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "c.embeddings.json"
     path.write_bytes(content)
@@ -87,6 +95,35 @@ def test_foreign_model_is_never_compared(tmp_path: Path) -> None:
     assert cache.load(path, "model-b", 8) is None
     assert cache.load(path, "model-a", 16) is None
     assert path.exists()  # a sound file of another model is simply replaced on the next save
+
+
+def test_int8_encoding_keeps_scores_within_a_thousandth(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    original = ChatVectors("m", 384)
+    many = make_messages([f"t{i}" for i in range(200)])
+    original.add(many, normalize_rows(rng.normal(size=(200, 384))))
+    path = tmp_path / "c.embeddings.json"
+    cache.save(path, original)
+    loaded = cache.load(path, "m", 384)
+    assert loaded is not None
+    label = normalize_rows(rng.normal(size=(1, 384)))[0]
+    exact = original.matrix @ label
+    assert np.abs(loaded.matrix @ label - exact).max() < 2e-3
+    cache.save(path, loaded)  # a second round trip does not drift further
+    again = cache.load(path, "m", 384)
+    assert again is not None and np.abs(again.matrix - loaded.matrix).max() < 1e-6
+
+
+def test_label_scores_are_extended_not_recomputed() -> None:
+    vectors = filled()
+    label = normalize_rows(np.ones((1, 8)))[0]
+    first = vectors.label_scores("L", label)
+    more = make_messages(["delta"], prefix="n")
+    vectors.add(more, normalize_rows(np.full((1, 8), -1.0)))
+    second = vectors.label_scores("L", label)
+    assert np.array_equal(second[:3], first) and second[3] == pytest.approx(-1.0)
+    vectors.add([MESSAGES[0]], normalize_rows(np.full((1, 8), -1.0)))  # overwritten in place
+    assert vectors.label_scores("L", label)[0] == pytest.approx(-1.0)
 
 
 def test_add_grows_beyond_initial_capacity() -> None:
