@@ -1,7 +1,4 @@
-"""Pure numpy helpers for the hot path: content keys, compact encoding, scoring.
-
-Nothing here loops over vectors in Python: scoring a chat is one matrix product.
-"""
+"""Pure helpers for message vectors: content keys and the compact int8 encoding."""
 
 from __future__ import annotations
 
@@ -51,7 +48,7 @@ def dequantize(data: Mapping[str, Any], rows: int, dim: int) -> Matrix:
     """Inverse of :func:`quantize`; raises ``ValueError`` if the sizes do not match."""
     scales_hex, vectors_hex = data.get("scales"), data.get("vectors")
     if not isinstance(scales_hex, str) or not isinstance(vectors_hex, str):
-        raise ValueError("cache scales and vectors must be hex strings")
+        raise ValueError("cache scales and vectors must be hex strings")  # noqa: TRY004 (a damaged file)
     scales = np.frombuffer(bytes.fromhex(scales_hex), dtype="<f4")
     raw = bytes.fromhex(vectors_hex)
     if len(scales) != rows or len(raw) != rows * dim:
@@ -61,11 +58,3 @@ def dequantize(data: Mapping[str, Any], rows: int, dim: int) -> Matrix:
     out = q.astype(np.float32)
     out *= scales[:, None]
     return out
-
-
-def topic_scores(messages: Matrix, topics: Matrix) -> npt.NDArray[np.float32]:
-    """Each message row's best cosine similarity over the topic rows (all rows unit length)."""
-    if messages.shape[0] == 0 or topics.shape[0] == 0:
-        return np.zeros(messages.shape[0], dtype=np.float32)
-    sims = messages @ topics.T
-    return sims.max(axis=1) if sims.shape[1] > 1 else sims[:, 0]
