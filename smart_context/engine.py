@@ -76,7 +76,8 @@ def view_of(data: Mapping[str, Any]) -> ChatView:
     active_topics = (
         tuple(t for t in active if isinstance(t, str) and t) if isinstance(active, list) else ()
     )
-    return ChatView(topics, sticky, active_topics, len(messages))
+    # counted as the panel shows them: turns that can go to the model, not the host's notices
+    return ChatView(topics, sticky, active_topics, len(conversation(messages)))
 
 
 class Engine:
