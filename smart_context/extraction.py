@@ -8,6 +8,7 @@ usefully), and writes the topics with ``update_chat`` so messages appended meanw
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from smart_context.config import Settings
-from smart_context.errors import ExtractionError, SmartContextError
+from smart_context.errors import EmbeddingError, ExtractionError, SmartContextError
 from smart_context.host import resolve
 from smart_context.topic_types import ExtractedTopics
 from smart_context.topics import build_extraction_messages, parse_extraction_reply
@@ -119,7 +120,13 @@ async def offline(
     def phrase_vectors(phrases: Sequence[str]) -> Matrix:
         # The extractor runs in a thread; the embedder lives on the event loop.
         future = asyncio.run_coroutine_threadsafe(embed_phrases(list(phrases)), loop)
-        vectors: Matrix = future.result(timeout=PHRASE_TIMEOUT)
+        try:
+            vectors: Matrix = future.result(timeout=PHRASE_TIMEOUT)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise EmbeddingError(
+                f"Embedding topic phrases took over {PHRASE_TIMEOUT:.0f} s"
+            ) from None
         return vectors
 
     try:

@@ -9,27 +9,44 @@ Used when no chat model is configured or its call failed. Steps:
    silhouette, after each vector leans a little toward its chat neighbours: a short follow-up
    ("and in winter?") is about what came just before it. A handful of messages are grouped
    by average-link with a similarity threshold instead, where a silhouette says little.
-3. Each cluster is named by its key phrases: unigrams and bigrams scored by class-based TF-IDF
-   (the share of the cluster's messages using a term, how rare the term is in the chat, and
-   how much of its use falls in this cluster). A previous label whose words lead a cluster's
-   phrases is kept, so labels stay put across regenerations. In a chat with enough substance
-   a one-message cluster is an outlier, not a topic, and is left out.
+3. Each cluster is named by one of its key phrases (:mod:`smart_context.offline_text`): words
+   and short noun phrases ranked by class-based TF-IDF, chat filler never among them. Given
+   a phrase embedder, the candidates of all clusters are embedded in one call and the label
+   is the one closest in meaning to the cluster's centroid, TF-IDF breaking near-ties
+   (KeyBERT-style); a phrase close to the best single word is preferred, and a label nearly
+   the same as another cluster's is passed over. A previous label that is still a candidate
+   of a cluster, or whose words lead its phrases, is kept, so labels stay put across
+   regenerations. In a chat with enough substance a one-message cluster is an outlier, not a
+   topic, and is left out.
 
 Everything is deterministic: k-means seeds come from a fixed-seed generator.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from smart_context.embeddings.base import Matrix, normalize_rows
+from smart_context.errors import EmbeddingError
 from smart_context.labels import is_sticky_label, normalize_label
+from smart_context.offline_text import (
+    ChatTerms,
+    Ranked,
+    Terms,
+    is_content_word,
+    is_instruction,
+    is_trivial,
+    key_phrases,
+    label_words,
+    parse_all,
+    words_match,
+)
 from smart_context.topic_types import MAX_TOPICS, MIN_TOPICS, ExtractedTopics, Topic
 from smart_context.vectors import message_text
 
@@ -41,224 +58,19 @@ _NEIGHBOUR_WEIGHT = 0.25  # how far a message's vector leans toward its chat nei
 _SMALL_CHAT_SIMILARITY = 0.35  # average-link merge threshold below _MIN_SUBSTANCE messages
 _REPLY_BONUS = 0.3  # ...and what an answer adds to its similarity with the question before it
 _SILHOUETTE_SAMPLE = 1500  # a silhouette needs all pairwise distances: cap the rows
-_BIGRAM_BOOST = 1.3  # a phrase is rarer than its words by nature; let a real phrase win
 _SEED = 20260301
+_PHRASE_BUDGET = 80  # label candidates to embed for all clusters together...
+_MAX_CANDIDATES = 20  # ...and for one cluster
+_SIMILARITY_WEIGHT = 0.8  # closeness to the cluster centroid against c-TF-IDF, with vectors
+# Labels of one chat share its theme ("Kyoto Temples", "Kyoto Ryokan": 0.6); near-identical
+# ones ("Docker", "Dockerfile": 0.8) lose score for every bit of likeness above _ALIKE.
+_ALIKE = 0.7
+_DIVERSITY = 2.0
+_PHRASE_MARGIN = 0.2  # a phrase within this fraction of the best single word's score wins
 IntArray = npt.NDArray[np.intp]
-Terms = dict[str, None]  # an ordered set: iteration order must not depend on string hashing
-
-# --- words --------------------------------------------------------------------------------
-
-_STOP_WORDS = """
-a about above after again against all almost also although always am among an and another any
-anything anyway are aren't around as at away back be because been before being below between
-both but by can can't cannot could couldn't did didn't do does doesn't doing don't done dont
-down during each either else enough especially etc even ever every everything exactly few for
-from further get gets getting go goes going gone got had hasn't has have haven't having he her
-here hers herself him himself his how however i i'd i'll i'm i've if in instead into is isn't it
-it's its itself just least less let let's like likely made make makes making many may maybe me
-might mine more most much must my myself near need needed needs never no nor not nothing now of
-off often oh ok okay on once one only onto or other others otherwise our ours ourselves out over
-own per perhaps please quite rather really same say says see seem seems shall she should
-shouldn't since so some something sometimes soon still such sure than that that's the their
-theirs them themselves then there there's these they they're thing things this those though
-through thus to too toward towards under until up upon us use used uses using usually very via
-want wants was wasn't way ways we we'd we'll we're we've well went were weren't what what's
-whatever when where whether which while who whom whose why will with within without won't would
-wouldn't yes yet you you'd you'll you're you've your yours yourself yourselves
-thanks thank thx ty great cool nice awesome perfect good fine alright right yeah yep nope hi
-hello hey bye lol wow sounds sense works worked help helps helped helpful know think try tried
-tell told show give gives explain question questions answer answers example examples e.g i.e
-lot lots bit kind sort first second new old vs versus write writes actually basically probably
-definitely inside outside instead able run runs running ran take takes taking took keep keeps
-kept add adds added change changes create creates set sets put puts find finds look looks come
-comes happen happens happened mean means call calls called start starts feel feels wrong long
-many time times better
-"""
-_CODE_NAMES = """
-def class return import from self none true false null let const var function print elif else
-while try except finally lambda yield pass raise str int float bool dict list set tuple len range
-main args kwargs foo bar baz tmp result value data item items obj echo cd
-"""
-_STOP = frozenset(_STOP_WORDS.split())
-_CODE_WORDS = frozenset(_CODE_NAMES.split())  # names every program has: they name no topic
-_KEEP_DOTTED = frozenset({"js", "net", "io", "ai", "py"})  # "node.js" is one name, "a.b" two
-_SHELL = frozenset({"bash", "sh", "shell", "console", "zsh", "powershell", "cmd", "terminal"})
-_URL = re.compile(r"\bhttps?://([^\s/?#]+)\S*|\bwww\.([^\s/?#]+)\S*", re.IGNORECASE)
-_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n?(.*?)(?:```|\Z)", re.DOTALL)
-_INLINE = re.compile(r"`([^`\n]+)`")
-_IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.MULTILINE)
-_COMMAND = re.compile(r"^\s*(?:\$\s*)?(?:sudo\s+)?([a-z][\w-]*)", re.MULTILINE)
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# A word starts with a letter of any script (café, Zürich); anything else that is not space or
-# a word character is punctuation and ends a phrase.
-_WORD = re.compile(r"[^\W\d_][\w+#]*(?:'[^\W\d_]+)?(?:[-.][\w+#]+)*|[^\s\w]")
-
-
-def _content(word: str) -> bool:
-    return len(word) > 1 and word not in _STOP and not word.replace(".", "").isdigit()
-
-
-def _code_terms(text: str, surfaces: Counter[str]) -> tuple[str, Terms]:
-    """Pull code and URLs out of ``text``: (the prose left over, terms they stand for).
-
-    Code names a topic by its language, the modules it imports and the commands it runs; its
-    variable names do not, so only those count, once per message.
-    """
-    terms: Terms = {}
-
-    def fence(m: re.Match[str]) -> str:
-        lang, body = m.group(1).lower(), m.group(2)
-        found = [lang] + _IMPORT.findall(body)
-        found += _COMMAND.findall(body) if lang in _SHELL else []
-        terms.update((f.lower(), None) for f in found if f and f.lower() not in _CODE_WORDS)
-        surfaces.update(found)
-        return " . "
-
-    def inline(m: re.Match[str]) -> str:
-        found = [w for w in _IDENT.findall(m.group(1)) if len(w) > 2]
-        terms.update((w.lower(), None) for w in found if w.lower() not in _CODE_WORDS)
-        surfaces.update(found)
-        return " . "
-
-    def url(m: re.Match[str]) -> str:
-        host = [p for p in (m.group(1) or m.group(2)).lower().split(".")[:-1] if p != "www"]
-        if host:
-            terms[host[-1]] = None  # docs.python.org -> "python", kubernetes.io -> "kubernetes"
-        return " . "
-
-    text = _FENCE.sub(fence, text)
-    text = _URL.sub(url, _INLINE.sub(inline, text))
-    return text, {t: None for t in terms if _content(t)}
-
-
-def _parse(text: str, surfaces: Counter[str]) -> Terms:
-    """The message's terms in order of appearance: content words and two-word phrases of
-    adjacent content words."""
-    prose, terms = _code_terms(text.replace("\u2019", "'"), surfaces)
-    last = ""  # the previous content word, while no stopword or punctuation came between
-    for token in _WORD.findall(prose):
-        word = token.lower().removesuffix("'s")
-        if "." in word and word.rsplit(".", 1)[1] not in _KEEP_DOTTED:
-            # asyncio.run in prose is two names, not one, and starts no phrase.
-            names = [part for part in word.split(".") if _content(part)]
-            terms.update(dict.fromkeys(names))
-            surfaces.update(names)
-            last = ""
-        elif _content(word):
-            terms[word] = None
-            surfaces[token.removesuffix("'s")] += 1
-            if last and last != word:
-                terms[f"{last} {word}"] = None
-            last = word
-        else:
-            last = ""
-    return terms
-
-
-def _parse_all(texts: Sequence[str]) -> tuple[list[Terms], Counter[str]]:
-    """Terms of every message with plurals folded onto singulars the chat also uses."""
-    surfaces: Counter[str] = Counter()
-    docs = [_parse(t, surfaces) for t in texts]
-    vocab = {t for d in docs for t in d if " " not in t}
-    fold: dict[str, str] = {}
-    for w in vocab:
-        if w.endswith("ies") and w[:-3] + "y" in vocab:
-            fold[w] = w[:-3] + "y"
-        elif w.endswith("s") and not w.endswith("ss") and w[:-1] in vocab:
-            fold[w] = w[:-1]
-    if fold:
-        docs = [dict.fromkeys(" ".join(fold.get(w, w) for w in t.split()) for t in d)
-                for d in docs]
-    return docs, surfaces
-
-
-def is_trivial(text: str) -> bool:
-    """True when a message has no word to name a topic by ("thanks", "ok", "great!", "")."""
-    return not _parse(text, Counter())
-
-
-def _display(term: str, surfaces: Counter[str]) -> str:
-    """Title Case, keeping the chat's spelling of names with inner capitals (FastAPI, JSON)."""
-    words = []
-    for word in term.split():
-        names = [f for f, _ in surfaces.most_common() if f.lower() == word and not f[1:].islower()]
-        title = "-".join(part[:1].upper() + part[1:] for part in word.split("-"))
-        words.append(names[0] if names else title)
-    return " ".join(words)
-
-
-# --- instructions -------------------------------------------------------------------------
-
-_LANGS = (
-    "english|french|german|spanish|italian|portuguese|dutch|japanese|chinese|korean|russian|"
-    "polish|arabic|hindi|swedish|norwegian|danish|finnish|greek|turkish|ukrainian|czech|hebrew"
-)
-_LEAD = re.compile(
-    r"^(?:(?:ok(?:ay)?|also|and|so|hey|hi|please|pls|kindly|btw|oh|actually|one more thing|"
-    r"just)\b[\s,:;.!-]*)+"
-)
-_REQUEST = re.compile(r"^(?:can|could|would|will) you (?:please )?")
-_QUESTION = re.compile(
-    r"^(?:how|what|why|when|where|which|who|whose|is|are|was|were|does|did|do (?:you|i|we)|"
-    r"can (?:i|we)|could (?:i|we)|should|shall|would it|isn't|any)\b"
-)
-_STANDING = re.compile(
-    r"\b(?:from now on|going forward|from here on|in (?:the )?future|for the rest of (?:this|the)"
-    r" (?:chat|conversation|session)|every time|each time|whenever you|by default|no more|"
-    r"remember (?:that|to|i|my)|(?:all|every) (?:code|examples?|answers?|responses?|replies|"
-    r"snippets?))\b"
-)
-_ALWAYS = re.compile(
-    r"^(?:always|never) (?:be|use|answer|reply|respond|write|include|add|give|show|explain|start|"
-    r"end|format|talk|speak|say|apologi\w*|mention|ask|assume|put|keep|stay|make|remind|provide|"
-    r"cite|check|suggest|recommend|call)\b"
-)
-_FORMAT = re.compile(
-    r"\b(?:bullets?|bullet[- ]points?|numbered lists?|markdown|plain text|emojis?|emoticons?|"
-    r"jargon|headings?|headers?|tables|disclaimers?|apologi\w*|metric|imperial|celsius|"
-    r"fahrenheit|in (?:british |american |simple |plain )?(?:" + _LANGS + r")|"
-    r"in (?:one|a single|two|three|\d+) (?:sentences?|paragraphs?|lines?|words?)|"
-    r"(?:under|at most|max(?:imum)?|no more than|fewer than|less than) \d+ (?:words|lines))\b"
-)
-_TONE = re.compile(
-    r"\b(?:concise|brief|briefer|short|shorter|succinct|terse|detailed|verbose|formal|informal|"
-    r"casual|polite|friendly|direct|blunt|simple|simpler|technical|professional|to the point)\b"
-)
-_STYLE_VERB = re.compile(
-    r"^(?:be|stay|keep|stop|avoid|don't|dont|do not|no|only|answer|reply|respond|"
-    r"talk|speak|format|limit|stick to|switch to)\b"
-)
-_TASK_VERB = re.compile(r"^(?:use|write|give|show|explain|include|add|make|put|provide)\b")
-_RESPONSE = re.compile(r"\b(?:your |the )?(?:answers?|responses?|replies|explanations?)\b")
-_PREFERENCE = re.compile(r"^(?:i (?:prefer|would prefer|'d prefer)|call me|my name is)\b")
-_WANT = re.compile(r"^i(?: want|'d like| would like) you to ")
-
-
-def is_instruction(text: str, role: str = "user") -> bool:
-    """True for a short standing instruction or preference from the user.
-
-    "be concise", "always answer in French", "use Python 3.12 from now on", "don't use
-    emojis" are; "thanks", questions ("how do I use asyncio?"), one-off tasks ("write a short
-    poem"), long messages and anything not said by the user are not.
-    """
-    t = " ".join(text.replace("\u2019", "'").lower().split())
-    if role != "user" or not t or len(t) > 200 or len(t.split()) > 25 or is_trivial(t):
-        return False
-    t = _LEAD.sub("", t)
-    request = _REQUEST.match(t) or _WANT.match(t)
-    if request:  # "can you keep it short?" asks for a behaviour, it is not a question
-        t = t[request.end():]
-    elif t.endswith("?") or _QUESTION.match(t):
-        return False
-    standing, fmt, tone = bool(_STANDING.search(t)), bool(_FORMAT.search(t)), bool(_TONE.search(t))
-    if _PREFERENCE.match(t) or _ALWAYS.match(t):
-        return True
-    if _STYLE_VERB.match(t):
-        return standing or fmt or tone
-    if _TASK_VERB.match(t):  # "write a short poem" is a task, "write in French" a preference
-        return standing or fmt or (tone and bool(_RESPONSE.search(t)))
-    return (standing and (fmt or tone)) or (bool(_RESPONSE.match(t)) and (fmt or tone))
-
+FloatArray = npt.NDArray[np.float64]
+# Unit vectors of phrases in the message vectors' embedding space, one (n, dim) call.
+PhraseVectors = Callable[[Sequence[str]], npt.ArrayLike]
 
 # --- extraction ---------------------------------------------------------------------------
 
@@ -267,15 +79,24 @@ def extract_offline(
     messages: Sequence[Mapping[str, Any]],
     vectors: npt.ArrayLike,
     previous_labels: Sequence[str] = (),
+    *,
+    phrase_vectors: PhraseVectors | None = None,
 ) -> ExtractedTopics:
-    """Topics of a chat from its messages and their ``(n, dim)`` unit vectors, same order."""
+    """Topics of a chat from its messages and their ``(n, dim)`` unit vectors, same order.
+
+    ``phrase_vectors``, when given, embeds label candidates: a sync callable returning
+    ``(n, dim)`` unit rows in the same space as ``vectors``. It is called once per extraction
+    (at most 80 short phrases) and lets labels be chosen by meaning as well as by word counts.
+    If it raises ``EmbeddingError`` the labels come from word counts alone, with a note; rows
+    of the wrong shape raise ``ValueError``, like ``vectors`` of the wrong shape.
+    """
     texts = [message_text(m) for m in messages]
     matrix = _check_vectors(vectors, len(texts))
     sticky = {i for i, m in enumerate(messages) if is_instruction(texts[i], str(m.get("role")))}
     sticky_ids = tuple(str(messages[i].get("id", "")) for i in sorted(sticky))
-    docs, surfaces = _parse_all(texts)
+    chat = parse_all(texts)
     has_vector = np.linalg.norm(matrix, axis=1) > 1e-6
-    usable = [i for i in range(len(texts)) if i not in sticky and docs[i] and has_vector[i]]
+    usable = [i for i in range(len(texts)) if i not in sticky and chat.docs[i] and has_vector[i]]
     skipped = len(texts) - len(usable) - len(sticky)
     notes = [f"{skipped} messages without topic words or vector not clustered"] if skipped else []
     topics: list[Topic] = []
@@ -283,18 +104,23 @@ def extract_offline(
         roles = [str(m.get("role")) for m in messages]
         replies = np.array([j > 0 and usable[j - 1] == i - 1 and roles[i - 1] == "user"
                             and roles[i] == "assistant" for j, i in enumerate(usable)])
-        assignment = _cluster(normalize_rows(matrix[usable]), replies)
-        named = _name_clusters([docs[i] for i in usable], assignment, previous_labels, surfaces)
+        points = normalize_rows(matrix[usable])
+        assignment = _cluster(points, replies)
+        docs = [chat.docs[i] for i in usable]
+        named = _name_clusters(docs, assignment, _centroids(points, assignment), chat,
+                               previous_labels, phrase_vectors, notes)
         topics = _topics(named, assignment, notes)
     return ExtractedTopics(tuple(topics), sticky_ids, source="offline", notes=tuple(notes))
 
 
-def _check_vectors(vectors: npt.ArrayLike, n: int) -> Matrix:
+def _check_vectors(vectors: npt.ArrayLike, n: int, what: str = "message", dim: int = 0) -> Matrix:
+    """``vectors`` as float32 rows, one per ``what`` (and ``dim`` wide if given), NaN as 0."""
     matrix = np.asarray(vectors, dtype=np.float32)
     if n == 0:
         return np.zeros((0, 1), dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != n:
-        raise ValueError(f"expected one vector per message ({n} rows), got shape {matrix.shape}")
+    if matrix.ndim != 2 or matrix.shape[0] != n or dim and matrix.shape[1] != dim:
+        width = f", {dim} wide like the message vectors" if dim else ""
+        raise ValueError(f"expected one vector per {what} ({n} rows{width}), got {matrix.shape}")
     return np.nan_to_num(matrix)
 
 
@@ -400,6 +226,12 @@ def _kmeans(points: Matrix, k: int, restarts: int = 3, max_iter: int = 40) -> In
     return best
 
 
+def _centroids(points: Matrix, labels: IntArray) -> Matrix:
+    """Unit mean of each cluster of a clustering that leaves none empty."""
+    return normalize_rows(np.stack([points[labels == c].sum(axis=0)
+                                    for c in range(int(labels.max()) + 1)]))
+
+
 def _similarities(points: Matrix, centers: Matrix) -> Matrix:
     """``points @ centers.T`` without BLAS: for these thin products OpenBLAS starts threads
     that, on a busy machine, made k-means ten times slower than this single-threaded loop."""
@@ -450,90 +282,127 @@ def _silhouette(distances: Matrix, labels: IntArray) -> float:
 # --- naming -------------------------------------------------------------------------------
 
 
-def _name_clusters(
-    docs: Sequence[Terms],
-    assignment: IntArray,
-    previous: Sequence[str],
-    surfaces: Counter[str],
-) -> list[str | None]:
+def _name_clusters(docs: list[Terms], assignment: IntArray, centroids: Matrix, chat: ChatTerms,
+                   previous: Sequence[str], phrase_vectors: PhraseVectors | None,
+                   notes: list[str]) -> list[str | None]:
     """One unique label per cluster: a matching previous label, else its best unused phrase."""
-    ranked = _key_phrases(docs, assignment)
+    ranked = key_phrases(docs, assignment, min(_PHRASE_BUDGET // len(centroids), _MAX_CANDIDATES))
     sizes = np.bincount(assignment)
     order = sorted(range(len(ranked)), key=lambda c: -int(sizes[c]))
     labels: list[str | None] = [None] * len(ranked)
-    for c, label in _match_previous(ranked, order, previous):
+    for c, label in _match_previous([[t for t, _ in r] for r in ranked], order, previous):
         labels[c] = label
-    taken = {frozenset(_label_words(lab)) for lab in labels if lab}
+    options = [_options(r, chat) for r in ranked]
+    scores, vectors = _relevance(options, centroids, phrase_vectors, notes)
+    taken = {frozenset(label_words(lab)) for lab in labels if lab}
+    chosen: list[FloatArray] = []  # vectors of the labels given so far, for diversity
     for c in order:
-        for option in _label_options(ranked[c]) if labels[c] is None else ():
-            label = normalize_label(_display(option, surfaces))
-            if label and frozenset(option.split()) not in taken:
-                labels[c] = label
-                taken.add(frozenset(option.split()))
-                break
+        rows = [i for i, o in enumerate(options[c]) if o.words not in taken]
+        if labels[c] is not None or not rows:
+            continue
+        best = rows[_pick([options[c][i] for i in rows], scores[c][rows],
+                          None if vectors is None else vectors[c][rows], chosen)]
+        labels[c] = options[c][best].label
+        taken.add(options[c][best].words)
+        if vectors is not None:
+            chosen.append(vectors[c][best])
     return labels
 
 
-def _key_phrases(docs: Sequence[Terms], assignment: IntArray) -> list[list[str]]:
-    """Per cluster, up to 12 terms best first by class-based TF-IDF."""
-    k = int(assignment.max()) + 1
-    vocab: dict[str, int] = {}
-    # Terms are numbered by first appearance, so ties go to what the chat said first.
-    cells = [vocab.setdefault(t, len(vocab)) for d in docs for t in d]
-    if not vocab:
-        return [[] for _ in range(k)]
-    cluster_of_cell = np.repeat(assignment, [len(d) for d in docs])
-    counts = np.bincount(cluster_of_cell * len(vocab) + np.asarray(cells, dtype=np.intp),
-                         minlength=k * len(vocab)).reshape(k, len(vocab)).astype(np.float64)
-    sizes = np.bincount(assignment, minlength=k).astype(np.float64)
-    rarity = np.log1p(len(docs) / counts.sum(axis=0))
-    is_phrase = np.array([" " in t for t in vocab])
-    # A phrase said twice is a name ("event loop"); said once, often an accident of wording.
-    boost = np.where(is_phrase, np.where(counts >= 2, _BIGRAM_BOOST, 0.7), 1.0)
-    # How many of the cluster's messages use the term, how rare it is in the chat, and how
-    # much of its use falls in this cluster: the chat's overall theme names no one cluster.
-    share = counts / counts.sum(axis=0)
-    score = counts / sizes[:, None] * rarity * np.sqrt(share) * boost
-    # A term of one message names a cluster of several only when its messages share none.
-    shared = np.where(counts >= np.where(sizes >= 3, 2, 1)[:, None], score, 0.0)
-    score = np.where(shared.any(axis=1, keepdims=True), shared, score)
-    terms = list(vocab)
-    top = np.argsort(-score, axis=1, kind="stable")[:, :12]
-    return [[terms[t] for t in top[c] if score[c, t] > 0] for c in range(k)]
+@dataclass(frozen=True)
+class _Option:
+    """A label candidate of one cluster: the label, its content words, normalized c-TF-IDF."""
+
+    label: str
+    words: frozenset[str]
+    weight: float
+    plain: bool  # adjacent content words only: "Bread Flour", not "Starter in the Fridge"
 
 
-def _label_options(ranked: Sequence[str]) -> list[str]:
-    """Label candidates in order: a phrase close behind its top word goes first."""
-    for term in ranked[1:4] if ranked and " " not in ranked[0] else ():
-        if " " in term and ranked[0] in term.split():
-            return [term, *[t for t in ranked if t != term]]
-    return list(ranked)
+def _options(ranked: Ranked, chat: ChatTerms) -> list[_Option]:
+    """Distinct label candidates of a cluster, c-TF-IDF scores scaled to the best one's."""
+    top = max((score for _, score in ranked), default=0.0) or 1.0
+    options: dict[str, _Option] = {}
+    for term, score in ranked:
+        label = normalize_label(chat.display(term))
+        words = [w for w in term.split() if is_content_word(w)]
+        if label and label not in options:
+            plain = len(words) == term.count(" ") + 1
+            options[label] = _Option(label, frozenset(words), score / top, plain)
+    return list(options.values())
 
 
-def _label_words(label: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z0-9+#.-]+", label.lower()) if _content(w)]
+def _relevance(options: Sequence[Sequence[_Option]], centroids: Matrix,
+               phrase_vectors: PhraseVectors | None,
+               notes: list[str]) -> tuple[list[FloatArray], list[Matrix] | None]:
+    """Each cluster's candidate scores and, given phrase vectors, the candidates' vectors.
+
+    Without vectors a candidate scores its c-TF-IDF. With them (KeyBERT-style) the score blends
+    how close the phrase is to the cluster's centroid, scaled to the closest candidate's, with
+    its c-TF-IDF: the centroid says what the cluster is about, the word counts what sets it
+    apart. All candidates of all clusters are embedded in one call.
+    """
+    weights = [np.array([o.weight for o in opts], dtype=np.float64) for opts in options]
+    texts = list(dict.fromkeys(o.label for opts in options for o in opts))
+    if phrase_vectors is None or not texts:
+        return weights, None
+    try:
+        raw = phrase_vectors(texts)
+    except EmbeddingError as exc:  # labels by word counts beat no topics at all
+        notes.append(f"labels chosen by word counts alone: could not embed them ({exc})")
+        return weights, None
+    matrix = normalize_rows(_check_vectors(raw, len(texts), "phrase", centroids.shape[1]))
+    row = {text: i for i, text in enumerate(texts)}
+    vectors = [matrix[[row[o.label] for o in opts]] for opts in options]
+    scores = []
+    for c, (v, w) in enumerate(zip(vectors, weights, strict=True)):
+        closeness = _similarities(v, centroids[c : c + 1])[:, 0].astype(np.float64)
+        closest = float(closeness.max(initial=0.0))
+        closeness /= closest if closest > 0 else 1.0  # on the c-TF-IDF scale: best is 1
+        scores.append(_SIMILARITY_WEIGHT * closeness + (1 - _SIMILARITY_WEIGHT) * w)
+    return scores, vectors
 
 
-def _words_match(a: str, b: str) -> bool:
-    """Same word, a plural, or one a prefix of the other ("async" and "asyncio")."""
-    short, long = sorted((a.rstrip("s"), b.rstrip("s")), key=len)
-    return short == long or (len(short) >= 4 and long.startswith(short))
+def _pick(options: Sequence[_Option], scores: FloatArray, vectors: Matrix | None,
+          chosen: Sequence[FloatArray]) -> int:
+    """Index of the best of one cluster's candidates (there is at least one).
+
+    Candidates close to a label another cluster already has lose score (maximal marginal
+    relevance), so two clusters do not get near-identical labels. A phrase whose score is
+    close to the best single word's wins: "Sourdough Starter" says more than "Starter".
+    """
+    final = scores.astype(np.float64)
+    if vectors is not None and chosen:
+        overlap = _similarities(vectors, np.stack(chosen)).max(axis=1)
+        final = final - _DIVERSITY * np.maximum(overlap - _ALIKE, 0.0)
+    best = int(np.argmax(final))
+    phrases = [i for i, o in enumerate(options) if len(o.words) > 1 and o.plain]
+    if len(options[best].words) == 1 and phrases:
+        phrase = max(phrases, key=lambda i: final[i])
+        if final[phrase] >= final[best] - _PHRASE_MARGIN * abs(final[best]):
+            return phrase
+    return best
 
 
 def _match_previous(
     ranked: Sequence[Sequence[str]], order: Sequence[int], previous: Iterable[str]
 ) -> list[tuple[int, str]]:
-    """(cluster, previous label) pairs: every word of the label among the cluster's top words,
-    one of them in the top three. The closest matches are paired first, each used once."""
+    """(cluster, previous label) pairs: the label is still one of the cluster's candidates, or
+    every word of it is among the cluster's top words, one in the top three. The closest
+    matches are paired first, each used once."""
     scored: list[tuple[float, int, str]] = []
     # Previous labels come from the chat file, which people may edit: clean them like new ones.
     for label in dict.fromkeys(normalize_label(p) for p in previous):
-        words = [] if is_sticky_label(label) else _label_words(label)
+        words = [] if is_sticky_label(label) else label_words(label)
         for c in order if words else ():
-            top = [w for term in ranked[c][:6] for w in term.split()]
-            ranks = [next((r for r, t in enumerate(top) if _words_match(w, t)), -1) for w in words]
-            if min(ranks) >= 0 and min(ranks) < 3:
-                scored.append((sum(ranks) / len(ranks), order.index(c), label))
+            terms = [[w for w in term.split() if is_content_word(w)] for term in ranked[c]]
+            top = [w for term in terms[:6] for w in term]
+            ranks = [next((r for r, t in enumerate(top) if words_match(w, t)), -1) for w in words]
+            same = [r for r, t in enumerate(terms) if len(t) == len(words)
+                    and all(any(words_match(w, x) for x in t) for w in words)]
+            if same or (min(ranks) >= 0 and min(ranks) < 3):
+                rank = min(same + ([sum(ranks) / len(ranks)] if min(ranks) >= 0 else []))
+                scored.append((rank, order.index(c), label))
     pairs: list[tuple[int, str]] = []
     for _, position, label in sorted(scored):
         c = order[position]

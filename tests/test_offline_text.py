@@ -1,0 +1,154 @@
+"""The words of a chat: standing instructions, trivial messages, terms of prose and code."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from smart_context import offline_topics
+from smart_context.embeddings.base import normalize_rows
+from smart_context.offline_text import (
+    is_generic,
+    is_instruction,
+    is_trivial,
+    key_phrases,
+    parse_all,
+)
+from smart_context.offline_topics import extract_offline
+from tests.fakes import make_messages
+
+INSTRUCTIONS = ["be concise", "always answer in French", "use Python 3.12 from now on",
+                "keep answers short", "don't use emojis", "please reply in bullet points"]
+
+
+def test_offline_topics_still_exports_the_word_checks() -> None:
+    assert offline_topics.is_instruction is is_instruction
+    assert offline_topics.is_trivial is is_trivial
+
+
+# --- is_instruction -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    *INSTRUCTIONS,
+    "Don’t use emojis!",
+    "No emojis please",
+    "can you keep your answers short from now on?",
+    "I prefer short answers",
+    "Avoid jargon",
+    "never apologize",
+    "I'd like you to answer in Spanish",
+    "Always include code examples",
+])
+def test_is_instruction_recognises_standing_instructions(text: str) -> None:
+    assert is_instruction(text)
+
+
+@pytest.mark.parametrize("text", [
+    "thanks",
+    "ok",
+    "great, thanks!",
+    "",
+    "how do I use asyncio?",
+    "How do I use asyncio",
+    "Can you explain asyncio?",
+    "write a short poem about autumn",
+    "Keep the dough in the fridge overnight",
+    "Should I use bullet points in my resume?",
+    "Always the same error when I run kubectl apply",
+    "Never mind",
+    "I want you to write a function that sorts a list",
+    "be concise " * 20,
+    "Please reply in bullet points. " + "Here is the long traceback I got yesterday. " * 8,
+])
+def test_is_instruction_rejects_chat_questions_tasks_and_long_messages(text: str) -> None:
+    assert not is_instruction(text)
+
+
+def test_assistant_messages_are_never_instructions() -> None:
+    assert not is_instruction("be concise", role="assistant")
+
+
+@pytest.mark.parametrize(("text", "trivial"), [
+    ("thanks", True), ("ok", True), ("great, thanks!", True), ("", True), ("👍", True),
+    ("what about Kyoto?", False), ("Thanks, that fixed the event loop", False),
+])
+def test_is_trivial(text: str, trivial: bool) -> None:
+    assert is_trivial(text) is trivial
+
+
+
+# --- terms of prose and code --------------------------------------------------------------
+
+
+def test_code_is_named_by_language_and_imports_not_variable_names() -> None:
+    code = "```python\nimport asyncio\nqwerty_handle = asyncio.run(zork())\n```"
+    messages = make_messages([f"Why does this hang?\n{code}", f"Try this instead:\n{code}",
+                              "See https://docs.python.org/3/library/asyncio-task.html"])
+    result = extract_offline(messages, normalize_rows(np.ones((3, 8), dtype=np.float32)))
+    labels = " ".join(t.label for t in result.topics).lower()
+    assert "asyncio" in labels or "python" in labels
+    assert "qwerty" not in labels and "zork" not in labels and "html" not in labels
+
+
+def test_label_keeps_the_chats_spelling_of_names() -> None:
+    messages = make_messages(["My FastAPI app returns 422.", "FastAPI validates the body.",
+                              "Which FastAPI version?"])
+    result = extract_offline(messages, normalize_rows(np.ones((3, 8), dtype=np.float32)))
+    assert [t.label for t in result.topics] == ["FastAPI"]
+
+
+def test_phrases_are_runs_of_content_words_and_links_by_a_preposition() -> None:
+    [terms] = parse_all(["Can I keep my sourdough starter in the fridge over a rainy weekend?"]).docs
+    assert {"sourdough starter", "starter in the fridge", "fridge", "rainy weekend"} <= set(terms)
+    assert "keep" not in terms  # a stopword ends a phrase and names nothing
+    [terms] = parse_all(["Japan's luggage forwarding service"]).docs
+    assert "luggage forwarding service" in terms and "japan luggage" not in terms
+    [terms] = parse_all(["Then nginx serves the React build."]).docs  # "serves" is a verb
+    assert "react build" in terms and "nginx serves" not in terms and "serves" in terms
+
+
+def test_a_phrase_shows_in_the_chats_own_spelling() -> None:
+    chat = parse_all(["We walked the winter paths.", "Winter paths are icy.", "A path up."])
+    assert "winter path" in chat.docs[0]  # counted with its singular...
+    assert chat.display("winter path") == "Winter Paths"  # ...shown as the chat says it
+    assert parse_all(["My FastAPI app", "fastapi docs"]).display("fastapi app") == "FastAPI App"
+
+
+# --- key phrases and generic words --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("term", "generic"), [
+    ("week", True), ("problem", True), ("move", True), ("next month", True),
+    ("big temples", True), ("two-week", True), ("early april", True),
+    ("sourdough", False), ("bread flour", False), ("front end", False), ("test case", False),
+])
+def test_is_generic(term: str, generic: bool) -> None:
+    assert is_generic(term) is generic
+
+
+def ranked_terms(texts: list[str], clusters: list[int]) -> list[list[str]]:
+    """The key phrases of each cluster of ``texts``, best first, without their scores."""
+    chat = parse_all(texts)
+    ranked = key_phrases(chat.docs, np.array(clusters, dtype=np.intp), 20)
+    return [[term for term, _ in cluster] for cluster in ranked]
+
+
+def test_chat_filler_is_never_a_key_phrase() -> None:
+    texts = ["Last week my problem was the sourdough starter.", "This week the starter is fine.",
+             "Next week, one problem: the JR pass.", "The JR pass problem again this week."]
+    ranked = ranked_terms(texts, [0, 0, 1, 1])
+    assert ranked[0][0] == "starter" and ranked[1][0] == "jr pass"
+    assert not {"week", "last week", "problem", "next week"} & {t for r in ranked for t in r}
+
+
+def test_a_phrase_said_only_inside_a_longer_one_gives_way_to_it() -> None:
+    texts = ["Strong bread flour, please.", "Use strong bread flour.", "Kyoto temples", "Nara"]
+    ranked = ranked_terms(texts, [0, 0, 1, 1])
+    assert "strong bread flour" in ranked[0] and "strong bread" not in ranked[0]
+
+
+def test_three_words_in_a_row_count_only_when_said_again() -> None:
+    texts = ["We index individual prices daily.", "Prices change.", "Rail pass", "Rail pass"]
+    assert "index individual prices" not in ranked_terms(texts, [0, 0, 1, 1])[0]
+
