@@ -40,7 +40,12 @@ class ChatView:
     topics: list[dict[str, Any]] = field(default_factory=list)
     sticky: list[dict[str, Any]] = field(default_factory=list)
     active_topics: tuple[str, ...] = ()
-    total_messages: int = 0
+    # the turns as last read: what a filter click highlights without re-reading the file
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def total_messages(self) -> int:
+        return len(self.messages)
 
 
 def conversation(messages: Any) -> list[dict[str, Any]]:
@@ -76,8 +81,7 @@ def view_of(data: Mapping[str, Any]) -> ChatView:
     active_topics = (
         tuple(t for t in active if isinstance(t, str) and t) if isinstance(active, list) else ()
     )
-    # counted as the panel shows them: turns that can go to the model, not the host's notices
-    return ChatView(topics, sticky, active_topics, len(conversation(messages)))
+    return ChatView(topics, sticky, active_topics, conversation(messages))
 
 
 class Engine:
@@ -92,6 +96,7 @@ class Engine:
         self._views: dict[str, ChatView] = {}
         self.current_chat_id: str | None = None
         self.background = Coalescer(self.refresh)
+        self._saving = Coalescer(self._save_selection)
 
     async def store(self) -> VectorStore:
         """The vector store, its embedder built on first use (loading a model takes a moment)."""
@@ -108,8 +113,15 @@ class Engine:
         data = await resolve(self.host.memory.load_chat(check_chat_id(chat_id)))
         if not isinstance(data, dict):
             raise SmartContextError(f"Chat {chat_id!r} could not be loaded.")
-        self._views[chat_id] = view_of(data)
+        self._set_view(chat_id, data)
         return data
+
+    def _set_view(self, chat_id: str, data: Mapping[str, Any]) -> ChatView:
+        view = view_of(data)
+        if chat_id in self._saving.running and chat_id in self._views:
+            view.active_topics = self._views[chat_id].active_topics  # newer than the file
+        self._views[chat_id] = view
+        return view
 
     async def view(self, chat_id: str) -> ChatView:
         if chat_id not in self._views:
@@ -155,15 +167,26 @@ class Engine:
             decision.record.update(mode=FULL, error=f"Topic filter skipped: {error}")
         return decision
 
-    async def included(self, chat_id: str, data: Mapping[str, Any]) -> tuple[list[Any], str]:
-        """Ids of the chat's messages that a request would send now, and the mode."""
-        messages = data.get("messages") if isinstance(data.get("messages"), list) else []
-        decision = await self.decide(chat_id, conversation(messages))
+    async def included(
+        self, chat_id: str, messages: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[Any], str]:
+        """Ids of the messages that a request would send now, and the mode."""
+        decision = await self.decide(chat_id, messages)
         return [m.get("id") for m in decision.history], str(decision.record["mode"])
 
     async def set_filter(self, chat_id: str, topics: Sequence[str]) -> dict[str, Any]:
-        """Select topics for a chat, persist the choice, and tell the UI what is now in context."""
-        chosen = list(dict.fromkeys(topics))
+        """Select topics for a chat and tell the UI what is now in context.
+
+        The choice takes effect in memory at once; writing it to the chat file (a full rewrite
+        of a possibly large file) happens in the background, latest choice wins.
+        """
+        view = await self.view(chat_id)
+        view.active_topics = tuple(dict.fromkeys(topics))
+        self._saving.request(chat_id)
+        return await self.announce_filter(chat_id)
+
+    async def _save_selection(self, chat_id: str) -> None:
+        chosen = list(self._views[chat_id].active_topics)
 
         def put(data: dict[str, Any]) -> dict[str, Any]:
             state = data.get(STATE_KEY)
@@ -171,13 +194,11 @@ class Engine:
             return {**data, STATE_KEY: {**mine, "active_topics": chosen}}
 
         await resolve(self.host.memory.update_chat(chat_id, put))
-        data = await self.load(chat_id)
-        return await self.announce_filter(chat_id, data)
 
-    async def announce_filter(self, chat_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    async def announce_filter(self, chat_id: str) -> dict[str, Any]:
         """Emit ``filter_changed`` for a chat and return its payload (plus the mode)."""
-        ids, mode = await self.included(chat_id, data)
-        view = self._views[chat_id]
+        view = await self.view(chat_id)
+        ids, mode = await self.included(chat_id, view.messages)
         active = list(view.active_topics) if self.settings.embedding_search else []
         payload = {
             "chat_id": chat_id,
@@ -194,9 +215,9 @@ class Engine:
         A chat with substance but no topics yet (a vault made elsewhere, or before the plugin was
         installed) is mapped in the background now; ``topics_updated`` follows.
         """
-        data = await self.load(chat_id)
+        await self.load(chat_id)
         view = self._views[chat_id]
-        ids, mode = await self.included(chat_id, data)
+        ids, mode = await self.included(chat_id, view.messages)
         mapping = not view.topics and len(ids) >= MIN_MESSAGES_TO_MAP
         if mapping:
             self.schedule_refresh(chat_id)
@@ -224,7 +245,7 @@ class Engine:
                 f"Similarity mode changed for this session, but .vault.toml was not updated: {exc}"
             )
         if self.current_chat_id:
-            await self.announce_filter(self.current_chat_id, await self.load(self.current_chat_id))
+            await self.announce_filter(self.current_chat_id)
         return warning
 
     def schedule_refresh(self, chat_id: str) -> None:
@@ -256,7 +277,7 @@ class Engine:
             self.host.memory.update_chat(chat_id, lambda d: {**d, "topics": new_topics})
         )
         latest = latest if isinstance(latest, dict) else await self.load(chat_id)
-        self._views[chat_id] = view = view_of(latest)
+        view = self._set_view(chat_id, latest)
         await resolve(
             self.host.emit(
                 TOPICS_UPDATED,
@@ -264,7 +285,12 @@ class Engine:
             )
         )
 
+    async def settle(self, timeout: float = 10.0) -> None:
+        """Let background work (topic passes, saving selections) finish."""
+        await self.background.drain(timeout)
+        await self._saving.drain(timeout)
+
     async def close(self) -> None:
-        await self.background.drain()
+        await self.settle()
         if self._store is not None:
             self._store.flush()

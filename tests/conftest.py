@@ -74,7 +74,7 @@ class Running:
 
     async def settle(self) -> None:
         assert self.plugin.engine is not None
-        await self.plugin.engine.background.drain(timeout=30)
+        await self.plugin.engine.settle(timeout=30)
 
 
 @pytest.fixture

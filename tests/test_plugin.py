@@ -102,6 +102,7 @@ async def test_filter_choice_survives_a_restart_and_other_keys_are_kept(
 ) -> None:
     first: Running = await start()
     await first.command("set_filter", topics=["Paris Trip"], chat_id="c1")
+    await first.settle()  # the choice is written in the background
     stored = read_chat(vault, "c1")
     assert stored["smart_context"]["active_topics"] == ["Paris Trip"]
     assert stored["other_plugin"] == {"keep": True} and stored["topics"] == TOPICS
@@ -273,3 +274,14 @@ async def test_unreachable_embedding_endpoint_is_a_readable_error(start: Any, ch
     record = ctx.metadata["smart_context"]
     assert record["mode"] == "full" and "Cannot reach" in record["error"]
     assert result["status"] == "success" and result["included_ids"] == ids(chat)
+
+
+async def test_a_reload_while_the_choice_is_being_saved_keeps_the_new_choice(start: Any, chat: list, vault: Path) -> None:
+    running: Running = await start()
+    await running.command("set_filter", topics=["Paris Trip"], chat_id="c1")
+    again = await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
+    topics = await running.command("get_topics", chat_id="c1")  # re-reads the chat file
+    assert again["active_topics"] == topics["active_topics"] == ["Python Asyncio"]
+    await running.settle()
+    assert read_chat(vault, "c1")["smart_context"]["active_topics"] == ["Python Asyncio"]
+    assert len(read_chat(vault, "c1")["messages"]) == len(chat)
