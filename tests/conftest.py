@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,12 @@ from tests.fakes import FakeCommands, FakeEmbedder, FakeHost, FakeLLM
 
 # The loopback OpenAI-compatible server: any test can ask for the ``openai_server`` fixture.
 pytest_plugins = ["tests.openai_server"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The derived local model is built into a cache; tests keep theirs out of the user's home.
+    if "SMART_CONTEXT_CACHE" not in os.environ:
+        os.environ["SMART_CONTEXT_CACHE"] = tempfile.mkdtemp(prefix="smart-context-cache-")
 
 
 class Ctx:

