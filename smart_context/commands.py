@@ -7,6 +7,7 @@ Handlers take keyword arguments and always return a dict: ``{"status": "success"
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -32,12 +33,16 @@ def _error(message: str) -> Result:
 def guarded(fn: Callable[..., Awaitable[Result]]) -> Callable[..., Awaitable[Result]]:
     """Turn every failure into an error result: the UI shows it; the host never sees a raise."""
 
+    signature = inspect.signature(fn)
+
     @functools.wraps(fn)
     async def handler(**kwargs: Any) -> Result:
         try:
-            return {"status": "success"} | await fn(**kwargs)
+            signature.bind(**kwargs)
         except TypeError as exc:  # unexpected or missing keyword arguments
             return _error(f"{fn.__name__.replace('_', ' ')}: {exc}")
+        try:
+            return {"status": "success"} | await fn(**kwargs)
         except SmartContextError as exc:
             return _error(str(exc))
         except Exception as exc:  # a handler must never raise into the host's command bus

@@ -254,18 +254,23 @@ class Engine:
     async def refresh(self, chat_id: str) -> None:
         """The background pass: embed new messages, extract topics, write them, tell the UI."""
         data = await self.load(chat_id)
-        messages = conversation(data.get("messages"))
+        everything = [m for m in data.get("messages") or [] if isinstance(m, dict)]
+        turns = conversation(everything)
         vectors = None
         store = None
         try:
             store = await self.store()
-            vectors = await store.sync(chat_id, messages)
+            # Sync every message the host may put in a history (its notices too), so none is
+            # embedded again on the request path; topics come from the real turns only.
+            all_vectors = await store.sync(chat_id, everything)
+            is_turn = {id(m) for m in turns}
+            vectors = all_vectors[[i for i, m in enumerate(everything) if id(m) in is_turn]]
         except SmartContextError as exc:
             log.warning("Smart Context: could not embed chat %s: %s", chat_id, exc)
         found = await extract(
             self.host.llm,
             self.settings,
-            messages,
+            turns,
             rows_or_none(vectors),
             self._views[chat_id].topics,
             store.label_vectors if store is not None else None,

@@ -33,16 +33,26 @@ class Decision:
 def _unique(
     messages: Sequence[Message], ids: list[Any]
 ) -> tuple[Sequence[Message], list[Any], set[Any], list[int] | None]:
-    """The first message of each id (messages without an id are all kept), their ids, the set
-    of ids, and the positions kept (``None`` when there was nothing to drop, the common case)."""
-    present = set(ids)
+    """Messages with exact repeats dropped, their ids, the set of ids, and the positions kept
+    (``None`` when nothing was dropped, the common case).
+
+    A repeat is the same id *and* the same content: two different messages that a host gave one
+    id are both kept, since dropping either would lose a message. Ids that cannot be hashed (a
+    list in a hand-edited file) are compared as text.
+    """
+    try:
+        present = set(ids)
+    except TypeError:
+        ids = [i if isinstance(i, (str, int)) else str(i) for i in ids]
+        present = set(ids)
     if len(present) == len(ids):
         return messages, ids, present, None
-    seen: set[Any] = set()
+    seen: set[tuple[Any, str]] = set()
     positions = []
-    for i, mid in enumerate(ids):
-        if mid is None or mid not in seen:
-            seen.add(mid)
+    for i, (message, mid) in enumerate(zip(messages, ids)):
+        key = (mid, repr(message.get("content")))
+        if mid is None or key not in seen:
+            seen.add(key)
             positions.append(i)
     return [messages[i] for i in positions], [ids[i] for i in positions], present, positions
 

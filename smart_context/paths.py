@@ -13,16 +13,18 @@ from pathlib import Path
 from smart_context.errors import ChatIdError
 
 MEMORY_DIR = ".memory"
-_CHAT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+# No dots: ``notes.embeddings`` would otherwise be the chat file that is also chat ``notes``'s
+# embedding cache, and ``x.lock`` or ``x.corrupt-…`` would collide with other companions.
+_CHAT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 
 def check_chat_id(chat_id: object) -> str:
     """Return ``chat_id`` if it is safe to use as a file name inside ``.memory/``."""
     if not isinstance(chat_id, str) or not chat_id:
         raise ChatIdError("A chat id is required (a non-empty string).")
-    if not _CHAT_ID.fullmatch(chat_id) or ".." in chat_id:
+    if not _CHAT_ID.fullmatch(chat_id):
         raise ChatIdError(
-            f"Chat id {chat_id[:80]!r} is not valid: use 1-128 letters, digits, '-', '_' or '.', "
+            f"Chat id {chat_id[:80]!r} is not valid: use 1-128 letters, digits, '-' or '_', "
             "starting with a letter or digit."
         )
     return chat_id

@@ -66,6 +66,18 @@ def test_sticky_outside_host_window_is_put_first_and_order_is_chronological() ->
     assert ids(full.history) == ["m2", "m3", "m4", "m5"]
 
 
+def test_two_different_messages_sharing_an_id_are_both_kept() -> None:
+    clash = [*HISTORY, {"id": "m0", "role": "user", "content": "a different message"}]
+    d = decide(clash, [], [], None, 0.4)
+    assert d.history == clash
+
+
+def test_unhashable_ids_do_not_break_the_rule() -> None:
+    odd = [{"id": ["x"], "role": "user", "content": "a"}, {"id": {"y": 1}, "role": "user", "content": "b"}]
+    d = decide(odd, [], ["T"], scores(0.9, 0.1), 0.4)
+    assert [m["content"] for m in d.history] == ["a"] and d.record["mode"] == "filtered"
+
+
 def test_duplicate_ids_are_sent_once() -> None:
     doubled = HISTORY + [dict(HISTORY[0])]
     d = decide(doubled, [HISTORY[0]], [], None, 0.4)

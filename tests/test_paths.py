@@ -33,7 +33,7 @@ def test_hostile_chat_ids_are_refused(bad: object) -> None:
         check_chat_id(bad)
 
 
-@pytest.mark.parametrize("good", ["abc", "chat-2026_11.v2", "A1"])
+@pytest.mark.parametrize("good", ["abc", "chat-2026_11-v2", "A1"])
 def test_plain_ids_map_inside_memory(tmp_path: Path, good: str) -> None:
     memory = (tmp_path / ".memory").resolve()
     assert chat_file(tmp_path, good).resolve().parent == memory

@@ -81,8 +81,14 @@ async def _json_object(request: Request, *, required: bool) -> dict[str, Any]:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadRequest(f"The request body is not valid JSON ({exc}).") from exc
+    except RecursionError as exc:
+        raise BadRequest("The request body is nested too deeply.") from exc
     if not isinstance(data, dict):
         raise BadRequest("The request body must be a JSON object.")
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")  # a lone surrogate cannot be stored
+    except UnicodeEncodeError as exc:
+        raise BadRequest("The request body holds text that is not valid Unicode.") from exc
     return data
 
 

@@ -64,12 +64,25 @@ def empty_chat() -> ChatData:
     return {"messages": []}
 
 
+def chat_json(data: ChatData) -> str:
+    """The file text of a chat: readable UTF-8, or all-ASCII escapes when the data holds text
+    that UTF-8 cannot encode (a lone surrogate from another tool), so the write never fails."""
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True)
+    return text
+
+
 def parse_chat(raw: bytes) -> ChatData:
     """The chat in ``raw``, or :class:`DamagedChatError` saying what is wrong with it."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DamagedChatError(f"not valid JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise DamagedChatError("nested too deeply to read") from exc
     if not isinstance(data, dict):
         raise DamagedChatError(f"expected a JSON object, found {type(data).__name__}")
     if not isinstance(data.get("messages", []), list):
@@ -185,7 +198,7 @@ class ChatMemory:
             data = fn(self._read_locked(chat_id))
             if not isinstance(data, dict):
                 raise TypeError(f"update_chat: fn returned {type(data).__name__}, not a dict")
-            write_atomic(chat_file(self.vault, chat_id), json.dumps(data, ensure_ascii=False))
+            write_atomic(chat_file(self.vault, chat_id), chat_json(data))
             return data
 
     def _ensure_dir(self, chat_id: str) -> Path:
