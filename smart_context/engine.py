@@ -97,6 +97,7 @@ class Engine:
         self.current_chat_id: str | None = None
         self.background = Coalescer(self.refresh)
         self._saving = Coalescer(self._save_selection)
+        self._picks: dict[str, int] = {}  # selections made per chat, to spot reads they outdate
 
     async def store(self) -> VectorStore:
         """The vector store, its embedder built on first use (loading a model takes a moment)."""
@@ -110,16 +111,20 @@ class Engine:
 
     async def load(self, chat_id: str) -> dict[str, Any]:
         """The latest chat file, and the in-memory view refreshed from it."""
+        picked = self._picks.get(chat_id, 0)
         data = await resolve(self.host.memory.load_chat(check_chat_id(chat_id)))
         if not isinstance(data, dict):
             raise SmartContextError(f"Chat {chat_id!r} could not be loaded.")
-        self._set_view(chat_id, data)
+        self._set_view(chat_id, data, picked)
         return data
 
-    def _set_view(self, chat_id: str, data: Mapping[str, Any]) -> ChatView:
+    def _set_view(self, chat_id: str, data: Mapping[str, Any], picked: int) -> ChatView:
+        """Adopt a freshly read chat; ``picked`` is the selection count when the read began."""
         view = view_of(data)
-        if chat_id in self._saving.running and chat_id in self._views:
-            view.active_topics = self._views[chat_id].active_topics  # newer than the file
+        old = self._views.get(chat_id)
+        newer_in_memory = chat_id in self._saving.running or self._picks.get(chat_id, 0) != picked
+        if old is not None and newer_in_memory:
+            view.active_topics = old.active_topics  # chosen after the file was read
         self._views[chat_id] = view
         return view
 
@@ -182,6 +187,7 @@ class Engine:
         """
         view = await self.view(chat_id)
         view.active_topics = tuple(dict.fromkeys(topics))
+        self._picks[chat_id] = self._picks.get(chat_id, 0) + 1
         self._saving.request(chat_id)
         return await self.announce_filter(chat_id)
 
@@ -278,11 +284,12 @@ class Engine:
         if found is None:
             return
         new_topics = found.to_chat_topics()
+        picked = self._picks.get(chat_id, 0)
         latest = await resolve(
             self.host.memory.update_chat(chat_id, lambda d: {**d, "topics": new_topics})
         )
         latest = latest if isinstance(latest, dict) else await self.load(chat_id)
-        view = self._set_view(chat_id, latest)
+        view = self._set_view(chat_id, latest, picked)
         await resolve(
             self.host.emit(
                 TOPICS_UPDATED,

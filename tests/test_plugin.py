@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 from pathlib import Path
 from typing import Any
@@ -285,3 +286,29 @@ async def test_a_reload_while_the_choice_is_being_saved_keeps_the_new_choice(sta
     await running.settle()
     assert read_chat(vault, "c1")["smart_context"]["active_topics"] == ["Python Asyncio"]
     assert len(read_chat(vault, "c1")["messages"]) == len(chat)
+
+
+async def test_a_slow_read_does_not_undo_a_choice_made_meanwhile(start: Any, chat: list) -> None:
+    running: Running = await start()
+    memory = running.host.memory
+    reading = asyncio.Event()
+    release = asyncio.Event()
+    original = memory.load_chat
+
+    async def slow_load(chat_id: str) -> dict[str, Any]:
+        data = await original(chat_id)  # the file as it was before the click
+        reading.set()
+        await release.wait()
+        return data
+
+    await running.command("get_topics", chat_id="c1")
+    memory.load_chat = slow_load  # type: ignore[method-assign]
+    pending = asyncio.ensure_future(running.command("get_topics", chat_id="c1"))
+    await reading.wait()
+    memory.load_chat = original  # type: ignore[method-assign]
+    await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
+    await running.settle()  # the choice is saved before the slow read returns
+    release.set()
+    await pending
+    ctx = await running.context("c1", list(chat))
+    assert ctx.metadata["smart_context"]["active_topics"] == ["Python Asyncio"]
