@@ -186,6 +186,11 @@ class Engine:
         of a possibly large file) happens in the background, latest choice wins.
         """
         view = await self.view(chat_id)
+        if not view.messages and not view.topics:
+            # a new chat, or a mistyped id: saving a choice would create an empty chat file
+            if topics:
+                raise SmartContextError(f"Chat {chat_id!r} has no messages to filter.")
+            return await self.announce_filter(chat_id)
         view.active_topics = tuple(dict.fromkeys(topics))
         self._picks[chat_id] = self._picks.get(chat_id, 0) + 1
         self._saving.request(chat_id)

@@ -21,8 +21,6 @@ from smart_context.paths import check_chat_id
 
 log = logging.getLogger("smart_context")
 
-PANEL_ID = "smart-context-panel"
-PANEL_TITLE = "Smart Context"
 
 
 class SmartContextPlugin:
@@ -53,7 +51,8 @@ class SmartContextPlugin:
 
     @hookimpl
     async def sidecar_client_connected(self, ui: Any) -> None:
-        from smart_context.panel import render_panel
+        # jinja2 loads on the first client, not when a host merely loads the plugin
+        from smart_context.panel import PANEL_ID, PANEL_TITLE, render_panel
 
         engine = self._engine()
         await resolve(ui.register_panel(PANEL_ID, PANEL_TITLE, icon="brain", position="right"))

@@ -55,10 +55,12 @@ class VectorStore:
             )
         return normalize_rows(vectors)
 
-    def _cached(self, chat_id: str) -> ChatVectors | None:
+    async def _cached(self, chat_id: str) -> ChatVectors | None:
         vectors = self._chats.get(chat_id)
         if vectors is None:
-            vectors = cache.load(embeddings_file(self.vault, chat_id), self.embedder.model_id, None)
+            # a large cache takes tens of milliseconds to read: not on the event loop
+            path = embeddings_file(self.vault, chat_id)
+            vectors = await asyncio.to_thread(cache.load, path, self.embedder.model_id, None)
             if vectors is None:
                 return None
             self._remember(chat_id, vectors)
@@ -80,7 +82,7 @@ class VectorStore:
         self, chat_id: str, messages: Sequence[Mapping[str, Any]], ids: list[Any] | None = None
     ) -> tuple[ChatVectors, npt.NDArray[np.intp]]:
         """Rows of ``messages`` in the chat's vectors, embedding misses; call under the lock."""
-        vectors = self._cached(chat_id)
+        vectors = await self._cached(chat_id)
         rows, missing = (
             vectors.locate(messages, ids) if vectors else (None, list(range(len(messages))))
         )

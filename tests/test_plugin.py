@@ -312,3 +312,13 @@ async def test_a_slow_read_does_not_undo_a_choice_made_meanwhile(start: Any, cha
     await pending
     ctx = await running.context("c1", list(chat))
     assert ctx.metadata["smart_context"]["active_topics"] == ["Python Asyncio"]
+
+
+async def test_filtering_a_chat_that_does_not_exist_creates_nothing(start: Any, vault: Path) -> None:
+    running: Running = await start()
+    result = await running.command("set_filter", topics=["Python"], chat_id="typo")
+    assert result["status"] == "error" and "no messages" in result["error"]
+    cleared = await running.command("set_filter", topics=[], chat_id="typo")
+    assert cleared["status"] == "success" and cleared["included_ids"] == []
+    await running.settle()
+    assert not (vault / ".memory" / "typo.json").exists()
