@@ -22,7 +22,6 @@ from smart_context.paths import check_chat_id
 log = logging.getLogger("smart_context")
 
 
-
 class SmartContextPlugin:
     """Smart Context as a sidecar plugin (CONTRACT.md §1)."""
 
@@ -71,7 +70,10 @@ class SmartContextPlugin:
             engine.current_chat_id = chat_id
             decision = await engine.decide(chat_id, ctx.history)
         except Exception as exc:  # the one broad except: the user's request must go through
-            log.exception("Smart Context: context selection failed; sending the full history")
+            if isinstance(exc, SmartContextError):  # ours, with a message that says it all
+                log.warning("Smart Context: sending the full history: %s", exc)
+            else:
+                log.exception("Smart Context: context selection failed; sending the full history")
             ctx.metadata["smart_context"] = {
                 "mode": "full",
                 "active_topics": [],
