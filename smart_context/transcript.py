@@ -22,6 +22,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from smart_context.vectors import message_text
+
 MESSAGE_HEAD_CHARS = 300  # the head of a long message is enough to tell what it is about
 MESSAGE_MAX_CHARS = 2000  # even in a short chat, no single message takes more than this
 SHORT_MESSAGE_CHARS = 200  # user messages up to this long may be standing instructions
@@ -64,7 +66,7 @@ def _render_line(message: Mapping[str, Any], cap: int) -> tuple[str, bool]:
     """One transcript line and whether the message is a short user message."""
     if not isinstance(message, Mapping):  # the chat file is user-editable
         message = {}
-    raw = _content_text(message.get("content"))
+    raw = message_text(message)
     head = raw[: cap * 4]  # collapsing whitespace only shrinks text; bounds the regex work
     text = inline_text(head)
     role = _ROLE.sub("", str(message.get("role", "")).lower())[:16] or "unknown"
@@ -73,16 +75,6 @@ def _render_line(message: Mapping[str, Any], cap: int) -> tuple[str, bool]:
         text = text[:cap].rstrip() + "…"
     ident = inline_text(str(message.get("id", "")).replace("[", "").replace("]", ""))[:64] or "?"
     return f"[{ident}] {role}: {json.dumps(text, ensure_ascii=False)}", short
-
-
-def _content_text(content: object) -> str:
-    """Message content as text; OpenAI-style lists of parts contribute their text parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = (p.get("text") if isinstance(p, dict) else p for p in content)
-        return " ".join(p for p in parts if isinstance(p, str))
-    return "" if content is None else str(content)
 
 
 def _select(costs: list[int], short_user: list[bool], budget: int) -> list[int]:

@@ -15,12 +15,13 @@ HASH_HEX_DIGITS = 32  # CONTRACT.md §2 asks for at least 16; 128 bits makes col
 
 
 def message_text(message: Mapping[str, Any]) -> str:
-    """The text of a history message; OpenAI-style content parts are joined."""
+    """The text of a history message; the text parts of a list of parts (OpenAI style, or plain
+    strings) are joined by newlines, other parts (images) are skipped."""
     content = message.get("content")
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
+        parts = (p.get("text") if isinstance(p, Mapping) else p for p in content)
         return "\n".join(p for p in parts if isinstance(p, str))
     return "" if content is None else str(content)
 

@@ -181,11 +181,8 @@ class ChatMemory:
         return memory_dir(self.vault) / f"{chat_id}.lock"
 
     def _load_sync(self, chat_id: str) -> ChatData:
-        path = chat_file(self.vault, chat_id)
         try:
-            return parse_chat(path.read_bytes())
-        except FileNotFoundError:
-            return empty_chat()
+            return self._read(chat_id)
         except DamagedChatError:
             pass
         # Renames are atomic, so a damaged read is real damage, not a write in progress;
@@ -205,13 +202,18 @@ class ChatMemory:
         memory_dir(self.vault).mkdir(parents=True, exist_ok=True)
         return self._lock_path(chat_id)
 
+    def _read(self, chat_id: str) -> ChatData:
+        """The chat on disk (an empty one if there is no file); raises DamagedChatError."""
+        try:
+            return parse_chat(chat_file(self.vault, chat_id).read_bytes())
+        except FileNotFoundError:
+            return empty_chat()
+
     def _read_locked(self, chat_id: str) -> ChatData:
         """Read with the file lock held; a damaged file is set aside and an empty chat returned."""
         path = chat_file(self.vault, chat_id)
         try:
-            return parse_chat(path.read_bytes())
-        except FileNotFoundError:
-            return empty_chat()
+            return self._read(chat_id)
         except DamagedChatError as exc:
             aside = self._set_aside(path)
             log.error(

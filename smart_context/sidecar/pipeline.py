@@ -17,7 +17,6 @@ and never pretends to be a reply. When the model fails, the assistant message ca
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import uuid
@@ -213,7 +212,10 @@ class Pipeline:
 
         def append(data: ChatData) -> ChatData:
             messages = data.setdefault("messages", [])
-            before.extend(copy.deepcopy(m) for m in messages if isinstance(m, dict))
+            # The memory service parses a fresh copy of the file on every read, so these dicts
+            # belong to this run alone: a shallow copy is enough, and a deep copy of a
+            # 10,000-message chat (records included) would cost more than the whole pipeline.
+            before.extend(dict(m) for m in messages if isinstance(m, dict))
             messages.append(message)
             if not str(data.get("title") or "").strip():
                 data["title"] = title_from(content)
