@@ -26,10 +26,11 @@ import numpy as np
 import pluggy
 
 import smart_context.hookspecs
-from smart_context import cache
-from smart_context.embeddings.base import Matrix, normalize_rows
 from smart_context.plugin import SmartContextPlugin
-from smart_context.vectors import content_hash
+from smart_context.vectors import files
+from smart_context.vectors.chat import ChatVectors
+from smart_context.vectors.codec import content_hash
+from smart_context.vectors.ops import Matrix, normalize_rows
 
 DIM = 384
 WORDS = [
@@ -163,21 +164,21 @@ async def bench_context(vault: Path, sizes: Sequence[int], repeats: int) -> None
             f"  {n:>6} messages: median {med:6.2f} ms  p95 {p95:6.2f} ms  ({mode}; "
             f"baseline json.loads of the chat {bmed:6.2f} ms, ratio {med / bmed:4.2f})"
         )
-    assert plugin.engine is not None
-    await plugin.engine.close()
+    assert plugin.services is not None
+    await plugin.services.close()
 
 
 async def bench_cache_load(vault: Path, repeats: int) -> None:
     n = 10_000
     messages = make_chat(n)
-    vectors = cache.ChatVectors("bench-random-384", DIM)
-    vectors.add(messages, await RandomEmbedder().embed([m["content"] for m in messages]))
+    vectors = ChatVectors("bench-random-384", DIM)
+    vectors.add_messages(messages, await RandomEmbedder().embed([m["content"] for m in messages]))
     path = vault / ".memory" / "big.embeddings.json"
-    cache.save(path, vectors)
+    files.save(path, vectors)
     samples = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        loaded = cache.load(path, "bench-random-384", DIM)
+        loaded = files.load(path, ChatVectors, "bench-random-384", DIM)
         samples.append((time.perf_counter() - t0) * 1000)
         assert loaded is not None and len(loaded) == n
     med, p95 = percentiles(samples)

@@ -19,17 +19,20 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from smart_context.engine import Engine, conversation
+from smart_context.context.assemble import assemble
 from smart_context.errors import SmartContextError
-from smart_context.filtering import included_ids
-from smart_context.paths import chat_file, check_chat_id
+from smart_context.messages import History, conversation
+from smart_context.paths import ChatId, check_chat_id
+from smart_context.record import included_ids
+from smart_context.services import Services
+from smart_context.topics.refresh import refresh
 
 PREVIEW = 60
 
 
 @asynccontextmanager
-async def running_engine(vault: Path) -> AsyncIterator[Engine]:
-    """The plugin's engine, started inside the reference host for ``vault``."""
+async def running_services(vault: Path) -> AsyncIterator[Services]:
+    """The plugin's services, started inside the reference host for ``vault``."""
     from smart_context.plugin import SmartContextPlugin
     from smart_context.sidecar.runtime import Sidecar
 
@@ -41,10 +44,10 @@ async def running_engine(vault: Path) -> AsyncIterator[Engine]:
         raise SmartContextError("The smart_context plugin is disabled in this vault's .vault.toml.")
     await sidecar.start()
     try:
-        if plugin.config_error:
-            raise SmartContextError(plugin.config_error)
-        assert plugin.engine is not None
-        yield plugin.engine
+        assert plugin.services is not None
+        if plugin.services.config_error:
+            raise SmartContextError(plugin.services.config_error)
+        yield plugin.services
     finally:
         await sidecar.stop()
 
@@ -55,14 +58,14 @@ def _preview(text: Any) -> str:
 
 
 async def show_context(
-    vault: Path, chat_id: str, topics: Sequence[str] | None, out: TextIO
+    vault: Path, chat_id: ChatId, topics: Sequence[str] | None, out: TextIO
 ) -> None:
     """Print which messages the next request of ``chat_id`` would send, and why."""
-    async with running_engine(vault) as engine:
-        data = await engine.load(check_chat_id(chat_id))
+    async with running_services(vault) as services:
+        data = await services.chats.load(chat_id)
         history = conversation(data.get("messages"))
-        decision = await engine.decide(chat_id, history, topics)
-    record = decision.record
+        decision = await assemble(services, chat_id, History(history), topics)
+    record = decision.record.as_dict()
     sent = set(included_ids(record, [m.get("id") for m in history]))
     sticky = set(record["sticky_ids"])
     scores = record.get("scores", {})
@@ -91,11 +94,11 @@ async def show_context(
         )
 
 
-async def show_topics(vault: Path, chat_id: str, out: TextIO) -> None:
+async def show_topics(vault: Path, chat_id: ChatId, out: TextIO) -> None:
     """Run topic extraction for ``chat_id`` now, write the topics, and print them."""
-    async with running_engine(vault) as engine:
-        await engine.refresh(check_chat_id(chat_id))
-        view = await engine.view(chat_id)
+    async with running_services(vault) as services:
+        await refresh(services, chat_id)
+        view = await services.chats.view(chat_id)
     print(f"chat {chat_id}: {view.total_messages} messages", file=out)
     for topic in view.topics:
         if topic.get("sticky"):
@@ -136,14 +139,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from smart_context.sidecar.serve import run_serve
 
             return run_serve(args)
-        chat_file(args.vault, args.chat_id)  # refuse a hostile id before touching anything
+        chat_id = check_chat_id(args.chat_id)  # refuse a hostile id before touching anything
         if args.command == "context":
             topics = (
                 [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
             )
-            asyncio.run(show_context(args.vault, args.chat_id, topics, sys.stdout))
+            asyncio.run(show_context(args.vault, chat_id, topics, sys.stdout))
         else:
-            asyncio.run(show_topics(args.vault, args.chat_id, sys.stdout))
+            asyncio.run(show_topics(args.vault, chat_id, sys.stdout))
     except SmartContextError as exc:
         print(f"smart-context: {exc}", file=sys.stderr)
         return 2

@@ -27,9 +27,12 @@ EXTRACTORS = ("llm", "offline")
 
 @dataclass(frozen=True)
 class Settings:
-    """The plugin's settings; defaults as CONTRACT.md §5 and ``vault.example.toml``."""
+    """The plugin's settings; defaults as CONTRACT.md §5 and ``vault.example.toml``.
 
-    enabled: bool = True
+    ``enabled`` is validated but not kept: whether the plugin is loaded at all is the host's
+    decision, made before the plugin starts.
+    """
+
     similarity_threshold: float = 0.4
     embedding_search: bool = True
     embedder: str = "host"
@@ -86,6 +89,8 @@ _CHECKS: dict[str, Any] = {
     "extraction_category": _check_text,
 }
 
+SETTING_KEYS = frozenset(_CHECKS)  # every key ``[plugins.smart_context]`` accepts
+
 
 def parse_settings(table: Mapping[str, Any] | None, file: str = SETTINGS_FILE) -> Settings:
     """Validate a ``[plugins.smart_context]`` table into :class:`Settings`."""
@@ -101,6 +106,7 @@ def parse_settings(table: Mapping[str, Any] | None, file: str = SETTINGS_FILE) -
             values[key] = _CHECKS[key](key, _plain(value))
         except ConfigError as exc:
             raise ConfigError(exc.key, exc.value, str(exc).rsplit(": ", 1)[-1], file) from None
+    values.pop("enabled", None)
     return Settings(**values)
 
 
@@ -110,24 +116,14 @@ def _plain(value: Any) -> Any:
     return unwrap() if callable(unwrap) else value
 
 
-def read_settings(vault: Path) -> Settings:
-    """Read and validate the settings of the vault at ``vault`` (defaults when absent)."""
-    path = Path(vault) / SETTINGS_FILE
-    if not path.exists():
-        return Settings()
-    try:
-        doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-    except Exception as exc:  # tomlkit raises several unrelated types for bad syntax  # noqa: BLE001
-        raise ConfigError("(file)", str(path), f"not valid TOML: {exc}", str(path)) from None
-    table = doc.get("plugins", {}).get("smart_context", {})
-    return parse_settings(table, str(path))
-
-
 def write_setting(vault: Path, key: str, value: Any) -> None:
     """Set one key of ``[plugins.smart_context]`` in ``.vault.toml``, keeping comments and layout."""
     parse_settings({key: value})  # never write a value we would refuse to read
     path = Path(vault) / SETTINGS_FILE
-    doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+    try:
+        doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+    except Exception as exc:  # tomlkit raises several unrelated types for bad syntax  # noqa: BLE001
+        raise ConfigError("(file)", str(path), f"not valid TOML: {exc}", str(path)) from None
     plugins = doc.setdefault("plugins", tomlkit.table(is_super_table=True))
     table = plugins.setdefault("smart_context", tomlkit.table())
     table[key] = value

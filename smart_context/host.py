@@ -66,6 +66,18 @@ class Host(Protocol):
 
 
 @runtime_checkable
+class PipelineContext(Protocol):
+    """What every ``pipeline_*`` hook receives: the fields of Tailor's ``PipelineContext``."""
+
+    message: str
+    original_message: str
+    history: list[dict[str, Any]]
+    metadata: dict[str, Any]  # metadata["chat_id"] names the chat
+    response: str | None
+    should_abort: bool
+
+
+@runtime_checkable
 class Commands(Protocol):
     """What ``sidecar_register_commands(commands)`` receives."""
 

@@ -21,7 +21,7 @@ import jinja2
 from markupsafe import Markup
 
 from smart_context.resources import static_dir
-from smart_context.topic_types import STICKY_LABEL
+from smart_context.topics.model import STICKY_LABEL
 
 PANEL_ID = "smart-context-panel"
 PANEL_TITLE = "Smart Context"

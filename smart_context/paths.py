@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NewType
 
 from smart_context.errors import ChatIdError
 
@@ -17,9 +18,16 @@ MEMORY_DIR = ".memory"
 # embedding cache, and ``x.lock`` or ``x.corrupt-…`` would collide with other companions.
 _CHAT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
+ChatId = NewType("ChatId", str)
+"""A chat id that passed :func:`check_chat_id`: the type checker keeps unchecked text out."""
 
-def check_chat_id(chat_id: object) -> str:
-    """Return ``chat_id`` if it is safe to use as a file name inside ``.memory/``."""
+
+def check_chat_id(chat_id: object) -> ChatId:
+    """``chat_id`` as a :data:`ChatId` if it is safe to use as a file name inside ``.memory/``.
+
+    Every chat id from outside (a host's ``ctx.metadata``, a command, a URL, the command line)
+    passes here once; everything behind takes a :data:`ChatId`.
+    """
     if not isinstance(chat_id, str) or not chat_id:
         raise ChatIdError("A chat id is required (a non-empty string).")
     if not _CHAT_ID.fullmatch(chat_id):
@@ -27,7 +35,7 @@ def check_chat_id(chat_id: object) -> str:
             f"Chat id {chat_id[:80]!r} is not valid: use 1-128 letters, digits, '-' or '_', "
             "starting with a letter or digit."
         )
-    return chat_id
+    return ChatId(chat_id)
 
 
 def memory_dir(vault: Path) -> Path:
@@ -35,11 +43,11 @@ def memory_dir(vault: Path) -> Path:
     return Path(vault) / MEMORY_DIR
 
 
-def chat_file(vault: Path, chat_id: str) -> Path:
-    """``.memory/{chat_id}.json`` for a checked chat id."""
-    return memory_dir(vault) / f"{check_chat_id(chat_id)}.json"
+def chat_file(vault: Path, chat_id: ChatId) -> Path:
+    """``.memory/{chat_id}.json``."""
+    return memory_dir(vault) / f"{chat_id}.json"
 
 
-def embeddings_file(vault: Path, chat_id: str) -> Path:
-    """``.memory/{chat_id}.embeddings.json`` for a checked chat id."""
-    return memory_dir(vault) / f"{check_chat_id(chat_id)}.embeddings.json"
+def embeddings_file(vault: Path, chat_id: ChatId) -> Path:
+    """``.memory/{chat_id}.embeddings.json``."""
+    return memory_dir(vault) / f"{chat_id}.embeddings.json"

@@ -1,23 +1,25 @@
-"""The pluggy plugin: thin adapters from the host's hooks to the :class:`Engine`.
+"""The pluggy plugin: thin adapters from the host's hooks to the services and the context.
 
-``plugin`` (the entry point) is created at import without doing any work; the engine is built
-in ``sidecar_startup``. Pipeline hooks never raise: a failure of ours must not cost the user a
-reply or a message, so they log it and leave the request as it was.
+``plugin`` (the entry point) is created at import without doing any work; the services are
+built in ``sidecar_startup``. Pipeline hooks never raise: a failure of ours must not cost the user
+a reply or a message, so they log it and leave the request as it was.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from smart_context.commands import make_commands
 from smart_context.config import Settings, parse_settings
+from smart_context.context.assemble import assemble
 from smart_context.embeddings.base import Embedder
-from smart_context.engine import Engine
 from smart_context.errors import SmartContextError
 from smart_context.hookspecs import hookimpl
-from smart_context.host import resolve
+from smart_context.host import UI, Commands, Host, PipelineContext, resolve
+from smart_context.messages import History
 from smart_context.paths import check_chat_id
+from smart_context.record import ContextRecord
+from smart_context.services import Services
 
 log = logging.getLogger("smart_context")
 
@@ -28,85 +30,76 @@ class SmartContextPlugin:
     def __init__(self, embedder: Embedder | None = None) -> None:
         # ``embedder`` overrides the setting, for hosts and tests that bring their own model.
         self.embedder = embedder
-        self.engine: Engine | None = None
-        self.config_error: str | None = None
+        self.services: Services | None = None
 
     @hookimpl
-    async def sidecar_startup(self, host: Any) -> None:
+    async def sidecar_startup(self, host: Host) -> None:
+        error = None
         try:
             settings = parse_settings(await resolve(host.settings("smart_context")))
         except SmartContextError as exc:
             # A bad setting switches the filter off with a visible reason instead of taking the
             # whole chat app down; the panel and every context record show the message.
-            self.config_error = str(exc)
+            error = str(exc)
             log.error("Smart Context is off until the setting is fixed: %s", exc)
             settings = Settings(embedding_search=False)
-        self.engine = Engine(host, settings, self.embedder)
+        self.services = Services(host, settings, self.embedder, error)
 
     @hookimpl
-    def sidecar_register_commands(self, commands: Any) -> None:
-        for name, handler in make_commands(self._engine()).items():
+    def sidecar_register_commands(self, commands: Commands) -> None:
+        for name, handler in make_commands(self._services()).items():
             commands.register(name, handler)
 
     @hookimpl
-    async def sidecar_client_connected(self, ui: Any) -> None:
+    async def sidecar_client_connected(self, ui: UI) -> None:
         # jinja2 loads on the first client, not when a host merely loads the plugin
         from smart_context.panel import PANEL_ID, PANEL_TITLE, render_panel
 
-        engine = self._engine()
+        services = self._services()
         await resolve(ui.register_panel(PANEL_ID, PANEL_TITLE, icon="brain", position="right"))
         initial = {
-            "chat_id": engine.current_chat_id,
-            "embedding_search": engine.settings.embedding_search,
-            "error": self.config_error,
+            "chat_id": services.current_chat_id,
+            "embedding_search": services.settings.embedding_search,
+            "error": services.config_error,
         }
         await resolve(ui.set_panel_content(PANEL_ID, render_panel(initial)))
 
     @hookimpl
-    async def pipeline_context(self, ctx: Any) -> None:
+    async def pipeline_context(self, ctx: PipelineContext) -> None:
         try:
             chat_id = check_chat_id(ctx.metadata.get("chat_id"))
-            engine = self._engine()
-            engine.current_chat_id = chat_id
-            decision = await engine.decide(chat_id, ctx.history)
+            services = self._services()
+            services.current_chat_id = chat_id
+            decision = await assemble(services, chat_id, History(ctx.history))
         except Exception as exc:  # the one broad except: the user's request must go through
             if isinstance(exc, SmartContextError):  # ours, with a message that says it all
                 log.warning("Smart Context: sending the full history: %s", exc)
             else:
                 log.exception("Smart Context: context selection failed; sending the full history")
-            ctx.metadata["smart_context"] = {
-                "mode": "full",
-                "active_topics": [],
-                "sticky_ids": [],
-                "excluded_ids": [],
-                "total_messages": len(ctx.history),
-                "error": f"Smart Context failed: {exc}",
-            }
+            failed = ContextRecord.failed(len(ctx.history), f"Smart Context failed: {exc}")
+            ctx.metadata["smart_context"] = failed.as_dict()
             return
-        if self.config_error:
-            decision.record["error"] = self.config_error
         ctx.history = decision.history
-        ctx.metadata["smart_context"] = decision.record
+        ctx.metadata["smart_context"] = decision.record.as_dict()
 
     @hookimpl
-    def pipeline_output(self, ctx: Any) -> None:
+    def pipeline_output(self, ctx: PipelineContext) -> None:
         try:
-            chat_id = check_chat_id(ctx.metadata.get("chat_id"))
-            self._engine().schedule_refresh(chat_id)
+            self._services().schedule_refresh(check_chat_id(ctx.metadata.get("chat_id")))
         except Exception:  # scheduling must never fail the reply the user is waiting for
             log.exception("Smart Context: could not schedule topic extraction")
 
     @hookimpl
     async def sidecar_shutdown(self) -> None:
-        if self.engine is not None:
-            await self.engine.close()
+        if self.services is not None:
+            await self.services.close()
 
-    def _engine(self) -> Engine:
-        if self.engine is None:
+    def _services(self) -> Services:
+        if self.services is None:
             raise SmartContextError(
                 "Smart Context has not been started (sidecar_startup not called)."
             )
-        return self.engine
+        return self.services
 
 
 plugin = SmartContextPlugin()

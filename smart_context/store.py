@@ -1,8 +1,12 @@
-"""Vectors for chats and topic labels: the cache in memory, on disk, and one embed call per miss set.
+"""Vectors on demand: named collections in memory and on disk, one embed call per set of misses.
 
-The store is the one place that talks to an :class:`Embedder`. Everything that needs vectors
-(the context filter, the background pass, the offline topic extractor, and later rules and
-references) asks the store, so a message is embedded once per model and content.
+The store is the one place that talks to an :class:`Embedder`. Every system that needs vectors
+asks it, so a text is embedded once per model and content:
+
+- a **collection** is a :class:`KeyedMatrix` saved in one file and kept in memory (the most
+  recently used ones); a chat is the collection in ``.memory/{chat_id}.embeddings.json``, located
+  by message (:class:`ChatVectors`); other systems name their own file and key their own rows;
+- **phrases** (topic labels, candidate labels) are short texts embedded once per process.
 """
 
 from __future__ import annotations
@@ -10,38 +14,41 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
-from smart_context import cache
 from smart_context.atomic import write_atomic
-from smart_context.cache import ChatVectors
-from smart_context.embeddings.base import Embedder, normalize_rows
+from smart_context.embeddings.base import Embedder
 from smart_context.errors import EmbeddingError
-from smart_context.paths import embeddings_file
-from smart_context.vectors import Matrix, message_text
+from smart_context.messages import History, Message, message_text
+from smart_context.paths import ChatId, embeddings_file
+from smart_context.vectors import files
+from smart_context.vectors.chat import ChatVectors
+from smart_context.vectors.keyed import KeyedMatrix, Rows
+from smart_context.vectors.ops import Matrix, Scores, max_pool, normalize_rows
 
 log = logging.getLogger(__name__)
 
-MAX_LABELS = 20_000  # label vectors kept in memory (about 30 MB at 384 dimensions)
+K = TypeVar("K", bound=KeyedMatrix)
+MAX_PHRASES = 20_000  # phrase vectors kept in memory (about 30 MB at 384 dimensions)
 
 
 class VectorStore:
-    """Per-chat message vectors (kept in memory between requests) and topic label vectors."""
+    """Collections of vectors kept in memory between requests, and phrase vectors."""
 
-    def __init__(self, vault: Path, embedder: Embedder, max_chats: int = 32) -> None:
+    def __init__(self, vault: Path, embedder: Embedder, max_open: int = 32) -> None:
         self.vault = Path(vault)
         self.embedder = embedder
-        self.max_chats = max_chats
-        self._chats: OrderedDict[str, ChatVectors] = OrderedDict()
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._labels: dict[str, npt.NDArray[np.float32]] = {}
+        self.max_open = max_open
+        self._open: OrderedDict[Path, KeyedMatrix] = OrderedDict()
+        self._locks: dict[Path, asyncio.Lock] = {}
+        self._phrases: dict[str, np.ndarray] = {}
 
-    async def _embed(self, texts: Sequence[str]) -> Matrix:
+    async def embed(self, texts: Sequence[str]) -> Matrix:
+        """Unit vectors of ``texts`` in one call, checked: a bad reply never reaches a file."""
         vectors = np.asarray(await self.embedder.embed(list(texts)), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise EmbeddingError(
@@ -55,126 +62,132 @@ class VectorStore:
             )
         return normalize_rows(vectors)
 
-    async def _cached(self, chat_id: str) -> ChatVectors | None:
-        vectors = self._chats.get(chat_id)
+    # ------------------------------------------------------------------ collections
+
+    def lock(self, path: Path) -> asyncio.Lock:
+        """The lock of one collection: rows stay put while its holder uses them."""
+        return self._locks.setdefault(path, asyncio.Lock())
+
+    async def collection(self, path: Path, kind: type[K]) -> K | None:
+        """The collection saved at ``path`` for the current model, or ``None`` if there is none."""
+        vectors = self._open.get(path)
         if vectors is None:
-            # a large cache takes tens of milliseconds to read: not on the event loop
-            path = embeddings_file(self.vault, chat_id)
-            vectors = await asyncio.to_thread(cache.load, path, self.embedder.model_id, None)
+            # a large file takes tens of milliseconds to read: not on the event loop
+            vectors = await asyncio.to_thread(files.load, path, kind, self.embedder.model_id)
             if vectors is None:
                 return None
-            self._remember(chat_id, vectors)
-        self._chats.move_to_end(chat_id)
+            self.keep_open(path, vectors)
+        self._open.move_to_end(path)
+        assert isinstance(vectors, kind)
         return vectors
 
-    def _remember(self, chat_id: str, vectors: ChatVectors) -> None:
-        self._chats[chat_id] = vectors
-        self._chats.move_to_end(chat_id)
-        while len(self._chats) > self.max_chats:
-            old_id, old = self._chats.popitem(last=False)
+    def keep_open(self, path: Path, vectors: KeyedMatrix) -> None:
+        """Hold ``vectors`` in memory as the collection at ``path`` (the least used are saved and
+        closed beyond ``max_open``)."""
+        self._open[path] = vectors
+        self._open.move_to_end(path)
+        while len(self._open) > self.max_open:
+            old_path, old = self._open.popitem(last=False)
             if old.dirty:
-                cache.save(embeddings_file(self.vault, old_id), old)
+                files.save(old_path, old)
 
-    def _lock(self, chat_id: str) -> asyncio.Lock:
-        return self._locks.setdefault(chat_id, asyncio.Lock())
+    @staticmethod
+    def snapshot(vectors: KeyedMatrix) -> str | None:
+        """The file text of a changed collection, taken under its lock (later additions cannot
+        tear it); ``None`` when nothing changed. Write it with :meth:`write` after the lock."""
+        if not vectors.dirty:
+            return None
+        vectors.dirty = False
+        return files.to_json(vectors)
 
-    async def _rows(
-        self, chat_id: str, messages: Sequence[Mapping[str, Any]], ids: list[Any] | None = None
-    ) -> tuple[ChatVectors, npt.NDArray[np.intp]]:
-        """Rows of ``messages`` in the chat's vectors, embedding misses; call under the lock."""
-        vectors = await self._cached(chat_id)
-        rows, missing = (
-            vectors.locate(messages, ids) if vectors else (None, list(range(len(messages))))
-        )
-        if missing:
-            embedded = await self._embed([message_text(messages[i]) for i in missing])
-            if vectors is None or vectors.dim != embedded.shape[1]:
-                # a new model or dimension: start over, and embed every message for it
-                vectors = ChatVectors(self.embedder.model_id, int(embedded.shape[1]))
-                self._remember(chat_id, vectors)
-                if len(missing) < len(messages):
-                    missing = list(range(len(messages)))
-                    embedded = await self._embed([message_text(m) for m in messages])
-            vectors.add([messages[i] for i in missing], embedded)
-            rows, _ = vectors.locate(messages, ids)
-        assert vectors is not None and rows is not None and (rows >= 0).all()
-        return vectors, rows
-
-    async def message_vectors(
-        self, chat_id: str, messages: Sequence[Mapping[str, Any]], ids: list[Any] | None = None
-    ) -> tuple[ChatVectors, npt.NDArray[np.intp]]:
-        """The chat's vectors and each message's row in them, embedding the misses in one call.
-
-        The rows are valid until the next ``sync`` of the chat (which may prune); callers that
-        need them across an ``await`` use :meth:`topic_scores` or :meth:`sync`, which hold the
-        chat's lock throughout.
-        """
-        async with self._lock(chat_id):
-            return await self._rows(chat_id, messages, ids)
-
-    async def label_vectors(self, labels: Sequence[str]) -> Matrix:
-        """Unit vectors of topic labels, embedded once per label and process."""
-        wanted = list(dict.fromkeys(labels))
-        found = {label: self._labels[label] for label in wanted if label in self._labels}
-        todo = [label for label in wanted if label not in found]
-        if todo:
-            found.update(zip(todo, await self._embed(todo)))
-            if len(self._labels) + len(todo) > MAX_LABELS:
-                self._labels.clear()  # candidate phrases accumulate; re-embedding some is cheap
-            self._labels.update((label, found[label]) for label in todo)
-        if not labels:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([found[label] for label in labels])
-
-    async def topic_scores(
-        self,
-        chat_id: str,
-        messages: Sequence[Mapping[str, Any]],
-        labels: Sequence[str],
-        ids: list[Any] | None = None,
-    ) -> npt.NDArray[np.float32]:
-        """Each message's best cosine similarity over ``labels``."""
-        if not labels:
-            return np.zeros(len(messages), dtype=np.float32)
-        topics = await self.label_vectors(labels)
-        async with self._lock(chat_id):  # no prune may renumber the rows until we are done
-            vectors, rows = await self._rows(chat_id, messages, ids)
-            if topics.shape[1] != vectors.dim:
-                raise EmbeddingError(
-                    f"Topic vectors have {topics.shape[1]} dimensions but message vectors have "
-                    f"{vectors.dim}; the embedding model changed while running."
-                )
-            # Each label's scores over the whole chat are cached and extended with new rows
-            # only; the history's rows are then picked out (cheaper than gathering the matrix).
-            best = vectors.label_scores(labels[0], topics[0])
-            for label, vector in zip(labels[1:], topics[1:]):
-                best = np.maximum(best, vectors.label_scores(label, vector))
-            scores: npt.NDArray[np.float32] = best[rows]
-            return scores
-
-    async def sync(self, chat_id: str, messages: Sequence[Mapping[str, Any]]) -> Matrix:
-        """Embed what is new, drop what was deleted or edited, save; returns the rows in order."""
-        async with self._lock(chat_id):
-            vectors, rows = await self._rows(chat_id, messages)
-            if vectors.prune(messages):
-                rows, _ = vectors.locate(messages)
-            ordered = vectors.matrix[rows]
-            # Serialise a snapshot on the loop's side of the lock; write it in a thread.
-            text = cache.to_json(vectors) if vectors.dirty else None
-            vectors.dirty = False
-        if text is not None:
-            try:
-                await asyncio.to_thread(write_atomic, embeddings_file(self.vault, chat_id), text)
-            except OSError as exc:
-                vectors.dirty = True
-                log.warning("Smart Context: could not save embeddings of %s: %s", chat_id, exc)
-        return ordered
+    async def write(self, path: Path, vectors: KeyedMatrix, text: str | None) -> None:
+        """Write a :meth:`snapshot` in a thread; a failed write leaves the collection dirty."""
+        if text is None:
+            return
+        try:
+            await asyncio.to_thread(write_atomic, path, text)
+        except OSError as exc:
+            vectors.dirty = True
+            log.warning("Smart Context: could not save embeddings %s: %s", path.name, exc)
 
     def flush(self) -> None:
-        """Save every cache that changed since it was last written."""
-        for chat_id, vectors in self._chats.items():
+        """Save every collection that changed since it was last written."""
+        for path, vectors in self._open.items():
             if vectors.dirty:
                 try:
-                    cache.save(embeddings_file(self.vault, chat_id), vectors)
+                    files.save(path, vectors)
                 except OSError as exc:
-                    log.warning("Smart Context: could not save embeddings of %s: %s", chat_id, exc)
+                    log.warning("Smart Context: could not save embeddings %s: %s", path.name, exc)
+
+    # ------------------------------------------------------------------ chats
+
+    async def _chat_rows(self, chat_id: ChatId, history: History) -> tuple[ChatVectors, Rows]:
+        """Rows of ``history`` in the chat's vectors, embedding the misses in one call; call
+        under the chat's lock."""
+        path = embeddings_file(self.vault, chat_id)
+        vectors = await self.collection(path, ChatVectors)
+        if vectors is not None:
+            rows, missing = vectors.locate(history)
+            if not missing:
+                return vectors, rows
+        else:
+            rows, missing = np.full(len(history), -1, dtype=np.intp), list(range(len(history)))
+        embedded = await self.embed([message_text(history.messages[i]) for i in missing])
+        if vectors is None or vectors.dim != embedded.shape[1]:
+            # a new model or dimension: start over, and embed every message for it
+            vectors = ChatVectors(self.embedder.model_id, int(embedded.shape[1]))
+            self.keep_open(path, vectors)
+            if len(missing) < len(history):
+                rows, missing = np.full(len(history), -1, dtype=np.intp), list(range(len(history)))
+                embedded = await self.embed([message_text(m) for m in history.messages])
+        return vectors, vectors.fill(history, rows, missing, embedded)
+
+    async def chat_scores(
+        self, chat_id: ChatId, history: History, queries: Sequence[str]
+    ) -> Scores:
+        """Each message's best cosine similarity over ``queries`` (max pooling)."""
+        if not queries:
+            return np.zeros(len(history), dtype=np.float32)
+        query_vectors = await self.phrase_vectors(queries)
+        path = embeddings_file(self.vault, chat_id)
+        async with self.lock(path):  # no prune may renumber the rows until we are done
+            vectors, rows = await self._chat_rows(chat_id, history)
+            if query_vectors.shape[1] != vectors.dim:
+                raise EmbeddingError(
+                    f"Topic vectors have {query_vectors.shape[1]} dimensions but message vectors "
+                    f"have {vectors.dim}; the embedding model changed while running."
+                )
+            # Each query's scores over the whole chat are memoised and extended with new rows
+            # only; the history's rows are then picked out (cheaper than gathering the matrix).
+            pooled = max_pool([vectors.scores(q, v) for q, v in zip(queries, query_vectors)])
+            scores: Scores = pooled[rows]
+            return scores
+
+    async def sync_chat(self, chat_id: ChatId, messages: Sequence[Message]) -> Matrix:
+        """Embed what is new, drop what was deleted or edited, save; returns the rows in order."""
+        history = History(messages)
+        path = embeddings_file(self.vault, chat_id)
+        async with self.lock(path):
+            vectors, rows = await self._chat_rows(chat_id, history)
+            if vectors.prune(history):
+                rows, _ = vectors.locate(history)
+            ordered = vectors.matrix[rows]
+            text = self.snapshot(vectors)
+        await self.write(path, vectors, text)
+        return ordered
+
+    # ------------------------------------------------------------------ phrases
+
+    async def phrase_vectors(self, phrases: Sequence[str]) -> Matrix:
+        """Unit vectors of short texts (topic labels), embedded once per phrase and process."""
+        wanted = list(dict.fromkeys(phrases))
+        found = {p: self._phrases[p] for p in wanted if p in self._phrases}
+        todo = [p for p in wanted if p not in found]
+        if todo:
+            found.update(zip(todo, await self.embed(todo)))
+            if len(self._phrases) + len(todo) > MAX_PHRASES:
+                self._phrases.clear()  # candidate phrases accumulate; re-embedding some is cheap
+            self._phrases.update((p, found[p]) for p in todo)
+        if not phrases:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([found[p] for p in phrases])

@@ -81,8 +81,8 @@ class Running:
         return ctx
 
     async def settle(self) -> None:
-        assert self.plugin.engine is not None
-        await self.plugin.engine.settle(timeout=30)
+        assert self.plugin.services is not None
+        await self.plugin.services.settle(timeout=30)
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from smart_context.embeddings.base import Matrix, normalize_rows
 from smart_context.errors import EmbeddingError
-from smart_context.paths import chat_file
+from smart_context.paths import chat_file, check_chat_id
+from smart_context.vectors.ops import Matrix, normalize_rows
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -114,7 +114,7 @@ class FileMemory:
         self._locks: dict[str, asyncio.Lock] = {}
 
     def _path(self, chat_id: str) -> Path:
-        return chat_file(self.vault, chat_id)
+        return chat_file(self.vault, check_chat_id(chat_id))
 
     async def load_chat(self, chat_id: str) -> dict[str, Any]:
         path = self._path(chat_id)

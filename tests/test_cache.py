@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smart_context import cache
-from smart_context.cache import ChatVectors
-from smart_context.embeddings.base import normalize_rows
-from smart_context.vectors import HASH_HEX_DIGITS, content_hash
+from smart_context.messages import History
+from smart_context.vectors import files as cache
+from smart_context.vectors.chat import ChatVectors
+from smart_context.vectors.codec import HASH_HEX_DIGITS, content_hash
+from smart_context.vectors.ops import normalize_rows
 from tests.fakes import make_messages
 
 MESSAGES = make_messages(["alpha", "beta", "gamma"])
@@ -20,7 +21,7 @@ MESSAGES = make_messages(["alpha", "beta", "gamma"])
 def filled(dim: int = 8) -> ChatVectors:
     vectors = ChatVectors("model-a", dim)
     rng = np.random.default_rng(0)
-    vectors.add(MESSAGES, normalize_rows(rng.normal(size=(3, dim))))
+    vectors.add_messages(MESSAGES, normalize_rows(rng.normal(size=(3, dim))))
     return vectors
 
 
@@ -28,12 +29,12 @@ def test_round_trip_keeps_keys_and_vectors(tmp_path: Path) -> None:
     original = filled()
     path = tmp_path / "c.embeddings.json"
     cache.save(path, original)
-    loaded = cache.load(path, "model-a", 8)
+    loaded = cache.load(path, ChatVectors, "model-a", 8)
     assert loaded is not None
     assert loaded.keys == original.keys
     # int8 with a per-row scale: each component within half a step (max |x| / 254)
     np.testing.assert_allclose(loaded.matrix, original.matrix, atol=1 / 254)
-    rows, missing = loaded.locate(MESSAGES)
+    rows, missing = loaded.locate(History(MESSAGES))
     assert missing == [] and rows.tolist() == [0, 1, 2]
 
 
@@ -51,17 +52,17 @@ def test_file_format_is_compact_and_keyed_by_id_and_blake3(tmp_path: Path) -> No
 def test_edited_and_deleted_messages_are_missed_then_pruned() -> None:
     vectors = filled()
     edited = [dict(MESSAGES[0], content="alpha, edited"), MESSAGES[1]]
-    rows, missing = vectors.locate(edited)
+    rows, missing = vectors.locate(History(edited))
     assert missing == [0] and rows[1] == 1
-    assert vectors.prune(edited) == 2  # the old alpha and the deleted gamma
+    assert vectors.prune(History(edited)) == 2  # the old alpha and the deleted gamma
     assert len(vectors) == 1
-    assert vectors.locate([MESSAGES[1]])[1] == []
+    assert vectors.locate(History([MESSAGES[1]]))[1] == []
 
 
 def test_warm_lookup_notices_an_edit_after_a_hit() -> None:
     vectors = filled()
-    vectors.locate(MESSAGES)  # memoises id -> content
-    _, missing = vectors.locate([dict(MESSAGES[2], content="changed")])
+    vectors.locate(History(MESSAGES))  # memoises id -> content
+    _, missing = vectors.locate(History([dict(MESSAGES[2], content="changed")]))
     assert missing == [0]
 
 
@@ -83,7 +84,7 @@ DAMAGED = [
 def test_damaged_file_is_set_aside_and_rebuilt(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "c.embeddings.json"
     path.write_bytes(content)
-    assert cache.load(path, "model-a", 8) is None
+    assert cache.load(path, ChatVectors, "model-a", 8) is None
     assert not path.exists()
     aside = list(tmp_path.glob("c.embeddings.json.corrupt-*"))
     assert len(aside) == 1 and aside[0].read_bytes() == content
@@ -92,8 +93,8 @@ def test_damaged_file_is_set_aside_and_rebuilt(tmp_path: Path, content: bytes) -
 def test_foreign_model_is_never_compared(tmp_path: Path) -> None:
     path = tmp_path / "c.embeddings.json"
     cache.save(path, filled())
-    assert cache.load(path, "model-b", 8) is None
-    assert cache.load(path, "model-a", 16) is None
+    assert cache.load(path, ChatVectors, "model-b", 8) is None
+    assert cache.load(path, ChatVectors, "model-a", 16) is None
     assert path.exists()  # a sound file of another model is simply replaced on the next save
 
 
@@ -101,35 +102,35 @@ def test_int8_encoding_keeps_scores_within_a_thousandth(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     original = ChatVectors("m", 384)
     many = make_messages([f"t{i}" for i in range(200)])
-    original.add(many, normalize_rows(rng.normal(size=(200, 384))))
+    original.add_messages(many, normalize_rows(rng.normal(size=(200, 384))))
     path = tmp_path / "c.embeddings.json"
     cache.save(path, original)
-    loaded = cache.load(path, "m", 384)
+    loaded = cache.load(path, ChatVectors, "m", 384)
     assert loaded is not None
     label = normalize_rows(rng.normal(size=(1, 384)))[0]
     exact = original.matrix @ label
     assert np.abs(loaded.matrix @ label - exact).max() < 2e-3
     cache.save(path, loaded)  # a second round trip does not drift further
-    again = cache.load(path, "m", 384)
+    again = cache.load(path, ChatVectors, "m", 384)
     assert again is not None and np.abs(again.matrix - loaded.matrix).max() < 1e-6
 
 
 def test_label_scores_are_extended_not_recomputed() -> None:
     vectors = filled()
     label = normalize_rows(np.ones((1, 8)))[0]
-    first = vectors.label_scores("L", label)
+    first = vectors.scores("L", label)
     more = make_messages(["delta"], prefix="n")
-    vectors.add(more, normalize_rows(np.full((1, 8), -1.0)))
-    second = vectors.label_scores("L", label)
+    vectors.add_messages(more, normalize_rows(np.full((1, 8), -1.0)))
+    second = vectors.scores("L", label)
     assert np.array_equal(second[:3], first) and second[3] == pytest.approx(-1.0)
-    vectors.add([MESSAGES[0]], normalize_rows(np.full((1, 8), -1.0)))  # overwritten in place
-    assert vectors.label_scores("L", label)[0] == pytest.approx(-1.0)
+    vectors.add_messages([MESSAGES[0]], normalize_rows(np.full((1, 8), -1.0)))  # overwritten in place
+    assert vectors.scores("L", label)[0] == pytest.approx(-1.0)
 
 
 def test_add_grows_beyond_initial_capacity() -> None:
     vectors = ChatVectors("m", 4)
     many = make_messages([f"t{i}" for i in range(100)])
-    vectors.add(many, normalize_rows(np.ones((100, 4))))
+    vectors.add_messages(many, normalize_rows(np.ones((100, 4))))
     assert len(vectors) == 100 and vectors.matrix.shape == (100, 4)
     with pytest.raises(ValueError):
-        vectors.add(many[:2], np.ones((3, 4), dtype=np.float32))
+        vectors.add_messages(many[:2], np.ones((3, 4), dtype=np.float32))

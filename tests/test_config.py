@@ -7,20 +7,36 @@ from pathlib import Path
 import pytest
 import tomlkit
 
-from smart_context.config import Settings, parse_settings, read_settings, write_setting
+from smart_context.config import (
+    SETTING_KEYS,
+    SETTINGS_FILE,
+    Settings,
+    parse_settings,
+    write_setting,
+)
 from smart_context.errors import ConfigError
 from smart_context.resources import example_settings_file
 
 
+def read_settings(vault: Path) -> Settings:
+    """The settings as a host reads them back from the vault's file."""
+    doc = tomlkit.parse((vault / SETTINGS_FILE).read_text(encoding="utf-8"))
+    return parse_settings(doc.get("plugins", {}).get("smart_context", {}))
+
+
 def test_defaults_match_the_contract() -> None:
     s = parse_settings({})
-    assert (s.enabled, s.similarity_threshold, s.embedding_search) == (True, 0.4, True)
+    assert (s.similarity_threshold, s.embedding_search) == (0.4, True)
+    # ``enabled`` is the host's decision (it loads the plugin or not): accepted, checked, not kept
+    assert parse_settings({"enabled": False}) == s
+    with pytest.raises(ConfigError, match="enabled"):
+        parse_settings({"enabled": "no"})
 
 
 def test_example_file_documents_every_key_and_is_valid() -> None:
     text = example_settings_file().read_text(encoding="utf-8")
     table = tomlkit.parse(text)["plugins"]["smart_context"]
-    assert set(table) == set(Settings.__dataclass_fields__)
+    assert set(table) == SETTING_KEYS
     parse_settings(table)
     for key in table:  # each key has a comment line right above it
         before = text.split(f"\n{key} =")[0].rstrip().splitlines()[-1]
@@ -72,4 +88,5 @@ def test_write_back_refuses_invalid_values(tmp_path: Path) -> None:
 def test_broken_toml_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / ".vault.toml").write_text("[plugins.smart_context\nenabled = ")
     with pytest.raises(ConfigError, match="not valid TOML"):
-        read_settings(tmp_path)
+        write_setting(tmp_path, "embedding_search", False)
+    assert (tmp_path / ".vault.toml").read_text() == "[plugins.smart_context\nenabled = "

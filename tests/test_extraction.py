@@ -57,7 +57,7 @@ async def test_pipeline_output_returns_at_once(start: Any, vault: Path) -> None:
     llm.gate = asyncio.Event()
     running: Running = await start(llm=llm)
     await asyncio.wait_for(reply_done(running), timeout=1)  # the model is still "thinking"
-    assert running.plugin.engine is not None and running.plugin.engine.background.busy
+    assert running.plugin.services is not None and running.plugin.services.background.running
     llm.gate.set()
     await running.settle()
 
@@ -172,7 +172,7 @@ async def test_shutdown_drains_background_work(start: Any, vault: Path) -> None:
     running: Running = await start(llm=FakeLLM([GOOD]))
     await reply_done(running)
     await call(running.pm.hook.sidecar_shutdown)
-    assert running.plugin.engine is not None and not running.plugin.engine.background.busy
+    assert running.plugin.services is not None and not running.plugin.services.background.running
     assert read_chat(vault, "c1")["topics"][0]["label"] == "Python Asyncio"
 
 

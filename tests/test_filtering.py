@@ -4,12 +4,35 @@ from __future__ import annotations
 
 import numpy as np
 
-from smart_context.filtering import decide, included_ids
+from smart_context.context import topic_filter
+from smart_context.context.topic_filter import Selection
+from smart_context.messages import History
+from smart_context.record import included_ids
 from tests.fakes import make_messages
 
 HISTORY = make_messages(
     ["asyncio event loop", "use gather", "be concise", "ok", "paris trip", "louvre"]
 )
+
+
+class Applied:
+    """The rule's result as the host sees it: the history and the record's dict."""
+
+    def __init__(self, decision: topic_filter.Decision) -> None:
+        self.history = decision.history
+        self.record = decision.record.as_dict()
+
+
+def decide(
+    messages: list,
+    sticky: list,
+    active: list[str],
+    values: np.ndarray | None,
+    threshold: float,
+    search_enabled: bool = True,
+) -> Applied:
+    selection = Selection(tuple(active), threshold, search_enabled)
+    return Applied(topic_filter.decide(History(messages), sticky, selection, values))
 
 
 def scores(*values: float) -> np.ndarray:

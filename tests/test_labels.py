@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from smart_context.labels import clean_label_text, is_sticky_label, normalize_label
-from smart_context.topic_types import STICKY_LABEL
-from smart_context.topics import parse_extraction_reply
+from smart_context.topics.labels import clean_label_text, is_sticky_label, normalize_label
+from smart_context.topics.model import STICKY_LABEL
+from smart_context.topics.reply import parse_extraction_reply
 
 IDS = {"m0", "m2", "m4"}
 

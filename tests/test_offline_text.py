@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smart_context import offline_topics
-from smart_context.embeddings.base import normalize_rows
-from smart_context.offline_text import (
+from smart_context.topics.offline import cluster as offline_topics
+from smart_context.topics.offline.cluster import extract_offline
+from smart_context.topics.offline.text import (
     is_generic,
     is_instruction,
     is_trivial,
     key_phrases,
     parse_all,
 )
-from smart_context.offline_topics import extract_offline
+from smart_context.vectors.ops import normalize_rows
 from tests.fakes import make_messages
 
 INSTRUCTIONS = ["be concise", "always answer in French", "use Python 3.12 from now on",

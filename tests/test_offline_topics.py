@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from smart_context.embeddings.base import normalize_rows
 from smart_context.errors import EmbeddingError
-from smart_context.offline_text import is_generic
-from smart_context.offline_topics import extract_offline
-from smart_context.topic_types import ExtractedTopics
-from smart_context.vectors import message_text
+from smart_context.messages import message_text
+from smart_context.topics.model import ExtractedTopics
+from smart_context.topics.offline.cluster import extract_offline
+from smart_context.topics.offline.text import is_generic
+from smart_context.vectors.ops import normalize_rows
 from tests.fakes import FakeEmbedder, make_messages, word_vector
 
 # ~40 messages over four subjects, two standing instructions and some small talk.
@@ -266,7 +266,7 @@ def test_result_does_not_depend_on_string_hashing(tmp_path: Path) -> None:
     script.write_text(
         "import json\n"
         "from tests.test_offline_topics import sample_messages, fake_vectors\n"
-        "from smart_context.offline_topics import extract_offline\n"
+        "from smart_context.topics.offline.cluster import extract_offline\n"
         "m = sample_messages()\n"
         "r = extract_offline(m, fake_vectors(m))\n"
         "print(json.dumps(r.to_chat_topics()))\n",

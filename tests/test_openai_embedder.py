@@ -21,10 +21,10 @@ import numpy as np
 import openai
 import pytest
 
-from smart_context.embeddings.base import normalize_rows
 from smart_context.embeddings.openai_api import OpenAIEmbedder
 from smart_context.errors import EmbeddingError
 from smart_context.llm_errors import LOCAL_PLACEHOLDER_KEY, describe_openai_error, is_loopback_url
+from smart_context.vectors.ops import normalize_rows
 from tests.fakes import word_vector
 from tests.openai_server import OpenAIStub, openai_server  # noqa: F401
 

@@ -132,8 +132,8 @@ async def test_only_uncached_messages_are_embedded_once(
     await running.context("c1", list(chat) + [new])
     assert embedder.calls == [["asyncio queues?"]]
     # a new process reads the cache file instead of embedding again
-    assert running.plugin.engine is not None
-    await running.plugin.engine.close()
+    assert running.plugin.services is not None
+    await running.plugin.services.close()
     assert (vault / ".memory" / "c1.embeddings.json").exists()
     fresh = FakeEmbedder()
     again = SmartContextPlugin(fresh)
@@ -223,9 +223,16 @@ async def test_client_connected_registers_and_fills_the_panel(start: Any) -> Non
     assert panel["title"] == "Smart Context" and 'id="smart-context-panel"' in panel["html"]
 
 
-async def test_shutdown_flushes_and_is_safe_to_call(start: Any, chat: list) -> None:
+async def test_shutdown_flushes_and_is_safe_to_call(start: Any, chat: list, vault: Path) -> None:
     running: Running = await start()
+    await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
+    cache_file = vault / ".memory" / "c1.embeddings.json"
+    assert not cache_file.exists()  # vectors embedded on the request path wait in memory
     await call(running.pm.hook.sidecar_shutdown)
+    assert cache_file.exists()  # ... and are written on shutdown
+    assert read_chat(vault, "c1")["smart_context"] == {"active_topics": ["Python Asyncio"]}
+    await call(running.pm.hook.sidecar_shutdown)  # a second shutdown is harmless
+    assert cache_file.exists()
 
 
 async def test_default_embedder_is_the_hosts_model(start: Any, chat: list) -> None:
@@ -256,8 +263,8 @@ async def test_openai_embedder_through_the_real_client(
     assert len(paths) == 2 and all(p.endswith("/embeddings") for p in paths)  # messages, label
     ctx = await running.context("c1", list(chat))
     assert ctx.metadata["smart_context"]["mode"] == "filtered"
-    assert running.plugin.engine is not None
-    await running.plugin.engine.close()
+    assert running.plugin.services is not None
+    await running.plugin.services.close()
     header = (vault / ".memory" / "c1.embeddings.json").read_text()[:200]
     assert '"model":"openai:stub-embedding"' in header
 

@@ -7,16 +7,14 @@ from typing import Any
 
 import pytest
 
-from smart_context import labels as label_module
-from smart_context import transcript
 from smart_context.errors import ExtractionError
-from smart_context.topic_types import STICKY_LABEL, Topic
-from smart_context.topics import (
-    bound_transcript,
-    build_extraction_messages,
-    normalize_label,
-    parse_extraction_reply,
-)
+from smart_context.topics import labels as label_module
+from smart_context.topics import transcript
+from smart_context.topics.labels import normalize_label
+from smart_context.topics.model import STICKY_LABEL, Topic
+from smart_context.topics.prompt import build_extraction_messages
+from smart_context.topics.reply import parse_extraction_reply
+from smart_context.topics.transcript import bound_transcript
 from tests.fakes import FakeLLM, make_messages
 
 IDS = {"m0", "m2", "m4"}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from smart_context.transcript import bound_transcript
+from smart_context.topics.transcript import bound_transcript
 from tests.fakes import make_messages
 
 

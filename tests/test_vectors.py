@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smart_context.vectors import cache_key, dequantize, message_text, quantize
+from smart_context.messages import message_text
+from smart_context.vectors.codec import cache_key, dequantize, quantize
 
 
 @pytest.mark.parametrize(

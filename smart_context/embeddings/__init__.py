@@ -1,7 +1,8 @@
-"""Embedding backends behind one Protocol; batching and caching live outside them."""
+"""Embedding backends behind one Protocol (:class:`Embedder`); batching and caching live outside
+them, in :mod:`smart_context.store`."""
 
 from __future__ import annotations
 
-from smart_context.embeddings.base import Embedder, normalize_rows
+from smart_context.embeddings.base import Embedder
 
-__all__ = ["Embedder", "normalize_rows"]
+__all__ = ["Embedder"]

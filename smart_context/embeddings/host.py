@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from smart_context.embeddings.base import Matrix, normalize_rows
 from smart_context.errors import EmbeddingError
 from smart_context.host import resolve
+from smart_context.vectors.ops import Matrix, normalize_rows
 
 
 class HostEmbedder:

@@ -37,8 +37,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from smart_context.embeddings.base import Matrix, normalize_rows
 from smart_context.errors import EmbeddingError
+from smart_context.vectors.ops import Matrix, normalize_rows
 
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"  # the packaged model file, run as shipped
 # The derived model: same weights, integer arithmetic. Change this name whenever the recipe's

@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from smart_context.embeddings.base import Matrix, normalize_rows
 from smart_context.errors import EmbeddingError
 from smart_context.llm_errors import describe_openai_error, missing_key_message, resolve_api_key
+from smart_context.vectors.ops import Matrix, normalize_rows
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from smart_context.atomic import write_atomic
-from smart_context.paths import chat_file, check_chat_id, memory_dir
+from smart_context.paths import ChatId, chat_file, check_chat_id, memory_dir
 
 ChatData = dict[str, Any]
 ChatUpdate = Callable[[ChatData], ChatData]
@@ -126,8 +126,7 @@ class ChatMemory:
 
     async def load_chat(self, chat_id: str) -> ChatData:
         """The stored chat; ``{"messages": []}`` when it does not exist yet."""
-        check_chat_id(chat_id)
-        return await asyncio.to_thread(self._load_sync, chat_id)
+        return await asyncio.to_thread(self._load_sync, check_chat_id(chat_id))
 
     async def save_chat(self, chat_id: str, data: ChatData) -> None:
         """Replace the stored chat with ``data`` (prefer :meth:`update_chat`: it loses nothing)."""
@@ -140,19 +139,19 @@ class ChatMemory:
         ``fn`` runs in a worker thread while the chat's file lock is held: keep it a quick,
         pure function of the data it is given. Returns the data as stored.
         """
-        check_chat_id(chat_id)
+        checked = check_chat_id(chat_id)
         if asyncio.iscoroutinefunction(fn):
             raise TypeError("update_chat needs a plain function fn(data) -> data, not a coroutine")
-        async with self._lock_for(chat_id):
+        async with self._lock_for(checked):
             # If the caller is cancelled the thread still finishes and releases the file lock,
             # so an update is either fully stored or not started.
-            return await asyncio.to_thread(self._update_sync, chat_id, fn)
+            return await asyncio.to_thread(self._update_sync, checked, fn)
 
     # -- more for the sidecar ----------------------------------------------------------
 
     def exists(self, chat_id: str) -> bool:
         """Whether the chat has a file."""
-        return chat_file(self.vault, chat_id).exists()
+        return chat_file(self.vault, check_chat_id(chat_id)).exists()
 
     async def create_chat(self, title: str | None = None) -> ChatData:
         """A new chat with a fresh id; returns its summary (``id``, ``title``, ...)."""
@@ -173,14 +172,14 @@ class ChatMemory:
 
     # -- internals --------------------------------------------------------------------
 
-    def _lock_for(self, chat_id: str) -> asyncio.Lock:
+    def _lock_for(self, chat_id: ChatId) -> asyncio.Lock:
         per_loop = self._locks.setdefault(asyncio.get_running_loop(), {})
         return per_loop.setdefault(chat_id, asyncio.Lock())
 
-    def _lock_path(self, chat_id: str) -> Path:
+    def _lock_path(self, chat_id: ChatId) -> Path:
         return memory_dir(self.vault) / f"{chat_id}.lock"
 
-    def _load_sync(self, chat_id: str) -> ChatData:
+    def _load_sync(self, chat_id: ChatId) -> ChatData:
         try:
             return self._read(chat_id)
         except DamagedChatError:
@@ -190,7 +189,7 @@ class ChatMemory:
         with file_lock(self._ensure_dir(chat_id)):
             return self._read_locked(chat_id)
 
-    def _update_sync(self, chat_id: str, fn: ChatUpdate) -> ChatData:
+    def _update_sync(self, chat_id: ChatId, fn: ChatUpdate) -> ChatData:
         with file_lock(self._ensure_dir(chat_id)):
             data = fn(self._read_locked(chat_id))
             if not isinstance(data, dict):
@@ -198,18 +197,18 @@ class ChatMemory:
             write_atomic(chat_file(self.vault, chat_id), chat_json(data))
             return data
 
-    def _ensure_dir(self, chat_id: str) -> Path:
+    def _ensure_dir(self, chat_id: ChatId) -> Path:
         memory_dir(self.vault).mkdir(parents=True, exist_ok=True)
         return self._lock_path(chat_id)
 
-    def _read(self, chat_id: str) -> ChatData:
+    def _read(self, chat_id: ChatId) -> ChatData:
         """The chat on disk (an empty one if there is no file); raises DamagedChatError."""
         try:
             return parse_chat(chat_file(self.vault, chat_id).read_bytes())
         except FileNotFoundError:
             return empty_chat()
 
-    def _read_locked(self, chat_id: str) -> ChatData:
+    def _read_locked(self, chat_id: ChatId) -> ChatData:
         """Read with the file lock held; a damaged file is set aside and an empty chat returned."""
         path = chat_file(self.vault, chat_id)
         try:
@@ -245,14 +244,13 @@ class ChatMemory:
             if chat_id.endswith(".embeddings") or path.name.startswith("."):
                 continue
             try:
-                check_chat_id(chat_id)
-                chats.append(self._summary(chat_id, path))
+                chats.append(self._summary(check_chat_id(chat_id), path))
             except (ValueError, OSError) as exc:
                 log.warning("Skipping %s in the chat list: %s", path.name, exc)
         chats.sort(key=lambda c: str(c["updated_at"]), reverse=True)
         return chats
 
-    def _summary(self, chat_id: str, path: Path) -> dict[str, Any]:
+    def _summary(self, chat_id: ChatId, path: Path) -> dict[str, Any]:
         # Listing reads every chat; remember summaries until a file changes.
         stat = path.stat()
         stamp = (stat.st_mtime_ns, stat.st_size)

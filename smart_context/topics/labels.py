@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from smart_context.topic_types import STICKY_LABEL
-from smart_context.transcript import inline_text
+from smart_context.topics.model import STICKY_LABEL
+from smart_context.topics.transcript import inline_text
 
 MAX_LABEL_WORDS = 4
 MAX_LABEL_CHARS = 40

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from smart_context.vectors import message_text
+from smart_context.messages import message_text
 
 MESSAGE_HEAD_CHARS = 300  # the head of a long message is enough to tell what it is about
 MESSAGE_MAX_CHARS = 2000  # even in a short chat, no single message takes more than this

@@ -1,4 +1,4 @@
-"""Pure helpers for message vectors: content keys and the compact int8 encoding."""
+"""Content keys and the compact int8 encoding of unit vectors: pure functions."""
 
 from __future__ import annotations
 
@@ -7,23 +7,10 @@ from typing import Any
 
 import blake3
 import numpy as np
-import numpy.typing as npt
 
-Matrix = npt.NDArray[np.float32]
+from smart_context.vectors.ops import Matrix
 
 HASH_HEX_DIGITS = 32  # CONTRACT.md §2 asks for at least 16; 128 bits makes collisions moot
-
-
-def message_text(message: Mapping[str, Any]) -> str:
-    """The text of a history message; the text parts of a list of parts (OpenAI style, or plain
-    strings) are joined by newlines, other parts (images) are skipped."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = (p.get("text") if isinstance(p, Mapping) else p for p in content)
-        return "\n".join(p for p in parts if isinstance(p, str))
-    return "" if content is None else str(content)
 
 
 def content_hash(text: str) -> str:

@@ -10,16 +10,17 @@ are older than that window, so they are put first, in the order the chat file ha
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-Message = Mapping[str, Any]
+from smart_context.messages import History, Message
+from smart_context.record import FALLBACK, FILTERED, FULL, ContextRecord
 
-FULL, FILTERED, FALLBACK = "full", "filtered", "fallback"
+Scores = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,17 @@ class Decision:
     """The history to send and the record of how it was chosen."""
 
     history: list[Any]
-    record: dict[str, Any]
+    record: ContextRecord
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the rule is asked to apply: the selected topics and how strict to be."""
+
+    active_topics: tuple[str, ...]
+    threshold: float
+    search_enabled: bool = True
+    error: str | None = None  # why scores are missing, when they are
 
 
 def _unique(
@@ -57,52 +68,43 @@ def _unique(
     return [messages[i] for i in positions], [ids[i] for i in positions], present, positions
 
 
-def _id_lists(all_ids: Sequence[Any], kept: npt.NDArray[np.bool_] | None) -> dict[str, list[Any]]:
+def _id_lists(all_ids: Sequence[Any], kept: npt.NDArray[np.bool_] | None) -> tuple[str, list[Any]]:
     """``included_ids`` or ``excluded_ids``, whichever is shorter: stored records stay small."""
     if kept is None:
-        return {"excluded_ids": []}
+        return ("excluded_ids", [])
     count = int(kept.sum())
     if count <= len(all_ids) - count:
-        return {"included_ids": [all_ids[i] for i in np.flatnonzero(kept).tolist()]}
-    return {"excluded_ids": [all_ids[i] for i in np.flatnonzero(~kept).tolist()]}
+        return ("included_ids", [all_ids[i] for i in np.flatnonzero(kept).tolist()])
+    return ("excluded_ids", [all_ids[i] for i in np.flatnonzero(~kept).tolist()])
 
 
 def decide(
-    history: Sequence[Message],
+    history: History,
     sticky: Sequence[Message],
-    active_topics: Sequence[str],
-    scores: npt.NDArray[np.float32] | None,
-    threshold: float,
-    search_enabled: bool = True,
-    ids: list[Any] | None = None,
+    selection: Selection,
+    scores: Scores | None,
 ) -> Decision:
-    """Apply the rule. ``scores`` is aligned with ``history`` (``None`` when not computed);
-    ``ids`` are the history's ids when the caller has them already (the hot path does)."""
-    history, ids, present, positions = _unique(
-        history, ids if ids is not None else [m.get("id") for m in history]
-    )
+    """Apply the rule. ``scores`` is aligned with ``history`` (``None`` when not computed)."""
+    messages, ids, present, positions = _unique(history.messages, history.ids)
     if scores is not None and positions is not None:
         scores = np.asarray(scores)[positions]
     sticky_ids = [m.get("id") for m in sticky]
     older = [m for m in sticky if m.get("id") not in present]
-    candidates = [*older, *history] if older else list(history)
+    candidates = [*older, *messages] if older else list(messages)
     all_ids = [*(m.get("id") for m in older), *ids] if older else ids
-    record: dict[str, Any] = {
-        "mode": FULL,
-        "active_topics": list(active_topics),
-        "sticky_ids": sticky_ids,
-        "total_messages": len(candidates),
-        "threshold": threshold,
-    }
-    if not search_enabled or not active_topics or scores is None or not len(history):
-        return Decision(candidates, record | _id_lists(all_ids, None))
+    active = selection.active_topics if selection.search_enabled else ()
+    base = ContextRecord(
+        FULL, active, tuple(sticky_ids), len(candidates), selection.threshold,
+        error=selection.error,
+    )
+    if not active or scores is None or not len(messages):
+        return Decision(candidates, base)
 
     values = np.asarray(scores, dtype=np.float32)
-    keep = values >= threshold
+    keep = values >= selection.threshold
     if not keep.any():
         best = round(float(values.max()), 3)
-        return Decision(candidates, record | {"mode": FALLBACK, "best_score": best}
-                        | _id_lists(all_ids, None))
+        return Decision(candidates, replace(base, mode=FALLBACK, best_score=best))
 
     for sid in sticky_ids:  # few ids: a scan in C each beats a Python step per message
         if sid in present:
@@ -110,14 +112,9 @@ def decide(
     idx = np.flatnonzero(keep).tolist()
     kept_ids = [ids[i] for i in idx]
     rounded = np.round(values[idx].astype(np.float64), 3).tolist()
-    record |= {"mode": FILTERED, "scores": dict(zip(kept_ids, rounded))}
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
-    return Decision([*older, *(history[i] for i in idx)], record | _id_lists(all_ids, kept_flags))
-
-
-def included_ids(record: Mapping[str, Any], candidate_ids: Sequence[Any]) -> list[Any]:
-    """Expand a stored record back to the ids it sent, given the ids it chose from, in order."""
-    if "included_ids" in record:
-        return list(record["included_ids"])
-    excluded = set(record.get("excluded_ids", ()))
-    return [i for i in candidate_ids if i not in excluded]
+    record = replace(
+        base, mode=FILTERED, scores=dict(zip(kept_ids, rounded)),
+        ids=_id_lists(all_ids, kept_flags),
+    )
+    return Decision([*older, *(messages[i] for i in idx)], record)

@@ -1,8 +1,7 @@
-"""Background topic extraction: which extractor runs, and one run in flight per chat.
+"""Which extractor runs: the fast model first, the offline extractor when it gives nothing usable.
 
-A run loads the latest chat, brings its embedding cache up to date (so the next filter click
-is warm), asks the fast model for topics (or uses the offline extractor when no model answers
-usefully), and writes the topics with ``update_chat`` so messages appended meanwhile survive.
+The offline extractor clusters for a few hundred milliseconds, so it runs in a worker thread;
+the phrase embedder it may use lives on the event loop and is called across.
 """
 
 from __future__ import annotations
@@ -10,17 +9,16 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from smart_context.config import Settings
 from smart_context.errors import EmbeddingError, ExtractionError, SmartContextError
-from smart_context.host import resolve
-from smart_context.topic_types import ExtractedTopics
-from smart_context.topics import build_extraction_messages, parse_extraction_reply
-from smart_context.vectors import Matrix
+from smart_context.host import LLM, resolve
+from smart_context.topics.model import ExtractedTopics
+from smart_context.topics.prompt import build_extraction_messages
+from smart_context.topics.reply import parse_extraction_reply
+from smart_context.vectors.ops import Matrix
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +37,7 @@ def reply_text(reply: Any) -> str:
 
 
 async def ask_model(
-    llm: Any, settings: Settings, messages: Sequence[Mapping[str, Any]], previous: Sequence[str]
+    llm: LLM, settings: Settings, messages: Sequence[Mapping[str, Any]], previous: Sequence[str]
 ) -> ExtractedTopics:
     """Topics from the host's fast model; raises on any failure (the caller falls back)."""
     prompt = build_extraction_messages(messages, previous, settings.extraction_max_chars)
@@ -53,7 +51,7 @@ async def ask_model(
     return parse_extraction_reply(reply_text(reply), user_ids, len(messages))
 
 
-async def has_model(llm: Any, category: str) -> bool:
+async def has_model(llm: LLM, category: str) -> bool:
     """False only when the host says it has no model for ``category`` (an optional
     ``llm.model_name(category)``); then the offline extractor runs without a failed call."""
     model_name = getattr(llm, "model_name", None)
@@ -67,7 +65,7 @@ async def has_model(llm: Any, category: str) -> bool:
 
 
 async def extract(
-    llm: Any,
+    llm: LLM,
     settings: Settings,
     messages: Sequence[Mapping[str, Any]],
     vectors: Matrix | None,
@@ -111,7 +109,7 @@ async def offline(
 ) -> ExtractedTopics:
     """The offline extractor, in a worker thread: clustering a long chat takes a few hundred
     milliseconds of CPU that must not stall the event loop serving requests."""
-    from smart_context.offline_topics import extract_offline
+    from smart_context.topics.offline.cluster import extract_offline
 
     if embed_phrases is None:
         return await asyncio.to_thread(extract_offline, messages, vectors, previous)
@@ -136,61 +134,3 @@ async def offline(
     except SmartContextError as exc:  # phrases could not be embedded: key words alone will do
         log.info("Smart Context: topic labels from key words only (%s)", exc)
         return await asyncio.to_thread(extract_offline, messages, vectors, previous)
-
-
-class Coalescer:
-    """At most one run in flight per key; requests during a run yield exactly one more run."""
-
-    def __init__(self, run: Callable[[str], Awaitable[None]]) -> None:
-        self._run = run
-        self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._again: set[str] = set()
-
-    def request(self, key: str) -> None:
-        """Schedule a run for ``key`` and return at once."""
-        if key in self._tasks:
-            self._again.add(key)
-            return
-        self._tasks[key] = asyncio.get_running_loop().create_task(self._loop(key))
-
-    async def _loop(self, key: str) -> None:
-        try:
-            while True:
-                self._again.discard(key)
-                try:
-                    await self._run(key)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # background work: log and keep serving later requests
-                    log.exception("Smart Context: background update of %s failed", key)
-                if key not in self._again:
-                    break
-        finally:
-            self._tasks.pop(key, None)
-
-    @property
-    def busy(self) -> bool:
-        return bool(self._tasks)
-
-    @property
-    def running(self) -> frozenset[str]:
-        """The keys with a run in flight."""
-        return frozenset(self._tasks)
-
-    async def drain(self, timeout: float = 10.0) -> None:
-        """Let running work finish for up to ``timeout`` seconds, then cancel what is left."""
-        tasks = list(self._tasks.values())
-        if not tasks:
-            return
-        _, pending = await asyncio.wait(tasks, timeout=timeout)
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-
-
-def rows_or_none(vectors: Matrix | None) -> Matrix | None:
-    """Vectors usable by the offline extractor (non-empty 2-D), else ``None``."""
-    if vectors is None or vectors.ndim != 2 or vectors.shape[1] == 0:
-        return None
-    return np.asarray(vectors, dtype=np.float32)

@@ -32,10 +32,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from smart_context.embeddings.base import Matrix, normalize_rows
 from smart_context.errors import EmbeddingError
-from smart_context.labels import is_sticky_label, normalize_label
-from smart_context.offline_text import (
+from smart_context.messages import message_text
+from smart_context.topics.labels import is_sticky_label, normalize_label
+from smart_context.topics.model import MAX_TOPICS, MIN_TOPICS, ExtractedTopics, Topic
+from smart_context.topics.offline.text import (
     ChatTerms,
     Ranked,
     Terms,
@@ -47,8 +48,7 @@ from smart_context.offline_text import (
     parse_all,
     words_match,
 )
-from smart_context.topic_types import MAX_TOPICS, MIN_TOPICS, ExtractedTopics, Topic
-from smart_context.vectors import message_text
+from smart_context.vectors.ops import Matrix, normalize_rows
 
 __all__ = ["extract_offline", "is_instruction", "is_trivial"]
 

@@ -1,0 +1,59 @@
+"""Background work keyed by chat: at most one run in flight, bursts coalesced, drained on exit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+log = logging.getLogger(__name__)
+
+Key = TypeVar("Key", bound=str)
+
+
+class Coalescer(Generic[Key]):
+    """At most one run in flight per key; requests during a run yield exactly one more run."""
+
+    def __init__(self, run: Callable[[Key], Awaitable[None]]) -> None:
+        self._run = run
+        self._tasks: dict[Key, asyncio.Task[None]] = {}
+        self._again: set[Key] = set()
+
+    def request(self, key: Key) -> None:
+        """Schedule a run for ``key`` and return at once."""
+        if key in self._tasks:
+            self._again.add(key)
+            return
+        self._tasks[key] = asyncio.get_running_loop().create_task(self._loop(key))
+
+    async def _loop(self, key: Key) -> None:
+        try:
+            while True:
+                self._again.discard(key)
+                try:
+                    await self._run(key)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # background work: log and keep serving later requests
+                    log.exception("Smart Context: background update of %s failed", key)
+                if key not in self._again:
+                    break
+        finally:
+            self._tasks.pop(key, None)
+
+    @property
+    def running(self) -> frozenset[Key]:
+        """The keys with a run in flight."""
+        return frozenset(self._tasks)
+
+    async def drain(self, timeout: float = 10.0) -> None:
+        """Let running work finish for up to ``timeout`` seconds, then cancel what is left."""
+        tasks = list(self._tasks.values())
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)

@@ -1,0 +1,121 @@
+"""What a request needs from each chat file, kept in memory, and the selected topics.
+
+A request must not re-read a 10,000-message chat file. The plugin is the only writer of
+``topics`` and of its own ``smart_context`` key on the chat file, so the in-memory view stays
+true; it is refreshed whenever a command or the background pass reads the chat anyway.
+
+A topic click takes effect in memory at once; writing it to the chat file (a full rewrite of a
+possibly large file) happens in the background, the latest choice winning. A read that began
+before a click must not undo it: each chat counts its clicks, and a read adopts the file's
+selection only if no click happened while it was under way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from smart_context.background import Coalescer
+from smart_context.errors import SmartContextError
+from smart_context.host import ChatData, Memory, resolve
+from smart_context.messages import conversation
+from smart_context.paths import ChatId
+
+STATE_KEY = "smart_context"  # our key on the chat file: {"active_topics": [...]}
+
+
+@dataclass
+class ChatView:
+    """What a request needs from a chat file, kept in memory."""
+
+    topics: list[dict[str, Any]] = field(default_factory=list)
+    sticky: list[dict[str, Any]] = field(default_factory=list)
+    active_topics: tuple[str, ...] = ()
+    # the turns as last read: what a filter click highlights without re-reading the file
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def total_messages(self) -> int:
+        return len(self.messages)
+
+
+def clean_topics(raw: Any) -> list[dict[str, Any]]:
+    """The stored topic list with anything malformed dropped (another writer may have erred)."""
+    if not isinstance(raw, list):
+        return []
+    return [t for t in raw if isinstance(t, dict) and isinstance(t.get("label"), str)]
+
+
+def view_of(data: Mapping[str, Any]) -> ChatView:
+    """Build a :class:`ChatView` from a loaded chat file."""
+    raw_messages = data.get("messages")
+    messages: list[Any] = raw_messages if isinstance(raw_messages, list) else []
+    topics = clean_topics(data.get("topics"))
+    sticky_ids = {str(i) for t in topics if t.get("sticky") for i in (t.get("message_ids") or [])}
+    sticky = [m for m in messages if isinstance(m, dict) and str(m.get("id")) in sticky_ids]
+    state = data.get(STATE_KEY)
+    active = state.get("active_topics", []) if isinstance(state, dict) else []
+    active_topics = (
+        tuple(t for t in active if isinstance(t, str) and t) if isinstance(active, list) else ()
+    )
+    return ChatView(topics, sticky, active_topics, conversation(messages))
+
+
+class ChatViews:
+    """The in-memory view of every chat the plugin has seen, read through ``host.memory``."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self._views: dict[ChatId, ChatView] = {}
+        self._saving: Coalescer[ChatId] = Coalescer(self._save_selection)
+        self._clicks: dict[ChatId, int] = {}  # selections made per chat, to spot reads they outdate
+
+    def clicks(self, chat_id: ChatId) -> int:
+        """How many selections were made in ``chat_id``: take it before a read, for :meth:`adopt`."""
+        return self._clicks.get(chat_id, 0)
+
+    async def load(self, chat_id: ChatId) -> ChatData:
+        """The latest chat file, and the in-memory view refreshed from it."""
+        clicks = self.clicks(chat_id)
+        data = await resolve(self.memory.load_chat(chat_id))
+        if not isinstance(data, dict):
+            raise SmartContextError(f"Chat {chat_id!r} could not be loaded.")
+        self.adopt(chat_id, data, clicks)
+        return data
+
+    def adopt(self, chat_id: ChatId, data: Mapping[str, Any], clicks: int) -> ChatView:
+        """Adopt a freshly read chat; ``clicks`` is :meth:`clicks` from when the read began."""
+        view = view_of(data)
+        old = self._views.get(chat_id)
+        newer_in_memory = chat_id in self._saving.running or self.clicks(chat_id) != clicks
+        if old is not None and newer_in_memory:
+            view.active_topics = old.active_topics  # chosen after the file was read
+        self._views[chat_id] = view
+        return view
+
+    async def view(self, chat_id: ChatId) -> ChatView:
+        """The chat's view, read from the host the first time."""
+        if chat_id not in self._views:
+            await self.load(chat_id)
+        return self._views[chat_id]
+
+    def select(self, chat_id: ChatId, topics: Sequence[str]) -> None:
+        """Select topics in memory now; the chat file follows in the background."""
+        self._views[chat_id].active_topics = tuple(dict.fromkeys(topics))
+        self._clicks[chat_id] = self.clicks(chat_id) + 1
+        self._saving.request(chat_id)
+
+    async def _save_selection(self, chat_id: ChatId) -> None:
+        chosen = list(self._views[chat_id].active_topics)
+
+        def put(data: ChatData) -> ChatData:
+            state = data.get(STATE_KEY)
+            mine = state if isinstance(state, dict) else {}
+            return {**data, STATE_KEY: {**mine, "active_topics": chosen}}
+
+        await resolve(self.memory.update_chat(chat_id, put))
+
+    async def settle(self, timeout: float) -> None:
+        """Let selections being saved reach the chat file."""
+        await self._saving.drain(timeout)

@@ -1,0 +1,22 @@
+"""The command table: one typed function per command, bound to the running services.
+
+The same table serves every caller (the UI through the host, the command line, and later MCP),
+so a command behaves the same wherever it is called from.
+"""
+
+from __future__ import annotations
+
+from smart_context.commands import topics
+from smart_context.commands.guard import Command, Handler, bind
+from smart_context.services import Services
+
+COMMANDS: dict[str, Command] = {
+    "smart_context.set_filter": topics.set_filter,
+    "smart_context.get_topics": topics.get_topics,
+    "smart_context.set_similarity_mode": topics.set_similarity_mode,
+}
+
+
+def make_commands(services: Services) -> dict[str, Handler]:
+    """The handlers bound to ``services``, by their contract names."""
+    return {name: bind(command, services) for name, command in COMMANDS.items()}

@@ -1,0 +1,87 @@
+"""What every command handler shares: argument checks, and errors as results, never a raise.
+
+Handlers take keyword arguments and always return a dict: ``{"status": "success", ...}`` or
+``{"status": "error", "error": "<what to do>"}`` (CONTRACT.md §3).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from smart_context.errors import SmartContextError
+from smart_context.paths import ChatId, check_chat_id
+from smart_context.services import Services
+
+log = logging.getLogger("smart_context.commands")
+
+Result = dict[str, Any]
+Command = Callable[..., Awaitable[Result]]  # (services, **arguments) -> result
+Handler = Callable[..., Awaitable[Result]]  # (**arguments) -> result, as the host calls it
+MAX_TOPICS = 16
+MAX_LABEL = 100
+
+
+class BadArguments(SmartContextError):
+    """A command was called with arguments it cannot use."""
+
+
+def _error(message: str) -> Result:
+    return {"status": "error", "error": message}
+
+
+def bind(command: Command, services: Services) -> Handler:
+    """``command`` as the host calls it: keyword arguments in, a result out, whatever happens."""
+    parameters = list(inspect.signature(command).parameters.values())[1:]
+    signature = inspect.Signature(parameters)
+    name = command.__name__.replace("_", " ")
+
+    @functools.wraps(command)
+    async def handler(**kwargs: Any) -> Result:
+        try:
+            signature.bind(**kwargs)
+        except TypeError as exc:  # unexpected or missing keyword arguments
+            return _error(f"{name}: {exc}")
+        try:
+            return {"status": "success"} | await command(services, **kwargs)
+        except SmartContextError as exc:
+            return _error(str(exc))
+        except Exception as exc:  # a handler must never raise into the host's command bus
+            log.exception("Smart Context: command %s failed", command.__name__)
+            return _error(f"Smart Context could not complete the command: {exc}")
+
+    handler.__signature__ = signature  # type: ignore[attr-defined]  # hosts check arguments by it
+    return handler
+
+
+def chat_id_argument(services: Services, chat_id: Any) -> ChatId:
+    """The chat a command is about: the one named, or the one open now."""
+    if chat_id is None or chat_id == "":
+        if services.current_chat_id is None:
+            raise BadArguments("No chat is open: pass chat_id.")
+        return services.current_chat_id
+    services.current_chat_id = check_chat_id(chat_id)
+    return services.current_chat_id
+
+
+def topics_argument(topics: Any) -> list[str]:
+    """A list of topic labels (``None``: no topics)."""
+    if topics is None:
+        return []
+    if isinstance(topics, str) or not isinstance(topics, list):
+        raise BadArguments(
+            "topics must be a list of topic labels (an empty list clears the filter)."
+        )
+    if len(topics) > MAX_TOPICS:
+        raise BadArguments(f"Select at most {MAX_TOPICS} topics at once.")
+    labels = []
+    for topic in topics:
+        if not isinstance(topic, str) or not topic.strip() or len(topic) > MAX_LABEL:
+            raise BadArguments(
+                f"Each topic must be a non-empty label of at most {MAX_LABEL} characters."
+            )
+        labels.append(topic.strip())
+    return labels

@@ -1,0 +1,6 @@
+"""The events Smart Context sends with ``host.emit`` (CONTRACT.md §4)."""
+
+from __future__ import annotations
+
+TOPICS_UPDATED = "smart_context.topics_updated"  # chat_id, topics, total_messages
+FILTER_CHANGED = "smart_context.filter_changed"  # chat_id, active_topics, included_ids, total_messages

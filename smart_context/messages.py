@@ -1,0 +1,59 @@
+"""Chat messages as the plugin reads them: their text, the real turns, a history's ids.
+
+A host hands us messages as dicts with at least ``id``, ``role`` and ``content``; anything else
+may be missing or odd (a hand-edited file, another plugin). These helpers never raise on that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+Message = Mapping[str, Any]
+
+
+def message_text(message: Message) -> str:
+    """The text of a history message; the text parts of a list of parts (OpenAI style, or plain
+    strings) are joined by newlines, other parts (images) are skipped."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = (p.get("text") if isinstance(p, Mapping) else p for p in content)
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return "" if content is None else str(content)
+
+
+def conversation(messages: Any) -> list[dict[str, Any]]:
+    """The chat's real turns: user and assistant messages, not a host's notices or errors."""
+    if not isinstance(messages, list):
+        return []
+    return [
+        m
+        for m in messages
+        if isinstance(m, dict)
+        and m.get("role") in ("user", "assistant")
+        and "notice" not in m
+        and "error" not in m
+    ]
+
+
+class History:
+    """The messages of one request with their ids, read once.
+
+    A 10,000-message history is touched from Python on every request; reading each id once and
+    sharing the list between the vector lookup and the context rule keeps that cost down.
+    """
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.messages = messages
+        self.ids: list[Any] = [m.get("id") for m in messages]
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    @cached_property
+    def contents(self) -> list[Any]:
+        """Each message's raw ``content``, for comparing with a history seen before."""
+        return [m.get("content") for m in self.messages]

@@ -1,0 +1,67 @@
+"""The context record: what a request was sent with, and why (CONTRACT.md §6).
+
+:class:`ContextRecord` is the only author of ``ctx.metadata["smart_context"]``: the topic rule
+builds one, a failure builds one with :meth:`ContextRecord.failed`, and :meth:`as_dict` writes the
+host's shape. The host stores the record with every reply, so it stays small as chats grow: it
+carries **either** ``included_ids`` **or** ``excluded_ids``, whichever list is shorter, and scores
+rounded to three decimals; :func:`included_ids` expands a stored record again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Mode = Literal["full", "filtered", "fallback"]
+FULL: Mode = "full"
+FILTERED: Mode = "filtered"
+FALLBACK: Mode = "fallback"
+
+
+@dataclass(frozen=True)
+class ContextRecord:
+    """What one request sent, in the user's words."""
+
+    mode: Mode
+    active_topics: tuple[str, ...]
+    sticky_ids: tuple[Any, ...]
+    total_messages: int
+    threshold: float | None = None
+    # ("included_ids" | "excluded_ids", ids): the shorter side, see the module docstring
+    ids: tuple[str, list[Any]] = ("excluded_ids", [])
+    scores: dict[Any, float] | None = None  # message id -> similarity, for the messages kept
+    best_score: float | None = None  # on fallback: the closest any message came
+    error: str | None = None  # a person can read it; the history was left whole
+
+    @classmethod
+    def failed(cls, total_messages: int, error: str) -> ContextRecord:
+        """The record of a request whose history was left as it was because of ``error``."""
+        return cls(FULL, (), (), total_messages, error=error)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The host's shape (``ctx.metadata["smart_context"]``), JSON-ready."""
+        out: dict[str, Any] = {
+            "mode": self.mode,
+            "active_topics": list(self.active_topics),
+            "sticky_ids": list(self.sticky_ids),
+            "total_messages": self.total_messages,
+        }
+        if self.threshold is not None:
+            out["threshold"] = self.threshold
+        if self.scores is not None:
+            out["scores"] = self.scores
+        if self.best_score is not None:
+            out["best_score"] = self.best_score
+        out[self.ids[0]] = self.ids[1]
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+def included_ids(record: Mapping[str, Any], candidate_ids: Sequence[Any]) -> list[Any]:
+    """Expand a stored record back to the ids it sent, given the ids it chose from, in order."""
+    if "included_ids" in record:
+        return list(record["included_ids"])
+    excluded = set(record.get("excluded_ids", ()))
+    return [i for i in candidate_ids if i not in excluded]

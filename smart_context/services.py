@@ -1,0 +1,66 @@
+"""The plugin's running parts, wired once in ``sidecar_startup`` and shared by hooks and commands.
+
+Each job lives in its own module; this is only where they meet: the host, the settings, the
+chat views, the vector store (built on first use: loading a model takes a moment) and the
+background topic pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from smart_context.background import Coalescer
+from smart_context.chats import ChatViews
+from smart_context.config import Settings
+from smart_context.embeddings.base import Embedder
+from smart_context.host import Host
+from smart_context.paths import ChatId
+from smart_context.store import VectorStore
+from smart_context.topics.refresh import refresh
+
+
+class Services:
+    """What hooks and commands work with."""
+
+    def __init__(
+        self,
+        host: Host,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        config_error: str | None = None,
+    ) -> None:
+        self.host = host
+        self.settings = settings
+        # a bad setting: the filter is off and every record and the panel say why
+        self.config_error = config_error
+        self.chats = ChatViews(host.memory)
+        self.current_chat_id: ChatId | None = None
+        self.background: Coalescer[ChatId] = Coalescer(lambda chat_id: refresh(self, chat_id))
+        self._embedder = embedder
+        self._store: VectorStore | None = None
+        self._store_lock = asyncio.Lock()
+
+    async def store(self) -> VectorStore:
+        """The vector store, its embedder built on first use."""
+        async with self._store_lock:
+            if self._store is None:
+                from smart_context.embeddings.factory import make_embedder
+
+                embedder = self._embedder or await make_embedder(self.settings, self.host)
+                self._store = VectorStore(self.host.vault_path, embedder)
+            return self._store
+
+    def schedule_refresh(self, chat_id: ChatId) -> None:
+        """Map the chat's topics again in the background (bursts coalesce)."""
+        self.background.request(chat_id)
+
+    async def settle(self, timeout: float = 10.0) -> None:
+        """Let background work (topic passes, saving selections) finish."""
+        await self.background.drain(timeout)
+        await self.chats.settle(timeout)
+
+    async def close(self) -> None:
+        """Finish background work and save every changed embedding file."""
+        await self.settle()
+        if self._store is not None:
+            self._store.flush()

@@ -1,0 +1,75 @@
+"""The background topic pass of one chat, run after replies and when an unmapped chat is opened.
+
+A pass loads the latest chat, brings its embedding file up to date (so the next filter click is
+warm) and prunes deleted or edited messages, extracts topics (the fast model, or offline), writes
+them with ``update_chat`` (messages appended meanwhile survive) and tells the UI.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from smart_context.errors import SmartContextError
+from smart_context.events import TOPICS_UPDATED
+from smart_context.host import resolve
+from smart_context.messages import conversation
+from smart_context.paths import ChatId
+from smart_context.topics.extract import extract
+from smart_context.vectors.ops import Matrix
+
+if TYPE_CHECKING:
+    from smart_context.services import Services
+    from smart_context.store import VectorStore
+
+log = logging.getLogger(__name__)
+
+
+async def refresh(services: Services, chat_id: ChatId) -> None:
+    """One pass: embed new messages, extract topics, write them, tell the UI."""
+    data = await services.chats.load(chat_id)
+    everything = [m for m in data.get("messages") or [] if isinstance(m, dict)]
+    turns = conversation(everything)
+    store: VectorStore | None = None
+    vectors = None
+    try:
+        store = await services.store()
+        # Sync every message the host may put in a history (its notices too), so none is
+        # embedded again on the request path; topics come from the real turns only.
+        all_vectors = await store.sync_chat(chat_id, everything)
+        is_turn = {id(m) for m in turns}
+        vectors = all_vectors[[i for i, m in enumerate(everything) if id(m) in is_turn]]
+    except SmartContextError as exc:
+        log.warning("Smart Context: could not embed chat %s: %s", chat_id, exc)
+    view = await services.chats.view(chat_id)
+    found = await extract(
+        services.host.llm,
+        services.settings,
+        turns,
+        _usable(vectors),
+        view.topics,
+        store.phrase_vectors if store is not None else None,
+    )
+    if found is None:
+        return
+    new_topics = found.to_chat_topics()
+    clicks = services.chats.clicks(chat_id)
+    latest: Any = await resolve(
+        services.host.memory.update_chat(chat_id, lambda d: {**d, "topics": new_topics})
+    )
+    if isinstance(latest, dict):
+        view = services.chats.adopt(chat_id, latest, clicks)
+    else:  # a host whose update_chat returns nothing: read the result back
+        await services.chats.load(chat_id)
+        view = await services.chats.view(chat_id)
+    payload = {"chat_id": chat_id, "topics": view.topics, "total_messages": view.total_messages}
+    await resolve(services.host.emit(TOPICS_UPDATED, payload))
+
+
+def _usable(vectors: Matrix | None) -> Matrix | None:
+    """Vectors usable by the offline extractor (non-empty 2-D), else ``None``."""
+    if vectors is None or vectors.ndim != 2 or vectors.shape[1] == 0:
+        return None
+    return np.asarray(vectors, dtype=np.float32)

@@ -1,0 +1,86 @@
+"""A chat's message vectors: rows found by message id and content, fast on a warm history.
+
+The key of a message is ``{message_id}:{content_hash}`` (CONTRACT.md §2), so an edited message
+gets a new vector. Hashing 10,000 messages per request would dominate the request, so two memos
+avoid it: the last history located (the next one is usually the same plus a few messages, which
+two list comparisons in C confirm), and per message id the text and row last seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from smart_context.messages import History, Message, message_text
+from smart_context.vectors.codec import cache_key
+from smart_context.vectors.keyed import KeyedMatrix, Rows
+from smart_context.vectors.ops import Matrix
+
+_NO_ROWS: Rows = np.zeros(0, dtype=np.intp)
+
+
+class ChatVectors(KeyedMatrix):
+    """The cached vectors of one chat's messages under one embedding model."""
+
+    def _reset(self, keys: Sequence[str], matrix: Matrix | None) -> None:
+        super()._reset(keys, matrix)
+        # message id -> (text, row): lets a warm lookup compare strings instead of hashing
+        self._seen: dict[str, tuple[str, int]] = {}
+        self._last: tuple[list[Any], list[Any], Rows] = ([], [], _NO_ROWS)
+
+    def locate(self, history: History) -> tuple[Rows, list[int]]:
+        """Row of each message (-1 when missing) and the indexes of the misses."""
+        ids, contents = history.ids, history.contents
+        last_ids, last_contents, last_rows = self._last
+        known = len(last_ids)
+        if not (
+            known <= len(ids) and ids[:known] == last_ids and contents[:known] == last_contents
+        ):
+            known = 0
+        tail, missing = self._locate_each(history.messages, known)
+        rows = np.concatenate((last_rows[:known], tail)) if known else tail
+        if not missing:
+            self._last = (ids, contents, rows)
+        return rows, missing
+
+    def _locate_each(self, messages: Sequence[Message], start: int) -> tuple[Rows, list[int]]:
+        seen, row_of = self._seen, self._row_of
+        rows: list[int] = []
+        missing: list[int] = []
+        for i in range(start, len(messages)):
+            message = messages[i]
+            mid = str(message.get("id"))
+            text = message_text(message)
+            hit = seen.get(mid)
+            if hit is not None and hit[0] == text:
+                rows.append(hit[1])
+                continue
+            row = row_of.get(cache_key(mid, text), -1)
+            if row < 0:
+                missing.append(i)
+            else:
+                seen[mid] = (text, row)
+            rows.append(row)
+        return np.fromiter(rows, dtype=np.intp, count=len(rows)), missing
+
+    def add_messages(self, messages: Sequence[Mapping[str, Any]], vectors: Matrix) -> Rows:
+        """Store one unit vector per message (same order); returns their rows."""
+        texts = [message_text(m) for m in messages]
+        mids = [str(m.get("id")) for m in messages]
+        rows = self.add([cache_key(mid, text) for mid, text in zip(mids, texts)], vectors)
+        self._seen.update(zip(mids, zip(texts, rows.tolist())))
+        return rows
+
+    def fill(self, history: History, rows: Rows, missing: list[int], vectors: Matrix) -> Rows:
+        """Add the vectors of ``history``'s missing messages to rows from :meth:`locate`."""
+        rows = rows.copy()
+        rows[missing] = self.add_messages([history.messages[i] for i in missing], vectors)
+        self._last = (history.ids, history.contents, rows)
+        return rows
+
+    def prune(self, live: History) -> int:
+        """Drop the rows of deleted or edited messages; returns how many were dropped."""
+        rows, _ = self.locate(live)
+        return self.keep(np.unique(rows[rows >= 0]))
