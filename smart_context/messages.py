@@ -7,7 +7,6 @@ may be missing or odd (a hand-edited file, another plugin). These helpers never 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cached_property
 from typing import Any
 
 Message = Mapping[str, Any]
@@ -49,11 +48,15 @@ class History:
     def __init__(self, messages: Sequence[Message]) -> None:
         self.messages = messages
         self.ids: list[Any] = [m.get("id") for m in messages]
+        self._contents: list[Any] | None = None
 
     def __len__(self) -> int:
         return len(self.messages)
 
-    @cached_property
+    @property
     def contents(self) -> list[Any]:
-        """Each message's raw ``content``, for comparing with a history seen before."""
-        return [m.get("content") for m in self.messages]
+        """Each message's raw ``content``, for comparing with a history seen before (read on
+        first use; ``functools.cached_property`` takes a lock per access in Python 3.11)."""
+        if self._contents is None:
+            self._contents = [m.get("content") for m in self.messages]
+        return self._contents

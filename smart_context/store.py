@@ -3,9 +3,10 @@
 The store is the one place that talks to an :class:`Embedder`. Every system that needs vectors
 asks it, so a text is embedded once per model and content:
 
-- a **collection** is a :class:`KeyedMatrix` saved in one file and kept in memory (the most
-  recently used ones); a chat is the collection in ``.memory/{chat_id}.embeddings.json``, located
-  by message (:class:`ChatVectors`); other systems name their own file and key their own rows;
+- a **collection** is a named :class:`KeyedMatrix` saved in one file and kept in memory (the
+  most recently used ones); chat ``c1`` is the collection ``chat:c1`` in
+  ``.memory/c1.embeddings.json``, located by message (:class:`ChatVectors`); other systems name
+  their own collection and file, and key their own rows;
 - **phrases** (topic labels, candidate labels) are short texts embedded once per process.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -43,8 +44,9 @@ class VectorStore:
         self.vault = Path(vault)
         self.embedder = embedder
         self.max_open = max_open
-        self._open: OrderedDict[Path, KeyedMatrix] = OrderedDict()
-        self._locks: dict[Path, asyncio.Lock] = {}
+        # name -> (file, vectors); names are plain strings: hashing a Path costs a request 10 µs
+        self._open: OrderedDict[str, tuple[Path, KeyedMatrix]] = OrderedDict()
+        self._locks: dict[str, asyncio.Lock] = {}
         self._phrases: dict[str, np.ndarray] = {}
 
     async def embed(self, texts: Sequence[str]) -> Matrix:
@@ -64,30 +66,36 @@ class VectorStore:
 
     # ------------------------------------------------------------------ collections
 
-    def lock(self, path: Path) -> asyncio.Lock:
+    def lock(self, name: str) -> asyncio.Lock:
         """The lock of one collection: rows stay put while its holder uses them."""
-        return self._locks.setdefault(path, asyncio.Lock())
+        return self._locks.setdefault(name, asyncio.Lock())
 
-    async def collection(self, path: Path, kind: type[K]) -> K | None:
-        """The collection saved at ``path`` for the current model, or ``None`` if there is none."""
-        vectors = self._open.get(path)
-        if vectors is None:
+    async def collection(
+        self, name: str, path: Callable[[], Path], kind: type[K]
+    ) -> K | None:
+        """The collection ``name`` for the current model, or ``None``; ``path()`` names its file
+        (called only when the collection is not open: building a Path costs a request 5 µs)."""
+        entry = self._open.get(name)
+        if entry is None:
+            file = path()
             # a large file takes tens of milliseconds to read: not on the event loop
-            vectors = await asyncio.to_thread(files.load, path, kind, self.embedder.model_id)
-            if vectors is None:
+            loaded = await asyncio.to_thread(files.load, file, kind, self.embedder.model_id)
+            if loaded is None:
                 return None
-            self.keep_open(path, vectors)
-        self._open.move_to_end(path)
+            self.keep_open(name, file, loaded)
+            return loaded
+        self._open.move_to_end(name)
+        vectors = entry[1]
         assert isinstance(vectors, kind)
         return vectors
 
-    def keep_open(self, path: Path, vectors: KeyedMatrix) -> None:
-        """Hold ``vectors`` in memory as the collection at ``path`` (the least used are saved and
-        closed beyond ``max_open``)."""
-        self._open[path] = vectors
-        self._open.move_to_end(path)
+    def keep_open(self, name: str, path: Path, vectors: KeyedMatrix) -> None:
+        """Hold ``vectors`` in memory as collection ``name``, saved at ``path`` (the least used
+        are saved and closed beyond ``max_open``)."""
+        self._open[name] = (path, vectors)
+        self._open.move_to_end(name)
         while len(self._open) > self.max_open:
-            old_path, old = self._open.popitem(last=False)
+            _, (old_path, old) = self._open.popitem(last=False)
             if old.dirty:
                 files.save(old_path, old)
 
@@ -112,7 +120,7 @@ class VectorStore:
 
     def flush(self) -> None:
         """Save every collection that changed since it was last written."""
-        for path, vectors in self._open.items():
+        for path, vectors in self._open.values():
             if vectors.dirty:
                 try:
                     files.save(path, vectors)
@@ -121,11 +129,13 @@ class VectorStore:
 
     # ------------------------------------------------------------------ chats
 
-    async def _chat_rows(self, chat_id: ChatId, history: History) -> tuple[ChatVectors, Rows]:
+    async def _chat_rows(self, name: str, chat_id: ChatId, history: History) -> tuple[ChatVectors, Rows]:
         """Rows of ``history`` in the chat's vectors, embedding the misses in one call; call
         under the chat's lock."""
-        path = embeddings_file(self.vault, chat_id)
-        vectors = await self.collection(path, ChatVectors)
+        def path() -> Path:
+            return embeddings_file(self.vault, chat_id)
+
+        vectors = await self.collection(name, path, ChatVectors)
         if vectors is not None:
             rows, missing = vectors.locate(history)
             if not missing:
@@ -136,7 +146,7 @@ class VectorStore:
         if vectors is None or vectors.dim != embedded.shape[1]:
             # a new model or dimension: start over, and embed every message for it
             vectors = ChatVectors(self.embedder.model_id, int(embedded.shape[1]))
-            self.keep_open(path, vectors)
+            self.keep_open(name, path(), vectors)
             if len(missing) < len(history):
                 rows, missing = np.full(len(history), -1, dtype=np.intp), list(range(len(history)))
                 embedded = await self.embed([message_text(m) for m in history.messages])
@@ -149,9 +159,9 @@ class VectorStore:
         if not queries:
             return np.zeros(len(history), dtype=np.float32)
         query_vectors = await self.phrase_vectors(queries)
-        path = embeddings_file(self.vault, chat_id)
-        async with self.lock(path):  # no prune may renumber the rows until we are done
-            vectors, rows = await self._chat_rows(chat_id, history)
+        name = f"chat:{chat_id}"
+        async with self.lock(name):  # no prune may renumber the rows until we are done
+            vectors, rows = await self._chat_rows(name, chat_id, history)
             if query_vectors.shape[1] != vectors.dim:
                 raise EmbeddingError(
                     f"Topic vectors have {query_vectors.shape[1]} dimensions but message vectors "
@@ -166,14 +176,14 @@ class VectorStore:
     async def sync_chat(self, chat_id: ChatId, messages: Sequence[Message]) -> Matrix:
         """Embed what is new, drop what was deleted or edited, save; returns the rows in order."""
         history = History(messages)
-        path = embeddings_file(self.vault, chat_id)
-        async with self.lock(path):
-            vectors, rows = await self._chat_rows(chat_id, history)
+        name = f"chat:{chat_id}"
+        async with self.lock(name):
+            vectors, rows = await self._chat_rows(name, chat_id, history)
             if vectors.prune(history):
                 rows, _ = vectors.locate(history)
             ordered = vectors.matrix[rows]
             text = self.snapshot(vectors)
-        await self.write(path, vectors, text)
+        await self.write(embeddings_file(self.vault, chat_id), vectors, text)
         return ordered
 
     # ------------------------------------------------------------------ phrases

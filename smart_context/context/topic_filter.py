@@ -11,7 +11,8 @@ are older than that window, so they are put first, in the order the chat file ha
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -93,18 +94,18 @@ def decide(
     candidates = [*older, *messages] if older else list(messages)
     all_ids = [*(m.get("id") for m in older), *ids] if older else ids
     active = selection.active_topics if selection.search_enabled else ()
-    base = ContextRecord(
-        FULL, active, tuple(sticky_ids), len(candidates), selection.threshold,
-        error=selection.error,
+    record = partial(
+        ContextRecord, active_topics=active, sticky_ids=tuple(sticky_ids),
+        total_messages=len(candidates), threshold=selection.threshold, error=selection.error,
     )
     if not active or scores is None or not len(messages):
-        return Decision(candidates, base)
+        return Decision(candidates, record(FULL))
 
     values = np.asarray(scores, dtype=np.float32)
     keep = values >= selection.threshold
     if not keep.any():
         best = round(float(values.max()), 3)
-        return Decision(candidates, replace(base, mode=FALLBACK, best_score=best))
+        return Decision(candidates, record(FALLBACK, best_score=best))
 
     for sid in sticky_ids:  # few ids: a scan in C each beats a Python step per message
         if sid in present:
@@ -113,8 +114,7 @@ def decide(
     kept_ids = [ids[i] for i in idx]
     rounded = np.round(values[idx].astype(np.float64), 3).tolist()
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
-    record = replace(
-        base, mode=FILTERED, scores=dict(zip(kept_ids, rounded)),
-        ids=_id_lists(all_ids, kept_flags),
+    filtered = record(
+        FILTERED, scores=dict(zip(kept_ids, rounded)), ids=_id_lists(all_ids, kept_flags)
     )
-    return Decision([*older, *(messages[i] for i in idx)], record)
+    return Decision([*older, *(messages[i] for i in idx)], filtered)
