@@ -4,7 +4,8 @@ Run: ``python benchmarks/bench_local_embedder.py [--messages 256] [--threads 1 2
 [--batch-sizes 1 4 32] [--models fast packaged]``. For each model (the derived fast model and
 the packaged one, side by side), thread count and batch size it prints the load time, the
 latency of one message embedded alone (and the messages/second that makes), and
-messages/second for a whole batch of messages, per wall-clock second and per CPU second. Without ``--threads`` or ``--batch-sizes`` it uses what
+messages/second for a whole batch of messages, per wall-clock second and per CPU second.
+Without ``--threads`` or ``--batch-sizes`` it uses what
 :meth:`LocalMiniLM.from_package` picks. The first run on a machine builds the fast model; its
 load time then includes the build.
 

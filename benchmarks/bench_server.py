@@ -37,8 +37,14 @@ def make_chat(n: int) -> dict[str, Any]:
     for i in range(n):
         text = subjects[(i // 4) % len(subjects)]
         role = "user" if i % 2 == 0 else "assistant"
-        messages.append({"id": f"b{i:05d}", "role": role, "content": f"{text} (note {i})",
-                         "created_at": "2026-11-01T00:00:00Z"})
+        messages.append(
+            {
+                "id": f"b{i:05d}",
+                "role": role,
+                "content": f"{text} (note {i})",
+                "created_at": "2026-11-01T00:00:00Z",
+            }
+        )
     return {"id": "big", "title": "A very long chat", "messages": messages, "topics": []}
 
 
@@ -50,8 +56,12 @@ def rss_mb(pid: int) -> float:
 
 
 def post(base: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        base + path,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=600) as resp:
         return dict(json.loads(resp.read()))
 
@@ -74,8 +84,11 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         exe = Path(sys.executable).with_name("smart-context")
         t0 = time.perf_counter()
-        server = subprocess.Popen([str(exe), "serve", str(vault), "--port", str(port)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [str(exe), "serve", str(vault), "--port", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             while True:
                 try:
@@ -85,10 +98,14 @@ def main() -> None:
                     if time.perf_counter() - t0 > 120:
                         raise SystemExit("the server did not answer within 120 s") from None
                     time.sleep(0.05)
-            print(f"page answers after {time.perf_counter() - t0:.2f} s; "
-                  f"server RSS {rss_mb(server.pid):.0f} MB")
+            print(
+                f"page answers after {time.perf_counter() - t0:.2f} s; "
+                f"server RSS {rss_mb(server.pid):.0f} MB"
+            )
             urllib.request.urlopen(f"{base}/api/chats/big", timeout=60).read()
-            print(f"after opening the {args.messages:,}-message chat: RSS {rss_mb(server.pid):.0f} MB")
+            print(
+                f"after opening the {args.messages:,}-message chat: RSS {rss_mb(server.pid):.0f} MB"
+            )
             t1 = time.perf_counter()
             result = post(base, "/api/commands/smart_context.get_topics", {"chat_id": "big"})
             while not result["topics"] or result.get("extracting"):
@@ -96,19 +113,26 @@ def main() -> None:
                 result = post(base, "/api/commands/smart_context.get_topics", {"chat_id": "big"})
             mapped = time.perf_counter() - t1
             labels = [t["label"] for t in result["topics"] if not t.get("sticky")]
-            print(f"first mapping (embed all + offline topics): {mapped:.1f} s "
-                  f"({args.messages / mapped:.0f} messages/s); topics: {', '.join(labels)}")
+            print(
+                f"first mapping (embed all + offline topics): {mapped:.1f} s "
+                f"({args.messages / mapped:.0f} messages/s); topics: {', '.join(labels)}"
+            )
             print(f"after mapping: RSS {rss_mb(server.pid):.0f} MB")
             clicks = []
             for label in labels[:3] * 3:
                 t2 = time.perf_counter()
-                res = post(base, "/api/commands/smart_context.set_filter",
-                           {"chat_id": "big", "topics": [label]})
+                res = post(
+                    base,
+                    "/api/commands/smart_context.set_filter",
+                    {"chat_id": "big", "topics": [label]},
+                )
                 clicks.append((time.perf_counter() - t2) * 1000)
                 assert res["status"] == "success", res
             clicks.sort()
-            print(f"set_filter on the warm chat over HTTP: median {clicks[len(clicks) // 2]:.0f} ms "
-                  f"(the choice is saved to the chat file in the background)")
+            print(
+                f"set_filter on the warm chat over HTTP: median {clicks[len(clicks) // 2]:.0f} ms "
+                f"(the choice is saved to the chat file in the background)"
+            )
             print(f"final RSS {rss_mb(server.pid):.0f} MB")
         finally:
             server.terminate()

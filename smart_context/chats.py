@@ -72,7 +72,7 @@ class ChatViews:
         self._clicks: dict[ChatId, int] = {}  # selections made per chat, to spot reads they outdate
 
     def clicks(self, chat_id: ChatId) -> int:
-        """How many selections were made in ``chat_id``: take it before a read, for :meth:`adopt`."""
+        """How many selections were made in ``chat_id``: count before a read, for :meth:`adopt`."""
         return self._clicks.get(chat_id, 0)
 
     async def load(self, chat_id: ChatId) -> ChatData:

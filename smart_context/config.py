@@ -117,11 +117,14 @@ def _plain(value: Any) -> Any:
 
 
 def write_setting(vault: Path, key: str, value: Any) -> None:
-    """Set one key of ``[plugins.smart_context]`` in ``.vault.toml``, keeping comments and layout."""
+    """Set one key of ``[plugins.smart_context]`` in ``.vault.toml``, keeping its comments and
+    layout; a file that is not valid TOML is a :class:`ConfigError` and stays as it is."""
     parse_settings({key: value})  # never write a value we would refuse to read
     path = Path(vault) / SETTINGS_FILE
     try:
-        doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+        doc = (
+            tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+        )
     except Exception as exc:  # tomlkit raises several unrelated types for bad syntax  # noqa: BLE001
         raise ConfigError("(file)", str(path), f"not valid TOML: {exc}", str(path)) from None
     plugins = doc.setdefault("plugins", tomlkit.table(is_super_table=True))

@@ -3,4 +3,6 @@
 from __future__ import annotations
 
 TOPICS_UPDATED = "smart_context.topics_updated"  # chat_id, topics, total_messages
-FILTER_CHANGED = "smart_context.filter_changed"  # chat_id, active_topics, included_ids, total_messages
+FILTER_CHANGED = (
+    "smart_context.filter_changed"  # chat_id, active_topics, included_ids, total_messages
+)

@@ -110,7 +110,8 @@ def _describe_status(
             f"(for Ollama: `ollama pull {model or '<model>'}`) and that {url_setting} ends in /v1."
         )
     if status == 429:
-        # OpenAI answers 429 both for bursts and for an exhausted account; only one passes by waiting.
+        # OpenAI answers 429 both for bursts and for an exhausted account; only one passes by
+        # waiting.
         if getattr(exc, "code", None) == "insufficient_quota":
             return f"{_cap(where)} says the account is out of quota{said}; check its billing."
         return f"{_cap(where)} is rate-limiting requests{said}; wait a moment and try again."

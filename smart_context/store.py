@@ -70,9 +70,7 @@ class VectorStore:
         """The lock of one collection: rows stay put while its holder uses them."""
         return self._locks.setdefault(name, asyncio.Lock())
 
-    async def collection(
-        self, name: str, path: Callable[[], Path], kind: type[K]
-    ) -> K | None:
+    async def collection(self, name: str, path: Callable[[], Path], kind: type[K]) -> K | None:
         """The collection ``name`` for the current model, or ``None``; ``path()`` names its file
         (called only when the collection is not open: building a Path costs a request 5 µs)."""
         entry = self._open.get(name)
@@ -129,9 +127,12 @@ class VectorStore:
 
     # ------------------------------------------------------------------ chats
 
-    async def _chat_rows(self, name: str, chat_id: ChatId, history: History) -> tuple[ChatVectors, Rows]:
+    async def _chat_rows(
+        self, name: str, chat_id: ChatId, history: History
+    ) -> tuple[ChatVectors, Rows]:
         """Rows of ``history`` in the chat's vectors, embedding the misses in one call; call
         under the chat's lock."""
+
         def path() -> Path:
             return embeddings_file(self.vault, chat_id)
 
@@ -169,7 +170,8 @@ class VectorStore:
                 )
             # Each query's scores over the whole chat are memoised and extended with new rows
             # only; the history's rows are then picked out (cheaper than gathering the matrix).
-            pooled = max_pool([vectors.scores(q, v) for q, v in zip(queries, query_vectors)])
+            pairs = zip(queries, query_vectors, strict=True)
+            pooled = max_pool([vectors.scores(query, vector) for query, vector in pairs])
             scores: Scores = pooled[rows]
             return scores
 
@@ -194,7 +196,7 @@ class VectorStore:
         found = {p: self._phrases[p] for p in wanted if p in self._phrases}
         todo = [p for p in wanted if p not in found]
         if todo:
-            found.update(zip(todo, await self.embed(todo)))
+            found.update(zip(todo, await self.embed(todo), strict=True))
             if len(self._phrases) + len(todo) > MAX_PHRASES:
                 self._phrases.clear()  # candidate phrases accumulate; re-embedding some is cheap
             self._phrases.update((p, found[p]) for p in todo)

@@ -61,7 +61,7 @@ def _unique(
         return messages, ids, present, None
     seen: set[tuple[Any, str]] = set()
     positions = []
-    for i, (message, mid) in enumerate(zip(messages, ids)):
+    for i, (message, mid) in enumerate(zip(messages, ids, strict=True)):
         key = (mid, repr(message.get("content")))
         if mid is None or key not in seen:
             seen.add(key)
@@ -95,8 +95,12 @@ def decide(
     all_ids = [*(m.get("id") for m in older), *ids] if older else ids
     active = selection.active_topics if selection.search_enabled else ()
     record = partial(
-        ContextRecord, active_topics=active, sticky_ids=tuple(sticky_ids),
-        total_messages=len(candidates), threshold=selection.threshold, error=selection.error,
+        ContextRecord,
+        active_topics=active,
+        sticky_ids=tuple(sticky_ids),
+        total_messages=len(candidates),
+        threshold=selection.threshold,
+        error=selection.error,
     )
     if not active or scores is None or not len(messages):
         return Decision(candidates, record(FULL))
@@ -114,7 +118,6 @@ def decide(
     kept_ids = [ids[i] for i in idx]
     rounded = np.round(values[idx].astype(np.float64), 3).tolist()
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
-    filtered = record(
-        FILTERED, scores=dict(zip(kept_ids, rounded)), ids=_id_lists(all_ids, kept_flags)
-    )
+    kept_scores = dict(zip(kept_ids, rounded, strict=True))
+    filtered = record(FILTERED, scores=kept_scores, ids=_id_lists(all_ids, kept_flags))
     return Decision([*older, *(messages[i] for i in idx)], filtered)

@@ -207,9 +207,9 @@ def shared_local_model() -> LocalMiniLM:
 
     Loading takes under a second and about 250 MB of memory (onnxruntime included), so
     everyone should reuse this instance; the very first load on a machine also builds the
-    derived model (a few seconds, up to 600 MB of memory once). A failed load is not cached: the next call tries
-    again (e.g. after the extra was installed). Two threads racing on the very first call may
-    each load a copy; the cache then keeps one and the other is freed.
+    derived model (a few seconds, up to 600 MB of memory once). A failed load is not cached:
+    the next call tries again (e.g. after the extra was installed). Two threads racing on the
+    very first call may each load a copy; the cache then keeps one and the other is freed.
     """
     return LocalMiniLM.from_package()
 

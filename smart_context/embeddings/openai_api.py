@@ -56,7 +56,7 @@ class OpenAIEmbedder:
         batch_size: int = 64,
         timeout: float = 30.0,
     ) -> OpenAIEmbedder:
-        """An embedder for ``model`` at ``base_url``, its key read from the variable ``api_key_env``.
+        """An embedder for ``model`` at ``base_url``, its key read from variable ``api_key_env``.
 
         Loopback servers get a placeholder key when the variable is unset; a remote one raises
         :class:`EmbeddingError` naming the variable.

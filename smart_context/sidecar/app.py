@@ -132,8 +132,9 @@ async def post_message(request: Request) -> Response:
         raise BadRequest(f"The message is longer than {MAX_MESSAGE_CHARS} characters.", 413)
     run = _sidecar(request).send_message(chat_id, content)
     if "text/event-stream" in request.headers.get("accept", ""):
-        return StreamingResponse(_message_stream(run), media_type="text/event-stream",
-                                 headers=SSE_HEADERS)
+        return StreamingResponse(
+            _message_stream(run), media_type="text/event-stream", headers=SSE_HEADERS
+        )
     final = await run.result()
     if final.name == "done":
         return JSONResponse(final.data)
@@ -166,8 +167,11 @@ async def run_command(request: Request) -> JSONResponse:
 async def events(request: Request) -> StreamingResponse:
     """``GET /api/events``: one server-sent event per ``host.emit``."""
     keepalive = float(request.app.state.keepalive_seconds)
-    return StreamingResponse(_event_stream(_sidecar(request), keepalive),
-                             media_type="text/event-stream", headers=SSE_HEADERS)
+    return StreamingResponse(
+        _event_stream(_sidecar(request), keepalive),
+        media_type="text/event-stream",
+        headers=SSE_HEADERS,
+    )
 
 
 async def _event_stream(sidecar: Sidecar, keepalive: float) -> AsyncIterator[str]:
@@ -201,7 +205,9 @@ async def page(request: Request) -> Response:
         log.error("The page template %s is missing from %s.", PAGE_TEMPLATE, static_dir())
         return HTMLResponse(
             f"<h1>The chat page is not installed</h1><p>{PAGE_TEMPLATE} is missing. "
-            "The API under /api/ still works.</p>", status_code=500)
+            "The API under /api/ still works.</p>",
+            status_code=500,
+        )
     html = template.render(chats=chats, chat_id=chat_id, panels=panels, boot=boot)
     return HTMLResponse(html)
 

@@ -96,10 +96,12 @@ def parse_llm(table: object) -> LLMConfig:
     if base_url is not None and (
         not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))
     ):
-        raise _bad("base_url", base_url, 'expected an http(s) URL such as "http://127.0.0.1:11434/v1"')
+        raise _bad(
+            "base_url", base_url, 'expected an http(s) URL such as "http://127.0.0.1:11434/v1"'
+        )
     key_env = table.get("api_key_env")
     if key_env is not None and (not isinstance(key_env, str) or not key_env.strip()):
-        raise _bad("api_key_env", key_env, 'expected the name of an environment variable')
+        raise _bad("api_key_env", key_env, "expected the name of an environment variable")
     retries = _read_number(table, "max_retries", 1, 0)
     return LLMConfig(
         base_url=base_url.rstrip("/") if isinstance(base_url, str) else None,
@@ -121,7 +123,9 @@ def read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SidecarConfigError(f"{path}: is not valid TOML ({exc}). Fix the file and restart.") from exc
+        raise SidecarConfigError(
+            f"{path}: is not valid TOML ({exc}). Fix the file and restart."
+        ) from exc
 
 
 class VaultConfig:
@@ -144,7 +148,8 @@ class VaultConfig:
         return (stat.st_mtime_ns, stat.st_size)
 
     def data(self) -> dict[str, Any]:
-        """The whole file, re-read if it changed; a file broken meanwhile keeps the last good copy."""
+        """The whole file, re-read if it changed; a file broken meanwhile keeps the last good
+        copy."""
         stamp = self._current_stamp()
         if stamp != self._stamp:
             try:

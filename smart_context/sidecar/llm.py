@@ -150,7 +150,7 @@ class LLMService:
             return NO_MODEL_MESSAGE
         return (
             f"No model is configured for '{category}': add it under [llm.models] in "
-            f"{SETTINGS_FILE}, for example:  {category} = \"llama3.2\"  (then restart)."
+            f'{SETTINGS_FILE}, for example:  {category} = "llama3.2"  (then restart).'
         )
 
     def _text_model(self, category: str) -> str:
@@ -198,7 +198,7 @@ async def _embed_locally(texts: list[str]) -> list[list[float]]:
         vectors = await shared_local_model().embed(texts)
     except EmbeddingError as exc:
         raise LLMEmbeddingError(
-            f"{exc} Or configure an embedding model: [llm.models] embedding = \"...\" in "
+            f'{exc} Or configure an embedding model: [llm.models] embedding = "..." in '
             f"{SETTINGS_FILE}."
         ) from exc
     rows: list[list[float]] = vectors.tolist()

@@ -217,7 +217,11 @@ class ChatMemory:
             aside = self._set_aside(path)
             log.error(
                 "Chat %s: %s is damaged (%s). It was renamed to %s and the chat starts empty; "
-                "the old content is still in that file.", chat_id, path.name, exc, aside.name,
+                "the old content is still in that file.",
+                chat_id,
+                path.name,
+                exc,
+                aside.name,
             )
             if self.on_damaged is not None:
                 self.on_damaged(chat_id, aside)

@@ -156,7 +156,9 @@ class Pipeline:
     @staticmethod
     def _aborted(ctx: PipelineContext) -> Reply:
         reason = ctx.abort_reason or "no reason given"
-        text = ctx.response if ctx.response is not None else f"A plugin stopped this message: {reason}"
+        text = (
+            ctx.response if ctx.response is not None else f"A plugin stopped this message: {reason}"
+        )
         return Reply(text=str(text), notice="aborted")
 
     async def _finish(
@@ -176,7 +178,11 @@ class Pipeline:
         if reply.error is not None:
             return PipelineEvent(
                 "error",
-                {"error": reply.error, "user_message": user_message, "assistant_message": assistant},
+                {
+                    "error": reply.error,
+                    "user_message": user_message,
+                    "assistant_message": assistant,
+                },
             )
         if reply.notice != "aborted":
             await call_hook(self.pm, "pipeline_output", ctx=ctx)
@@ -207,7 +213,12 @@ class Pipeline:
         self, chat_id: str, content: str
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Append the user's message; return it and a copy of the history before it."""
-        message = {"id": new_message_id(), "role": "user", "content": content, "created_at": now_iso()}
+        message = {
+            "id": new_message_id(),
+            "role": "user",
+            "content": content,
+            "created_at": now_iso(),
+        }
         before: list[dict[str, Any]] = []
 
         def append(data: ChatData) -> ChatData:

@@ -65,7 +65,8 @@ class MessageRun:
 
 
 class Sidecar:
-    """A vault's host: ``start``, ``client_connected``, ``send_message``, ``run_command``, ``stop``."""
+    """A vault's host: ``start``, ``client_connected``, ``send_message``, ``run_command``,
+    ``stop``."""
 
     def __init__(
         self,
@@ -126,7 +127,8 @@ class Sidecar:
         return run
 
     async def run_command(self, name: str, kwargs: Mapping[str, Any]) -> Any:
-        """The result of command ``name`` called with ``kwargs``; failures as :class:`CommandError`."""
+        """The result of command ``name`` called with ``kwargs``; failures as
+        :class:`CommandError`."""
         handler = self.commands.check_call(name, kwargs)
         try:
             result = handler(**kwargs)
@@ -134,5 +136,7 @@ class Sidecar:
                 result = await result
         except Exception as exc:  # a plugin's bug: reported to the caller, logged with trace
             log.exception("Command %r failed.", name)
-            raise CommandError(500, f"Command {name!r} failed: {type(exc).__name__}: {exc}") from exc
+            raise CommandError(
+                500, f"Command {name!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
         return result

@@ -129,7 +129,7 @@ def url_for(host: str, sock: socket.socket) -> str:
     """The address to open in a browser."""
     port = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if ":" in host else host
-    if host in ("0.0.0.0", "::"):
+    if host in ("0.0.0.0", "::"):  # noqa: S104 (naming the address --allow-remote may bind)
         shown = "127.0.0.1"
     return f"http://{shown}:{port}/"
 
@@ -195,13 +195,13 @@ async def _run_server(
 async def _close_streams_on_exit(server: uvicorn.Server, sidecar: Sidecar) -> None:
     # uvicorn waits for open responses before stopping, and the browsers' event streams never
     # end by themselves: end them as soon as Ctrl+C arrives, instead of having them cancelled.
-    while not server.should_exit:
+    while not server.should_exit:  # noqa: ASYNC110 (uvicorn offers a flag, not an event)
         await asyncio.sleep(0.1)
     sidecar.host.events.close()
 
 
 async def _open_when_started(server: uvicorn.Server, url: str) -> None:
-    while not server.started:
+    while not server.started:  # noqa: ASYNC110 (uvicorn offers a flag, not an event)
         await asyncio.sleep(0.05)
     await asyncio.to_thread(webbrowser.open, url)
 
@@ -209,17 +209,22 @@ async def _open_when_started(server: uvicorn.Server, url: str) -> None:
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``serve`` options, for the ``smart-context`` command line."""
     parser.add_argument(
-        "vault", nargs="?", type=Path, default=None,
+        "vault",
+        nargs="?",
+        type=Path,
+        default=None,
         help="the vault folder (default: a working copy of the example vault)",
     )
     parser.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (8765; 0 = any)")
     parser.add_argument(
-        "--allow-remote", action="store_true",
+        "--allow-remote",
+        action="store_true",
         help="allow a --host other machines can reach (the API has no login)",
     )
-    parser.add_argument("--open", dest="open_browser", action="store_true",
-                        help="open the chat in the web browser")
+    parser.add_argument(
+        "--open", dest="open_browser", action="store_true", help="open the chat in the web browser"
+    )
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -32,7 +32,7 @@ MIN_TRANSCRIPT_CHARS = 400
 # C0/C1 controls, zero-width and bidi controls: invisible, and able to disguise a label or a line.
 _INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 _ROLE = re.compile(r"[^a-z_]")
-_LINE_BREAKS = {code: " " for code in (*range(0x09, 0x0E), *range(0x1C, 0x20), 0x85)}
+_LINE_BREAKS = dict.fromkeys((*range(9, 14), *range(28, 32), 133), " ")
 
 
 def bound_transcript(messages: Sequence[Mapping[str, Any]], max_chars: int = 12000) -> str:

@@ -69,8 +69,9 @@ class ChatVectors(KeyedMatrix):
         """Store one unit vector per message (same order); returns their rows."""
         texts = [message_text(m) for m in messages]
         mids = [str(m.get("id")) for m in messages]
-        rows = self.add([cache_key(mid, text) for mid, text in zip(mids, texts)], vectors)
-        self._seen.update(zip(mids, zip(texts, rows.tolist())))
+        keys = [cache_key(mid, text) for mid, text in zip(mids, texts, strict=True)]
+        rows = self.add(keys, vectors)
+        self._seen.update(zip(mids, zip(texts, rows.tolist(), strict=True), strict=True))
         return rows
 
     def fill(self, history: History, rows: Rows, missing: list[int], vectors: Matrix) -> Rows:

@@ -36,12 +36,14 @@ def dequantize(data: Mapping[str, Any], rows: int, dim: int) -> Matrix:
     """Inverse of :func:`quantize`; raises ``ValueError`` if the sizes do not match."""
     scales_hex, vectors_hex = data.get("scales"), data.get("vectors")
     if not isinstance(scales_hex, str) or not isinstance(vectors_hex, str):
-        raise ValueError("cache scales and vectors must be hex strings")  # noqa: TRY004 (a damaged file)
+        raise ValueError("cache scales and vectors must be hex strings")
     scales = np.frombuffer(bytes.fromhex(scales_hex), dtype="<f4")
     raw = bytes.fromhex(vectors_hex)
     if len(scales) != rows or len(raw) != rows * dim:
-        raise ValueError(f"expected {rows}x{dim} int8 values and {rows} scales, found "
-                         f"{len(raw)} bytes and {len(scales)} scales")
+        raise ValueError(
+            f"expected {rows}x{dim} int8 values and {rows} scales, found "
+            f"{len(raw)} bytes and {len(scales)} scales"
+        )
     q = np.frombuffer(raw, dtype=np.int8).reshape(rows, dim)
     out = q.astype(np.float32)
     out *= scales[:, None]

@@ -27,6 +27,7 @@ be read, or was written for another model or dimension, is set aside as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -100,10 +101,9 @@ def load(path: Path, kind: type[K], model_id: str, dim: int | None = None) -> K 
             exc,
             aside.name,
         )
-        try:
+        # unreadable and immovable: save() will overwrite it, which is the same outcome
+        with contextlib.suppress(OSError):
             path.replace(aside)
-        except OSError:
-            pass  # unreadable and immovable: save() will overwrite it, which is the same outcome
         return None
     if cached.model_id != model_id or (dim is not None and cached.dim != dim):
         log.info(

@@ -102,13 +102,27 @@ def extract_offline(
     topics: list[Topic] = []
     if usable:
         roles = [str(m.get("role")) for m in messages]
-        replies = np.array([j > 0 and usable[j - 1] == i - 1 and roles[i - 1] == "user"
-                            and roles[i] == "assistant" for j, i in enumerate(usable)])
+        replies = np.array(
+            [
+                j > 0
+                and usable[j - 1] == i - 1
+                and roles[i - 1] == "user"
+                and roles[i] == "assistant"
+                for j, i in enumerate(usable)
+            ]
+        )
         points = normalize_rows(matrix[usable])
         assignment = _cluster(points, replies)
         docs = [chat.docs[i] for i in usable]
-        named = _name_clusters(docs, assignment, _centroids(points, assignment), chat,
-                               previous_labels, phrase_vectors, notes)
+        named = _name_clusters(
+            docs,
+            assignment,
+            _centroids(points, assignment),
+            chat,
+            previous_labels,
+            phrase_vectors,
+            notes,
+        )
         topics = _topics(named, assignment, notes)
     return ExtractedTopics(tuple(topics), sticky_ids, source="offline", notes=tuple(notes))
 
@@ -118,7 +132,7 @@ def _check_vectors(vectors: npt.ArrayLike, n: int, what: str = "message", dim: i
     matrix = np.asarray(vectors, dtype=np.float32)
     if n == 0:
         return np.zeros((0, 1), dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != n or dim and matrix.shape[1] != dim:
+    if matrix.ndim != 2 or matrix.shape[0] != n or (dim and matrix.shape[1] != dim):
         width = f", {dim} wide like the message vectors" if dim else ""
         raise ValueError(f"expected one vector per {what} ({n} rows{width}), got {matrix.shape}")
     return np.nan_to_num(matrix)
@@ -195,7 +209,9 @@ def _average_link(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     while len(groups) > 1:
         score, i, j = max(
             (float(sim[np.ix_(a, b)].mean()), i, j)
-            for i, a in enumerate(groups) for j, b in enumerate(groups) if i < j
+            for i, a in enumerate(groups)
+            for j, b in enumerate(groups)
+            if i < j
         )
         if score < _SMALL_CHAT_SIMILARITY:
             break
@@ -228,8 +244,9 @@ def _kmeans(points: Matrix, k: int, restarts: int = 3, max_iter: int = 40) -> In
 
 def _centroids(points: Matrix, labels: IntArray) -> Matrix:
     """Unit mean of each cluster of a clustering that leaves none empty."""
-    return normalize_rows(np.stack([points[labels == c].sum(axis=0)
-                                    for c in range(int(labels.max()) + 1)]))
+    return normalize_rows(
+        np.stack([points[labels == c].sum(axis=0) for c in range(int(labels.max()) + 1)])
+    )
 
 
 def _similarities(points: Matrix, centers: Matrix) -> Matrix:
@@ -282,9 +299,15 @@ def _silhouette(distances: Matrix, labels: IntArray) -> float:
 # --- naming -------------------------------------------------------------------------------
 
 
-def _name_clusters(docs: list[Terms], assignment: IntArray, centroids: Matrix, chat: ChatTerms,
-                   previous: Sequence[str], phrase_vectors: PhraseVectors | None,
-                   notes: list[str]) -> list[str | None]:
+def _name_clusters(
+    docs: list[Terms],
+    assignment: IntArray,
+    centroids: Matrix,
+    chat: ChatTerms,
+    previous: Sequence[str],
+    phrase_vectors: PhraseVectors | None,
+    notes: list[str],
+) -> list[str | None]:
     """One unique label per cluster: a matching previous label, else its best unused phrase."""
     ranked = key_phrases(docs, assignment, min(_PHRASE_BUDGET // len(centroids), _MAX_CANDIDATES))
     sizes = np.bincount(assignment)
@@ -300,8 +323,14 @@ def _name_clusters(docs: list[Terms], assignment: IntArray, centroids: Matrix, c
         rows = [i for i, o in enumerate(options[c]) if o.words not in taken]
         if labels[c] is not None or not rows:
             continue
-        best = rows[_pick([options[c][i] for i in rows], scores[c][rows],
-                          None if vectors is None else vectors[c][rows], chosen)]
+        best = rows[
+            _pick(
+                [options[c][i] for i in rows],
+                scores[c][rows],
+                None if vectors is None else vectors[c][rows],
+                chosen,
+            )
+        ]
         labels[c] = options[c][best].label
         taken.add(options[c][best].words)
         if vectors is not None:
@@ -332,9 +361,12 @@ def _options(ranked: Ranked, chat: ChatTerms) -> list[_Option]:
     return list(options.values())
 
 
-def _relevance(options: Sequence[Sequence[_Option]], centroids: Matrix,
-               phrase_vectors: PhraseVectors | None,
-               notes: list[str]) -> tuple[list[FloatArray], list[Matrix] | None]:
+def _relevance(
+    options: Sequence[Sequence[_Option]],
+    centroids: Matrix,
+    phrase_vectors: PhraseVectors | None,
+    notes: list[str],
+) -> tuple[list[FloatArray], list[Matrix] | None]:
     """Each cluster's candidate scores and, given phrase vectors, the candidates' vectors.
 
     Without vectors a candidate scores its c-TF-IDF. With them (KeyBERT-style) the score blends
@@ -363,8 +395,12 @@ def _relevance(options: Sequence[Sequence[_Option]], centroids: Matrix,
     return scores, vectors
 
 
-def _pick(options: Sequence[_Option], scores: FloatArray, vectors: Matrix | None,
-          chosen: Sequence[FloatArray]) -> int:
+def _pick(
+    options: Sequence[_Option],
+    scores: FloatArray,
+    vectors: Matrix | None,
+    chosen: Sequence[FloatArray],
+) -> int:
     """Index of the best of one cluster's candidates (there is at least one).
 
     Candidates close to a label another cluster already has lose score (maximal marginal
@@ -398,8 +434,11 @@ def _match_previous(
             terms = [[w for w in term.split() if is_content_word(w)] for term in ranked[c]]
             top = [w for term in terms[:6] for w in term]
             ranks = [next((r for r, t in enumerate(top) if words_match(w, t)), -1) for w in words]
-            same = [r for r, t in enumerate(terms) if len(t) == len(words)
-                    and all(any(words_match(w, x) for x in t) for w in words)]
+            same = [
+                r
+                for r, t in enumerate(terms)
+                if len(t) == len(words) and all(any(words_match(w, x) for x in t) for w in words)
+            ]
             if same or (min(ranks) >= 0 and min(ranks) < 3):
                 rank = min(same + ([sum(ranks) / len(ranks)] if min(ranks) >= 0 else []))
                 scored.append((rank, order.index(c), label))

@@ -23,8 +23,17 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
-    "ChatTerms", "Ranked", "Terms", "is_content_word", "is_generic", "is_instruction",
-    "is_trivial", "key_phrases", "label_words", "parse_all", "words_match",
+    "ChatTerms",
+    "Ranked",
+    "Terms",
+    "is_content_word",
+    "is_generic",
+    "is_instruction",
+    "is_trivial",
+    "key_phrases",
+    "label_words",
+    "parse_all",
+    "words_match",
 ]
 
 IntArray = npt.NDArray[np.intp]
@@ -89,8 +98,21 @@ _PREPOSITIONS = frozenset({"of", "in", "for", "with", "to"})
 _ARTICLES = frozenset({"the", "a", "an"})
 # What follows a verb rather than a noun ("serves the", "sorts all"): a content word just
 # before one ends no noun phrase. Not "that" or "this": "the bread that I baked".
-_DETERMINERS = _ARTICLES | {"my", "your", "our", "their", "his", "her", "its", "it", "them",
-                            "all", "every", "each", "both"}
+_DETERMINERS = _ARTICLES | {
+    "my",
+    "your",
+    "our",
+    "their",
+    "his",
+    "her",
+    "its",
+    "it",
+    "them",
+    "all",
+    "every",
+    "each",
+    "both",
+}
 _GENERIC = frozenset(_GENERIC_WORDS.split())
 _CODE_WORDS = frozenset(_CODE_NAMES.split())  # names every program has: they name no topic
 _KEEP_DOTTED = frozenset({"js", "net", "io", "ai", "py"})  # "node.js" is one name, "a.b" two
@@ -121,7 +143,7 @@ def _code_terms(text: str, surfaces: Counter[str]) -> tuple[str, Terms]:
 
     def fence(m: re.Match[str]) -> str:
         lang, body = m.group(1).lower(), m.group(2)
-        found = [lang] + _IMPORT.findall(body)
+        found = [lang, *_IMPORT.findall(body)]
         found += _COMMAND.findall(body) if lang in _SHELL else []
         terms.update((f.lower(), None) for f in found if f and f.lower() not in _CODE_WORDS)
         surfaces.update(found)
@@ -317,7 +339,7 @@ def is_instruction(text: str, role: str = "user") -> bool:
     t = _LEAD.sub("", t)
     request = _REQUEST.match(t) or _WANT.match(t)
     if request:  # "can you keep it short?" asks for a behaviour, it is not a question
-        t = t[request.end():]
+        t = t[request.end() :]
     elif t.endswith("?") or _QUESTION.match(t):
         return False
     standing, fmt, tone = bool(_STANDING.search(t)), bool(_FORMAT.search(t)), bool(_TONE.search(t))
@@ -338,8 +360,9 @@ def is_generic(term: str) -> bool:
     phrases that start or end with it ("next month", "big temples")."""
     words = term.split()
     # "two-week" and "mid-December" are as generic as their last part.
-    return not words or any(w in _GENERIC or w.rsplit("-", 1)[-1] in _GENERIC
-                            for w in (words[0], words[-1]))
+    return not words or any(
+        w in _GENERIC or w.rsplit("-", 1)[-1] in _GENERIC for w in (words[0], words[-1])
+    )
 
 
 def key_phrases(docs: Sequence[Terms], assignment: IntArray, limit: int = 12) -> list[Ranked]:
@@ -378,8 +401,14 @@ class _TermTable:
         self.terms = list(vocab)
         self.is_phrase = np.array([" " in t for t in self.terms], dtype=bool)
         cluster_of_cell = np.repeat(assignment, [len(d) for d in docs])
-        counts = np.bincount(cluster_of_cell * len(vocab) + np.asarray(cells, dtype=np.intp),
-                             minlength=k * len(vocab)).reshape(k, len(vocab)).astype(np.float64)
+        counts = (
+            np.bincount(
+                cluster_of_cell * len(vocab) + np.asarray(cells, dtype=np.intp),
+                minlength=k * len(vocab),
+            )
+            .reshape(k, len(vocab))
+            .astype(np.float64)
+        )
         sizes = np.bincount(assignment, minlength=k).astype(np.float64)
         total = np.maximum(counts.sum(axis=0), 1.0)
         rarity = np.log1p(len(docs) / total)
@@ -412,8 +441,9 @@ def _weights(
     weight[:, _fragments(terms, counts.sum(axis=0))] = 0.0
     # A phrase of words the cluster uses often ("Kyoto ryokan") names it better than one of
     # words said in passing ("mountain views").
-    parts = [(i, vocab[w]) for i, t in enumerate(terms) if size[i] > 1 for w in t.split()
-             if w in vocab]
+    parts = [
+        (i, vocab[w]) for i, t in enumerate(terms) if size[i] > 1 for w in t.split() if w in vocab
+    ]
     if parts:
         phrase, word = np.array(parts, dtype=np.intp).T
         support = np.zeros((len(terms), len(share)))
