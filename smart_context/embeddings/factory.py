@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from smart_context.config import Settings
 from smart_context.embeddings.base import Embedder
 from smart_context.embeddings.host import HostEmbedder
+from smart_context.host import Host
 
 
-async def make_embedder(settings: Settings, host: Any) -> Embedder:
+async def make_embedder(settings: Settings, host: Host) -> Embedder:
     """``host``: the vault's model; ``local``: our own MiniLM; ``openai``: a configured endpoint."""
     if settings.embedder == "local":
         from smart_context.embeddings.local import shared_local_model

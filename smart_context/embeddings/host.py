@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from smart_context.errors import EmbeddingError
-from smart_context.host import resolve
+from smart_context.host import LLM, resolve
 from smart_context.vectors.ops import Matrix, normalize_rows
 
 
@@ -21,14 +20,14 @@ class HostEmbedder:
     """
 
     def __init__(
-        self, llm: Any, category: str = "embedding", model_name: str | None = None
+        self, llm: LLM, category: str = "embedding", model_name: str | None = None
     ) -> None:
         self.llm = llm
         self.category = category
         self.model_id = f"host:{model_name or category}"
 
     @classmethod
-    async def from_host(cls, llm: Any, category: str = "embedding") -> HostEmbedder:
+    async def from_host(cls, llm: LLM, category: str = "embedding") -> HostEmbedder:
         """Ask the host which model it uses, when it can say."""
         name = None
         model_name = getattr(llm, "model_name", None)

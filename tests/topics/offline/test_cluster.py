@@ -265,7 +265,7 @@ def test_result_does_not_depend_on_string_hashing(tmp_path: Path) -> None:
     script = tmp_path / "extract.py"
     script.write_text(
         "import json\n"
-        "from tests.test_offline_topics import sample_messages, fake_vectors\n"
+        "from tests.topics.offline.test_cluster import sample_messages, fake_vectors\n"
         "from smart_context.topics.offline.cluster import extract_offline\n"
         "m = sample_messages()\n"
         "r = extract_offline(m, fake_vectors(m))\n"
