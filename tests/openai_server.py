@@ -1,7 +1,8 @@
-"""A real OpenAI-compatible HTTP server on loopback, for tests that go through the ``openai`` client.
+"""A real OpenAI-compatible HTTP server on loopback, for tests through the ``openai`` client.
 
-Use it in a test module with ``from tests.openai_server import openai_server  # noqa: F401``; the
-fixture yields an :class:`OpenAIStub` whose fields steer the server and record what it saw:
+``tests/conftest.py`` registers this module as a pytest plugin, so any test may ask for the
+``openai_server`` fixture; it yields an :class:`OpenAIStub` whose fields steer the server and
+record what it saw:
 
 - ``base_url`` (``http://127.0.0.1:PORT/v1``) and ``api_key`` (the only Bearer key accepted;
   any other gets a 401 like OpenAI's);

@@ -65,7 +65,8 @@ def test_bad_value_names_the_key(table: dict, key: str) -> None:
 def test_write_back_keeps_comments_and_other_tables(tmp_path: Path) -> None:
     original = (
         '# my vault\n[llm]\nbase_url = "http://127.0.0.1:1/v1"  # local\n\n'
-        "[plugins.smart_context]\n# filter on?\nembedding_search = true\nsimilarity_threshold = 0.5\n"
+        "[plugins.smart_context]\n# filter on?\nembedding_search = true\n"
+        "similarity_threshold = 0.5\n"
     )
     (tmp_path / ".vault.toml").write_text(original)
     write_setting(tmp_path, "embedding_search", False)

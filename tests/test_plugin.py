@@ -129,7 +129,7 @@ async def test_only_uncached_messages_are_embedded_once(
     await running.context("c1", list(chat))
     assert embedder.calls == []  # warm: neither messages nor the label are embedded again
     new = {"id": "m8", "role": "user", "content": "asyncio queues?"}
-    await running.context("c1", list(chat) + [new])
+    await running.context("c1", [*list(chat), new])
     assert embedder.calls == [["asyncio queues?"]]
     # a new process reads the cache file instead of embedding again
     assert running.plugin.services is not None
@@ -152,7 +152,7 @@ async def test_embedding_failure_keeps_full_history_with_a_reason(
     running: Running = await start()
     await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
     embedder.fail_with = "Cannot reach the embedding endpoint at http://127.0.0.1:9/v1"
-    history = list(chat) + [{"id": "m9", "role": "user", "content": "new words"}]
+    history = [*list(chat), {"id": "m9", "role": "user", "content": "new words"}]
     ctx = await running.context("c1", history)
     assert ctx.history == history
     record = ctx.metadata["smart_context"]
@@ -284,7 +284,9 @@ async def test_unreachable_embedding_endpoint_is_a_readable_error(start: Any, ch
     assert result["status"] == "success" and result["included_ids"] == ids(chat)
 
 
-async def test_a_reload_while_the_choice_is_being_saved_keeps_the_new_choice(start: Any, chat: list, vault: Path) -> None:
+async def test_a_reload_while_the_choice_is_being_saved_keeps_the_new_choice(
+    start: Any, chat: list, vault: Path
+) -> None:
     running: Running = await start()
     await running.command("set_filter", topics=["Paris Trip"], chat_id="c1")
     again = await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
@@ -321,7 +323,9 @@ async def test_a_slow_read_does_not_undo_a_choice_made_meanwhile(start: Any, cha
     assert ctx.metadata["smart_context"]["active_topics"] == ["Python Asyncio"]
 
 
-async def test_filtering_a_chat_that_does_not_exist_creates_nothing(start: Any, vault: Path) -> None:
+async def test_filtering_a_chat_that_does_not_exist_creates_nothing(
+    start: Any, vault: Path
+) -> None:
     running: Running = await start()
     result = await running.command("set_filter", topics=["Python"], chat_id="typo")
     assert result["status"] == "error" and "no messages" in result["error"]

@@ -96,13 +96,16 @@ def test_two_different_messages_sharing_an_id_are_both_kept() -> None:
 
 
 def test_unhashable_ids_do_not_break_the_rule() -> None:
-    odd = [{"id": ["x"], "role": "user", "content": "a"}, {"id": {"y": 1}, "role": "user", "content": "b"}]
+    odd = [
+        {"id": ["x"], "role": "user", "content": "a"},
+        {"id": {"y": 1}, "role": "user", "content": "b"},
+    ]
     d = decide(odd, [], ["T"], scores(0.9, 0.1), 0.4)
     assert [m["content"] for m in d.history] == ["a"] and d.record["mode"] == "filtered"
 
 
 def test_duplicate_ids_are_sent_once() -> None:
-    doubled = HISTORY + [dict(HISTORY[0])]
+    doubled = [*HISTORY, dict(HISTORY[0])]
     d = decide(doubled, [HISTORY[0]], [], None, 0.4)
     assert ids(d.history) == ids(HISTORY)
     f = decide(doubled, [], ["Python"], scores(0.9, 0, 0, 0, 0, 0, 0.9), 0.4)

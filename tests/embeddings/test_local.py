@@ -231,7 +231,7 @@ def test_real_model_truncates_long_text(model: LocalMiniLM) -> None:
 async def test_real_model_async_calls_may_overlap(model: LocalMiniLM) -> None:
     batches: list[Sequence[str]] = [_texts(20)[i::4] for i in range(4)]
     results = await asyncio.gather(*(model.embed(b) for b in batches))
-    for batch, result in zip(batches, results):
+    for batch, result in zip(batches, results, strict=True):
         assert np.allclose(result, model.embed_sync(batch), atol=1e-5)
 
 

@@ -26,14 +26,14 @@ from smart_context.errors import EmbeddingError
 from smart_context.llm_errors import LOCAL_PLACEHOLDER_KEY, describe_openai_error, is_loopback_url
 from smart_context.vectors.ops import normalize_rows
 from tests.fakes import word_vector
-from tests.openai_server import OpenAIStub, openai_server  # noqa: F401
+from tests.openai_server import OpenAIStub
 
 KEY_ENV = "SMART_CONTEXT_TEST_KEY"
 TEXTS = [f"message {i} about python asyncio and topic{i % 3}" for i in range(10)]
 
 
 @pytest.fixture
-def stub(openai_server: OpenAIStub) -> OpenAIStub:  # noqa: F811 - requests the imported fixture
+def stub(openai_server: OpenAIStub) -> OpenAIStub:
     """The loopback server (a short name for it, and one place for the import's noqa)."""
     return openai_server
 

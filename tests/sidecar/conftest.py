@@ -1,4 +1,5 @@
-"""Fixtures for the reference sidecar: vaults on disk, test plugins, an API client, a live server."""
+"""Fixtures for the reference sidecar: vaults on disk, test plugins, an API client, a live
+server."""
 
 from __future__ import annotations
 
@@ -79,7 +80,10 @@ class Recorder:
     async def pipeline_context(self, ctx: Any) -> None:
         self.calls.append("pipeline_context")
         self.seen_history.append(list(ctx.history))
-        ctx.metadata["smart_context"] = {"mode": "full", "included_ids": [m["id"] for m in ctx.history]}
+        ctx.metadata["smart_context"] = {
+            "mode": "full",
+            "included_ids": [m["id"] for m in ctx.history],
+        }
 
     @hookimpl
     def pipeline_prompt(self, ctx: Any) -> None:
@@ -180,9 +184,9 @@ async def read_events(response: httpx.Response) -> AsyncIterator[tuple[str, Any]
         if line.startswith(":"):
             yield ":", line[1:].strip()
         elif line.startswith("event:"):
-            name = line[len("event:"):].strip()
+            name = line[len("event:") :].strip()
         elif line.startswith("data:"):
-            data.append(line[len("data:"):].strip())
+            data.append(line[len("data:") :].strip())
         elif line == "" and data:
             yield name, json.loads("\n".join(data))
             name, data = "message", []

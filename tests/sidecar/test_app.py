@@ -44,8 +44,11 @@ async def test_message_as_json_and_as_events(api: ClientFactory, vault: Path) ->
     assert set(body) == {"user_message", "assistant_message"}
     assert body["assistant_message"]["notice"] == "no_model"
 
-    streamed = await client.post(f"/api/chats/{chat_id}/messages", json={"content": "Again"},
-                                 headers={"Accept": "text/event-stream"})
+    streamed = await client.post(
+        f"/api/chats/{chat_id}/messages",
+        json={"content": "Again"},
+        headers={"Accept": "text/event-stream"},
+    )
     assert streamed.headers["content-type"].startswith("text/event-stream")
     assert "event: done\ndata: {" in streamed.text
     listed = (await client.get("/api/chats")).json()["chats"]
@@ -62,7 +65,8 @@ async def test_commands(api: ClientFactory) -> None:
     failed = is_error(await client.post("/api/commands/test.boom", json={"reason": "why"}), 500)
     assert "boom: why" in failed and "test.boom" in failed
     assert "nope_arg" in is_error(
-        await client.post("/api/commands/test.boom", json={"nope_arg": 1}), 400)
+        await client.post("/api/commands/test.boom", json={"nope_arg": 1}), 400
+    )
     is_error(await client.post("/api/commands/test.echo", content=b"[1, 2]"), 400)
 
 
@@ -85,7 +89,12 @@ async def test_commands(api: ClientFactory) -> None:
         ("GET", "/api/chats/nosuchchat", b"", 404),
         ("POST", "/api/chats", json.dumps({"title": 5}).encode(), 400),
         ("POST", "/api/chats", b"{", 400),
-        ("POST", "/api/chats/c1/messages", b'{"content": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", 400),
+        (
+            "POST",
+            "/api/chats/c1/messages",
+            b'{"content": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+            400,
+        ),
         ("POST", "/api/chats/c1/messages", b'{"content": "hi \\ud800"}', 400),
         ("POST", "/api/chats/notes.embeddings/messages", b'{"content": "hi"}', 400),
         ("GET", "/api/nothing-here", b"", 404),
@@ -105,7 +114,8 @@ async def test_cross_site_posts_and_foreign_hosts_are_refused(api: ClientFactory
     client, _ = await api(Recorder())
     evil = {"Origin": "https://evil.example"}
     assert "not allowed" in is_error(
-        await client.post("/api/commands/test.echo", json={}, headers=evil), 403)
+        await client.post("/api/commands/test.echo", json={}, headers=evil), 403
+    )
     same = {"Origin": BASE_URL}
     assert (await client.post("/api/commands/test.echo", json={}, headers=same)).status_code == 200
     rebinding = await client.get("/api/chats", headers={"Host": "evil.example:8765"})
@@ -137,7 +147,7 @@ async def test_page_renders_panels_and_boot(api: ClientFactory) -> None:
     assert "&lt;b&gt;T&lt;/b&gt;" in page.text and "<b>T</b>" not in page.text
     assert f'data-chat-id="{chat_id}"' in page.text
     boot_start = page.text.index('id="sc-boot">') + len('id="sc-boot">')
-    boot = json.loads(page.text[boot_start:page.text.index("</script>", boot_start)])
+    boot = json.loads(page.text[boot_start : page.text.index("</script>", boot_start)])
     assert boot == {"chat_id": chat_id, "model_configured": False, "model_name": None}
     default = await client.get("/?chat=../../etc")
     assert default.status_code == 200 and f'data-chat-id="{chat_id}"' in default.text

@@ -1,4 +1,5 @@
-"""``host.emit`` fan-out: every client gets every event; a slow client loses old events, not time."""
+"""``host.emit`` fan-out: every client gets every event; a slow client loses old events, not
+time."""
 
 from __future__ import annotations
 

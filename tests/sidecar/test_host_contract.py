@@ -26,15 +26,19 @@ def test_objects_satisfy_the_protocols(vault: Path) -> None:
 
 
 async def test_services_as_the_plugin_uses_them(vault: Path) -> None:
-    write_settings(vault, "[plugins.smart_context]\nsimilarity_threshold = 0.55\n"
-                          "embedding_search = false\n")
+    write_settings(
+        vault, "[plugins.smart_context]\nsimilarity_threshold = 0.55\nembedding_search = false\n"
+    )
     host = SidecarHost(VaultConfig(vault))
     assert await resolve(host.settings("smart_context")) == {
-        "similarity_threshold": 0.55, "embedding_search": False}
+        "similarity_threshold": 0.55,
+        "embedding_search": False,
+    }
     assert await resolve(host.settings("not_there")) == {}
 
-    await resolve(host.memory.save_chat("c1", {"messages": [{"id": "a", "role": "user",
-                                                              "content": "x"}]}))
+    await resolve(
+        host.memory.save_chat("c1", {"messages": [{"id": "a", "role": "user", "content": "x"}]})
+    )
     topics = [{"label": "Cats", "count": 1}]
     await resolve(host.memory.update_chat("c1", lambda data: {**data, "topics": topics}))
     chat = await resolve(host.memory.load_chat("c1"))
@@ -49,8 +53,9 @@ async def test_commands_and_panels_collect_what_plugins_register() -> None:
     ui.register_panel("p", "Panel", icon="brain", position="right")
     ui.set_panel_content("p", "<div>hi</div>")
     ui.set_panel_content("unknown", "<b>ignored</b>")
-    assert ui.as_list() == [{"id": "p", "title": "Panel", "icon": "brain", "position": "right",
-                             "html": "<div>hi</div>"}]
+    assert ui.as_list() == [
+        {"id": "p", "title": "Panel", "icon": "brain", "position": "right", "html": "<div>hi</div>"}
+    ]
     ui.remove_panel("p")
     assert ui.as_list() == []
 
@@ -65,8 +70,9 @@ async def test_emit_reaches_a_connected_browser(vault: Path) -> None:
     ):
         events = read_events(response)
         await anext(events)
-        recorder.host.emit("smart_context.topics_updated",
-                           {"chat_id": "c1", "topics": [{"label": "</script><b>"}]})
+        recorder.host.emit(
+            "smart_context.topics_updated", {"chat_id": "c1", "topics": [{"label": "</script><b>"}]}
+        )
         name, data = await anext(events)
     assert name == "smart_context.topics_updated"
     assert data["topics"] == [{"label": "</script><b>"}]

@@ -12,7 +12,7 @@ import pytest
 
 from smart_context.sidecar.app import create_app
 from smart_context.sidecar.runtime import Sidecar
-from tests.openai_server import OpenAIStub, openai_server  # noqa: F401
+from tests.openai_server import OpenAIStub
 from tests.sidecar.conftest import (
     Recorder,
     chat_on_disk,
@@ -38,7 +38,9 @@ def serve_vault(vault: Path, keepalive: float = 15.0) -> tuple[Sidecar, Any]:
 
 
 async def test_reply_streams_as_tokens_and_is_stored(
-    vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    vault: Path,
+    openai_server: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("STUB_KEY", openai_server.api_key)
     write_settings(vault, llm_table(openai_server.base_url, "STUB_KEY", fast="stub-chat"))
@@ -87,14 +89,18 @@ async def test_emit_reaches_event_stream_clients_with_keepalives(vault: Path) ->
         assert (await anext(events)) == (":", "connected")
         sidecar.host.emit("smart_context.filter_changed", {"chat_id": "c1", "included_ids": ["a"]})
         assert await anext(events) == (
-            "smart_context.filter_changed", {"chat_id": "c1", "included_ids": ["a"]})
+            "smart_context.filter_changed",
+            {"chat_id": "c1", "included_ids": ["a"]},
+        )
         assert await anext(events) == (":", "keep-alive")
     await asyncio.sleep(0)
     assert sidecar.host.events.client_count == 0
 
 
 async def test_a_client_that_leaves_mid_reply_does_not_lose_it(
-    vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    vault: Path,
+    openai_server: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("STUB_KEY", openai_server.api_key)
     write_settings(vault, llm_table(openai_server.base_url, "STUB_KEY", chat="stub-chat"))
@@ -102,8 +108,12 @@ async def test_a_client_that_leaves_mid_reply_does_not_lose_it(
     _, app = serve_vault(vault)
     async with live_server(app) as url, httpx.AsyncClient(base_url=url) as client:
         with pytest.raises(httpx.ReadTimeout):
-            await client.post("/api/chats/live3/messages", json={"content": "slow one"},
-                              headers=STREAM, timeout=0.2)
+            await client.post(
+                "/api/chats/live3/messages",
+                json={"content": "slow one"},
+                headers=STREAM,
+                timeout=0.2,
+            )
         for _ in range(100):
             messages = chat_on_disk(vault, "live3")["messages"]
             if len(messages) == 2:

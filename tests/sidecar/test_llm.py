@@ -9,13 +9,16 @@ import pytest
 from smart_context.errors import EmbeddingError
 from smart_context.sidecar.config import LLMConfig
 from smart_context.sidecar.llm import LLMError, LLMService, NoModelConfigured
-from tests.openai_server import OpenAIStub, openai_server  # noqa: F401
+from tests.openai_server import OpenAIStub
 
 
 def service(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch, **models: str) -> LLMService:
     monkeypatch.setenv("STUB_KEY", stub.api_key)
-    return LLMService(LLMConfig(base_url=stub.base_url, api_key_env="STUB_KEY",
-                                models=models, max_retries=0, timeout=5))
+    return LLMService(
+        LLMConfig(
+            base_url=stub.base_url, api_key_env="STUB_KEY", models=models, max_retries=0, timeout=5
+        )
+    )
 
 
 def free_port() -> int:
@@ -24,12 +27,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def test_complete_stream_and_embed(openai_server: OpenAIStub,  # noqa: F811
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_complete_stream_and_embed(
+    openai_server: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     llm = service(openai_server, monkeypatch, fast="stub-chat", embedding="stub-embedding")
     openai_server.chat_replies += ["Short answer.", "A reply that streams in pieces."]
     try:
-        assert await llm.complete([{"role": "user", "content": "hi"}], temperature=0) == "Short answer."
+        assert (
+            await llm.complete([{"role": "user", "content": "hi"}], temperature=0)
+            == "Short answer."
+        )
         pieces = [p async for p in llm.stream([{"role": "user", "content": "go"}])]
         vectors = await llm.embed(["alpha beta", "gamma"])
     finally:
@@ -43,8 +51,10 @@ async def test_complete_stream_and_embed(openai_server: OpenAIStub,  # noqa: F81
     assert llm.model_name("chat") == "stub-chat" and llm.model_name("embedding") == "stub-embedding"
 
 
-async def test_failures_are_sentences(openai_server: OpenAIStub,  # noqa: F811
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_failures_are_sentences(
+    openai_server: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     llm = service(openai_server, monkeypatch, chat="stub-chat", embedding="missing-model")
     openai_server.fail_next.append(500)
     try:
@@ -57,8 +67,11 @@ async def test_failures_are_sentences(openai_server: OpenAIStub,  # noqa: F811
 
 
 async def test_unreachable_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
-    llm = LLMService(LLMConfig(base_url=f"http://127.0.0.1:{free_port()}/v1",
-                               models={"chat": "m"}, max_retries=0))
+    llm = LLMService(
+        LLMConfig(
+            base_url=f"http://127.0.0.1:{free_port()}/v1", models={"chat": "m"}, max_retries=0
+        )
+    )
     with pytest.raises(LLMError, match="Cannot reach") as caught:
         [p async for p in llm.stream([{"role": "user", "content": "hi"}])]
     assert "[llm] base_url" in str(caught.value)
@@ -67,8 +80,11 @@ async def test_unreachable_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def test_remote_endpoint_without_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SOME_KEY", raising=False)
-    llm = LLMService(LLMConfig(base_url="https://api.example.com/v1", api_key_env="SOME_KEY",
-                               models={"fast": "m"}))
+    llm = LLMService(
+        LLMConfig(
+            base_url="https://api.example.com/v1", api_key_env="SOME_KEY", models={"fast": "m"}
+        )
+    )
     with pytest.raises(LLMError, match="SOME_KEY"):
         await llm.complete([{"role": "user", "content": "hi"}])
 

@@ -39,8 +39,10 @@ async def test_round_trip_and_missing_chat(vault: Path) -> None:
 
 async def test_update_keeps_other_plugins_keys(vault: Path) -> None:
     memory = ChatMemory(vault)
-    await memory.save_chat("c1", {"messages": [], "topics": [{"label": "X", "count": 1}],
-                                  "other_plugin": {"k": [1, 2]}})
+    await memory.save_chat(
+        "c1",
+        {"messages": [], "topics": [{"label": "X", "count": 1}], "other_plugin": {"k": [1, 2]}},
+    )
     stored = await memory.update_chat("c1", add_message("m1"))
     assert stored["other_plugin"] == {"k": [1, 2]}
     again = await memory.load_chat("c1")

@@ -12,7 +12,7 @@ import pytest
 from smart_context.hookspecs import hookimpl
 from smart_context.sidecar.pipeline import PipelineContext, PipelineEvent, prompt_messages
 from smart_context.sidecar.runtime import Sidecar
-from tests.openai_server import OpenAIStub, openai_server  # noqa: F401
+from tests.openai_server import OpenAIStub
 from tests.sidecar.conftest import Recorder, chat_on_disk, llm_table, manager_with, write_settings
 
 
@@ -39,8 +39,14 @@ async def test_no_model_runs_every_phase_and_says_so(vault: Path) -> None:
 
     assert [e.name for e in events] == ["done"]
     assert recorder.calls == [
-        "sidecar_startup", "sidecar_register_commands", "pipeline_input", "pipeline_context",
-        "pipeline_prompt", "pipeline_llm", "pipeline_output", "sidecar_shutdown",
+        "sidecar_startup",
+        "sidecar_register_commands",
+        "pipeline_input",
+        "pipeline_context",
+        "pipeline_prompt",
+        "pipeline_llm",
+        "pipeline_output",
+        "sidecar_shutdown",
     ]
     user, assistant = chat_on_disk(vault, "c1")["messages"]
     assert user["content"] == "What is in my context?" and user["role"] == "user"
@@ -51,7 +57,9 @@ async def test_no_model_runs_every_phase_and_says_so(vault: Path) -> None:
 
 
 async def test_reply_streams_and_history_is_the_chat_before(
-    vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    vault: Path,
+    openai_server: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with_model(vault, openai_server, monkeypatch)
     openai_server.chat_replies += ["First reply here.", "Second reply, in several pieces."]
@@ -66,7 +74,11 @@ async def test_reply_streams_and_history_is_the_chat_before(
     assert events[-1].name == "done"
     messages = chat_on_disk(vault, "c1")["messages"]
     assert [m["content"] for m in messages] == [
-        "first", "First reply here.", "second", "Second reply, in several pieces."]
+        "first",
+        "First reply here.",
+        "second",
+        "Second reply, in several pieces.",
+    ]
     assert messages[-1]["model"] == "stub-chat"
     assert messages[-1]["smart_context"]["included_ids"] == [m["id"] for m in messages[:2]]
     assert [m["id"] for m in recorder.seen_history[1]] == [m["id"] for m in messages[:2]]
@@ -93,7 +105,9 @@ class Breaks:
 
 
 async def test_a_raising_plugin_loses_no_message(
-    vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+    vault: Path,
+    openai_server: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with_model(vault, openai_server, monkeypatch)
@@ -104,7 +118,9 @@ async def test_a_raising_plugin_loses_no_message(
     await sidecar.stop()
     assert events[-1].name == "done"
     assert [m["content"] for m in chat_on_disk(vault, "c1")["messages"]] == [
-        "still here?", "echo: still here?"]
+        "still here?",
+        "echo: still here?",
+    ]
     assert "input broke" in caplog.text and "context broke" in caplog.text
     assert "pipeline_output" in recorder.calls
 
@@ -146,7 +162,9 @@ async def test_abort_stops_before_the_model(vault: Path) -> None:
 
 
 async def test_endpoint_failure_stores_both_messages(
-    vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    vault: Path,
+    openai_server: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with_model(vault, openai_server, monkeypatch)
     openai_server.fail_next.append(503)
@@ -164,14 +182,20 @@ async def test_endpoint_failure_stores_both_messages(
 
 
 def test_prompt_leaves_out_notices_and_errors() -> None:
-    ctx = PipelineContext(message="now", original_message="now", history=[
-        {"id": "1", "role": "user", "content": "q", "extra": 1},
-        {"id": "2", "role": "assistant", "content": "No model", "notice": "no_model"},
-        {"id": "3", "role": "assistant", "content": "failed", "error": "failed"},
-        {"id": "4", "role": "tool", "content": "x"},
-    ])
+    ctx = PipelineContext(
+        message="now",
+        original_message="now",
+        history=[
+            {"id": "1", "role": "user", "content": "q", "extra": 1},
+            {"id": "2", "role": "assistant", "content": "No model", "notice": "no_model"},
+            {"id": "3", "role": "assistant", "content": "failed", "error": "failed"},
+            {"id": "4", "role": "tool", "content": "x"},
+        ],
+    )
     assert prompt_messages(ctx) == [
-        {"role": "user", "content": "q"}, {"role": "user", "content": "now"}]
+        {"role": "user", "content": "q"},
+        {"role": "user", "content": "now"},
+    ]
 
 
 class OddRecord:

@@ -83,7 +83,9 @@ async def test_a_raising_async_plugin_does_not_stop_the_others(
     assert "async plugin bug" in caplog.text and "pipeline_input" in caplog.text
 
 
-async def test_a_raising_plain_plugin_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_raising_plain_plugin_is_logged_not_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     pm = manager_with(Sync(), SyncBroken())
     with caplog.at_level(logging.ERROR):
         assert await call_hook(pm, "pipeline_input", ctx=[]) == []

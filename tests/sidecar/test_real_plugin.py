@@ -12,7 +12,7 @@ from smart_context.resources import static_dir
 from smart_context.sidecar.app import create_app
 from smart_context.sidecar.events import ServerEvent, Subscription
 from smart_context.sidecar.runtime import Sidecar
-from tests.openai_server import OpenAIStub, openai_server  # noqa: F401
+from tests.openai_server import OpenAIStub
 from tests.sidecar.conftest import chat_on_disk, llm_table, running_app, write_settings
 
 
@@ -26,11 +26,18 @@ PLUGIN_TABLE = '[plugins.smart_context]\nembedder = "host"\ntopic_extractor = "o
 
 
 async def test_entry_point_plugin_end_to_end(
-    vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    vault: Path,
+    openai_server: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("STUB_KEY", openai_server.api_key)
-    write_settings(vault, PLUGIN_TABLE + llm_table(
-        openai_server.base_url, "STUB_KEY", chat="stub-chat", embedding="stub-embedding"))
+    write_settings(
+        vault,
+        PLUGIN_TABLE
+        + llm_table(
+            openai_server.base_url, "STUB_KEY", chat="stub-chat", embedding="stub-embedding"
+        ),
+    )
     sidecar = Sidecar(vault)
     assert isinstance(sidecar.pm.get_plugin("smart_context"), SmartContextPlugin)
     assert sidecar.plugin_report.errors == []
@@ -41,10 +48,12 @@ async def test_entry_point_plugin_end_to_end(
             for text in ("Plan a week in Kyoto in April", "What should I pack for rain?"):
                 answer = await client.post("/api/chats/trip/messages", json={"content": text})
                 assert answer.status_code == 200, answer.text
-            topics = await client.post("/api/commands/smart_context.get_topics",
-                                       json={"chat_id": "trip"})
-            filtered = await client.post("/api/commands/smart_context.set_filter",
-                                         json={"chat_id": "trip", "topics": []})
+            topics = await client.post(
+                "/api/commands/smart_context.get_topics", json={"chat_id": "trip"}
+            )
+            filtered = await client.post(
+                "/api/commands/smart_context.set_filter", json={"chat_id": "trip", "topics": []}
+            )
             names = [event.name async for event in drain(sub)]
         if (static_dir() / "app" / "index.html.j2").exists():
             page = await client.get("/?chat=trip")

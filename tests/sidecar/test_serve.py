@@ -35,7 +35,12 @@ def parse(*argv: str) -> argparse.Namespace:
 def test_arguments_and_defaults() -> None:
     args = parse()
     assert (args.vault, args.host, args.port, args.allow_remote, args.open_browser) == (
-        None, "127.0.0.1", 8765, False, False)
+        None,
+        "127.0.0.1",
+        8765,
+        False,
+        False,
+    )
     args = parse("some/vault", "--host", "0.0.0.0", "--port", "9000", "--allow-remote", "--open")
     assert args.vault == Path("some/vault") and args.allow_remote and args.open_browser
 
@@ -97,11 +102,19 @@ def test_serve_runs_the_example_vault_until_interrupted(tmp_path: Path) -> None:
         pytest.skip("the example vault is not written yet")
     before = sorted(str(p) for p in example_vault_dir().rglob("*"))
     env = {**os.environ, "SMART_CONTEXT_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
-    code = ("import sys; from tests.sidecar.test_serve import parse; "
-            "from smart_context.sidecar.serve import run_serve; "
-            "sys.exit(run_serve(parse('--port', '0')))")
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    code = (
+        "import sys; from tests.sidecar.test_serve import parse; "
+        "from smart_context.sidecar.serve import run_serve; "
+        "sys.exit(run_serve(parse('--port', '0')))"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         lines = [proc.stdout.readline(), proc.stdout.readline()]

@@ -1,4 +1,5 @@
-"""``.vault.toml`` as the sidecar reads it: plugin tables, the [llm] table, errors that say what to fix."""
+"""``.vault.toml`` as the sidecar reads it: plugin tables, the [llm] table, errors that say
+what to fix."""
 
 from __future__ import annotations
 
@@ -19,8 +20,11 @@ def test_no_file_means_no_settings_and_no_model(vault: Path) -> None:
 
 
 def test_plugin_table_is_a_plain_copy(vault: Path) -> None:
-    write_settings(vault, "[plugins.smart_context]\nsimilarity_threshold = 0.5\ntags = ['a']\n"
-                          "[plugins.other]\nenabled = false\n")
+    write_settings(
+        vault,
+        "[plugins.smart_context]\nsimilarity_threshold = 0.5\ntags = ['a']\n"
+        "[plugins.other]\nenabled = false\n",
+    )
     config = VaultConfig(vault)
     table = config.plugin_settings("smart_context")
     assert table == {"similarity_threshold": 0.5, "tags": ["a"]}
@@ -42,8 +46,14 @@ def test_changes_on_disk_are_seen_and_a_broken_edit_keeps_the_last_good(vault: P
 
 
 def test_llm_table() -> None:
-    llm = parse_llm({"base_url": "http://127.0.0.1:11434/v1/", "api_key_env": "KEY",
-                     "models": {"fast": "small", "embedding": "emb"}, "timeout": 30})
+    llm = parse_llm(
+        {
+            "base_url": "http://127.0.0.1:11434/v1/",
+            "api_key_env": "KEY",
+            "models": {"fast": "small", "embedding": "emb"},
+            "timeout": 30,
+        }
+    )
     assert llm.configured and llm.base_url == "http://127.0.0.1:11434/v1"
     assert llm.models == {"fast": "small", "embedding": "emb"}
     assert llm.timeout == 30.0 and llm.max_retries == 1

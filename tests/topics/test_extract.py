@@ -145,7 +145,7 @@ async def test_model_failure_falls_back_to_offline_topics(start: Any, vault: Pat
             f"sourdough bread starter flour question {i}",
             f"sourdough bread starter flour answer {i}",
         ]
-    write_chat(vault, "c1", make_messages(texts + ["Always answer in French."]))
+    write_chat(vault, "c1", make_messages([*texts, "Always answer in French."]))
     running: Running = await start(llm=FakeLLM([TimeoutError("model timed out")]))
     await reply_done(running)
     await running.settle()

@@ -72,9 +72,14 @@ DAMAGED = [
     b"\x00\xff\xfe",
     b"[]",
     # vectors cut short, as by a crash in a writer that did not write atomically
-    ("{" + HEADER + ', "dtype": "int8", "keys": ["a:b"], "scales": "0000803f", "vectors": "0102"}')
-    .encode(),
-    ("{" + HEADER + ', "dtype": "int8", "keys": ["a:b"], "scales": "zz", "vectors": "00"}').encode(),
+    (
+        "{"
+        + HEADER
+        + ', "dtype": "int8", "keys": ["a:b"], "scales": "0000803f", "vectors": "0102"}'
+    ).encode(),
+    (
+        "{" + HEADER + ', "dtype": "int8", "keys": ["a:b"], "scales": "zz", "vectors": "00"}'
+    ).encode(),
     ("{" + HEADER + ', "dtype": "float64", "keys": [], "scales": "", "vectors": ""}').encode(),
     ("{" + HEADER.replace('"dim": 8', '"dim": -1') + "}").encode(),
 ]
@@ -123,7 +128,9 @@ def test_label_scores_are_extended_not_recomputed() -> None:
     vectors.add_messages(more, normalize_rows(np.full((1, 8), -1.0)))
     second = vectors.scores("L", label)
     assert np.array_equal(second[:3], first) and second[3] == pytest.approx(-1.0)
-    vectors.add_messages([MESSAGES[0]], normalize_rows(np.full((1, 8), -1.0)))  # overwritten in place
+    vectors.add_messages(
+        [MESSAGES[0]], normalize_rows(np.full((1, 8), -1.0))
+    )  # overwritten in place
     assert vectors.scores("L", label)[0] == pytest.approx(-1.0)
 
 

@@ -103,8 +103,19 @@ SAMPLE_CHAT = _parse_chat(SAMPLE_CHAT_TEXT)
 MINOR_WORDS = {"a", "an", "the", "of", "in", "for", "to", "with"}
 SAMPLE_INSTRUCTION_IDS = ("m2", "m14")
 SUBJECT_WORDS = {
-    "python asyncio": {"python", "asyncio", "async", "coroutine", "coroutines", "gather",
-                       "concurrency", "task", "tasks", "event", "semaphore"},
+    "python asyncio": {
+        "python",
+        "asyncio",
+        "async",
+        "coroutine",
+        "coroutines",
+        "gather",
+        "concurrency",
+        "task",
+        "tasks",
+        "event",
+        "semaphore",
+    },
     "japan trip": {"japan", "kyoto", "tokyo", "osaka", "trip", "ryokan", "temples", "travel"},
     "sourdough": {"sourdough", "bread", "dough", "starter", "baking", "hydration", "loaf"},
     "kubernetes": {"kubernetes", "deployment", "kubectl", "pods", "pod", "service", "k8s"},
@@ -113,8 +124,9 @@ SUBJECT_WORDS = {
 
 def sample_messages() -> list[dict[str, Any]]:
     """The sample chat with ids m0, m1, ... in order."""
-    return [{"id": f"m{i}", "role": role, "content": text}
-            for i, (role, text) in enumerate(SAMPLE_CHAT)]
+    return [
+        {"id": f"m{i}", "role": role, "content": text} for i, (role, text) in enumerate(SAMPLE_CHAT)
+    ]
 
 
 def fake_vectors(messages: list[dict[str, Any]], dim: int = 64) -> np.ndarray:
@@ -133,10 +145,14 @@ def assert_valid(result: ExtractedTopics, messages: list[dict[str, Any]]) -> Non
     for label in labels:
         words = label.split()
         assert 1 <= len(words) <= 4
-        # Title Case as labels.py writes it: a minor word inside stays lower ("Starter in the Fridge").
-        assert all(word[0].isupper() or not word[0].isalpha()
-                   or (0 < i < len(words) - 1 and word in MINOR_WORDS)
-                   for i, word in enumerate(words))
+        # Title Case as labels.py writes it: a minor word inside stays lower
+        # ("Starter in the Fridge").
+        assert all(
+            word[0].isupper()
+            or not word[0].isalpha()
+            or (0 < i < len(words) - 1 and word in MINOR_WORDS)
+            for i, word in enumerate(words)
+        )
     user_ids = {str(m["id"]) for m in messages if m["role"] == "user"}
     assert set(result.sticky_ids) <= user_ids
 
@@ -211,16 +227,19 @@ def test_sample_chat_labels_chosen_by_meaning(sample_vectors: np.ndarray) -> Non
 # --- degenerate and synthetic chats (fake vectors) ----------------------------------------------
 
 
-@pytest.mark.parametrize("texts", [
-    [],
-    ["How do I use asyncio?"],
-    ["How do I use asyncio?", "Use asyncio.run(main()) to start the event loop."],
-    ["", "", ""],
-    ["thanks", "ok", "great, thanks!"],
-    ["be concise", "always answer in French"],
-    ["How do I use asyncio?"] * 12,
-    ["   ", "How do I bake sourdough bread?", None],
-])
+@pytest.mark.parametrize(
+    "texts",
+    [
+        [],
+        ["How do I use asyncio?"],
+        ["How do I use asyncio?", "Use asyncio.run(main()) to start the event loop."],
+        ["", "", ""],
+        ["thanks", "ok", "great, thanks!"],
+        ["be concise", "always answer in French"],
+        ["How do I use asyncio?"] * 12,
+        ["   ", "How do I bake sourdough bread?", None],
+    ],
+)
 def test_degenerate_chats_give_valid_results(texts: list[str]) -> None:
     messages = make_messages(texts)
     result = extract_offline(messages, fake_vectors(messages))
@@ -235,8 +254,9 @@ def test_identical_messages_make_one_topic() -> None:
 
 
 def test_short_chat_is_not_padded_with_topics() -> None:
-    messages = make_messages(["How do I use asyncio?", "Use asyncio.run to start the loop.",
-                              "thanks"])
+    messages = make_messages(
+        ["How do I use asyncio?", "Use asyncio.run to start the loop.", "thanks"]
+    )
     result = extract_offline(messages, fake_vectors(messages))
     assert [(t.label, t.count) for t in result.topics] == [("Asyncio", 2)]
 
@@ -256,7 +276,10 @@ def test_only_user_messages_become_sticky() -> None:
     result = extract_offline(messages, fake_vectors(messages))
     assert result.sticky_ids == ("m0",)  # m1 and m3 were said by the assistant
     assert result.to_chat_topics()[-1] == {
-        "label": "Instructions & Preferences", "sticky": True, "message_ids": ["m0"], "count": 1,
+        "label": "Instructions & Preferences",
+        "sticky": True,
+        "message_ids": ["m0"],
+        "count": 1,
     }
 
 
@@ -276,8 +299,14 @@ def test_result_does_not_depend_on_string_hashing(tmp_path: Path) -> None:
     outputs = []
     for seed in ("1", "2", "3"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": root}
-        run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                             text=True, check=True, cwd=root)
+        run = subprocess.run(
+            [sys.executable, str(script)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=root,
+        )
         outputs.append(json.loads(run.stdout))
     assert outputs[0] == outputs[1] == outputs[2]
 
@@ -300,8 +329,9 @@ def test_sample_chat_with_fake_vectors_is_valid_and_finds_the_instructions() -> 
 def test_a_thousand_messages_take_well_under_a_second() -> None:
     messages = [dict(m, id=f"b{i}") for i, m in enumerate(sample_messages() * 25)][:1000]
     rng = np.random.default_rng(7)
-    vectors = normalize_rows(fake_vectors(messages, dim=384)
-                             + rng.normal(0, 0.05, (1000, 384)).astype(np.float32))
+    vectors = normalize_rows(
+        fake_vectors(messages, dim=384) + rng.normal(0, 0.05, (1000, 384)).astype(np.float32)
+    )
     timings = []
     # CPU time of the better of two runs: other work on a busy test machine must not count.
     for _ in range(2):
@@ -316,8 +346,9 @@ def test_a_thousand_messages_take_well_under_a_second() -> None:
 def test_a_thousand_messages_with_phrase_vectors_take_well_under_a_second() -> None:
     messages = [dict(m, id=f"b{i}") for i, m in enumerate(sample_messages() * 25)][:1000]
     rng = np.random.default_rng(7)
-    vectors = normalize_rows(fake_vectors(messages, dim=384)
-                             + rng.normal(0, 0.05, (1000, 384)).astype(np.float32))
+    vectors = normalize_rows(
+        fake_vectors(messages, dim=384) + rng.normal(0, 0.05, (1000, 384)).astype(np.float32)
+    )
     embedder = PhraseEmbedder(dim=384)
     timings = []
     for _ in range(2):  # the better of two runs, as above
@@ -353,8 +384,12 @@ class PhraseEmbedder:
     """Phrases placed by hand (``placed``: label -> leading coordinates), every other phrase
     along bag-of-words axes that no subject uses, or a real ``embed``; records every call."""
 
-    def __init__(self, placed: Mapping[str, Sequence[float]] | None = None, dim: int = DIM,
-                 embed: Callable[[Sequence[str]], np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        placed: Mapping[str, Sequence[float]] | None = None,
+        dim: int = DIM,
+        embed: Callable[[Sequence[str]], np.ndarray] | None = None,
+    ) -> None:
         self.placed, self.dim, self.embed = placed or {}, dim, embed
         self.calls: list[list[str]] = []
         self.fail_with = ""
@@ -397,11 +432,15 @@ def test_without_phrase_vectors_labels_come_from_word_counts() -> None:
 def test_the_phrase_closest_to_a_clusters_centroid_wins() -> None:
     messages, vectors = three_subjects()
     # Each said once, far behind by word counts, but exactly at its subject's centroid.
-    embedder = PhraseEmbedder({"Oven Spring": [1, 0, 0], "Nara Deer": [0, 1, 0],
-                               "Container Image": [0, 0, 1]})
+    embedder = PhraseEmbedder(
+        {"Oven Spring": [1, 0, 0], "Nara Deer": [0, 1, 0], "Container Image": [0, 0, 1]}
+    )
     result = extract_offline(messages, vectors, phrase_vectors=embedder)
     assert [(t.label, t.count) for t in result.topics] == [
-        ("Oven Spring", 4), ("Nara Deer", 4), ("Container Image", 4)]
+        ("Oven Spring", 4),
+        ("Nara Deer", 4),
+        ("Container Image", 4),
+    ]
 
 
 def test_candidates_of_all_clusters_are_embedded_in_one_call() -> None:
@@ -418,7 +457,8 @@ def test_a_phrase_close_to_the_best_single_word_is_preferred() -> None:
     near = PhraseEmbedder({"Sourdough": [1, 0, 0], "Sourdough Bread": [0.9, 0, 0, 0.436]})
     far = PhraseEmbedder({"Sourdough": [1, 0, 0], "Sourdough Bread": [0.5, 0, 0, 0.866]})
     assert labels_of(extract_offline(messages, vectors, phrase_vectors=near))[0] == (
-        "Sourdough Bread")
+        "Sourdough Bread"
+    )
     assert labels_of(extract_offline(messages, vectors, phrase_vectors=far))[0] == "Sourdough"
 
 
@@ -447,8 +487,9 @@ def test_phrase_vectors_must_match_the_phrases_and_the_message_space() -> None:
     with pytest.raises(ValueError, match="one vector per phrase"):
         extract_offline(messages, vectors, phrase_vectors=lambda texts: np.ones((1, DIM)))
     with pytest.raises(ValueError, match="wide like the message vectors"):
-        extract_offline(messages, vectors,
-                        phrase_vectors=lambda texts: np.ones((len(texts), DIM + 1)))
+        extract_offline(
+            messages, vectors, phrase_vectors=lambda texts: np.ones((len(texts), DIM + 1))
+        )
 
 
 def test_previous_labels_chosen_by_meaning_are_kept() -> None:
@@ -456,4 +497,3 @@ def test_previous_labels_chosen_by_meaning_are_kept() -> None:
     previous = ["Oven Spring", "Nara Deer", "Container Image"]  # candidates, not top words
     result = extract_offline(messages, vectors, previous, phrase_vectors=PhraseEmbedder())
     assert labels_of(result) == previous
-

@@ -17,8 +17,14 @@ from smart_context.topics.offline.text import (
 from smart_context.vectors.ops import normalize_rows
 from tests.fakes import make_messages
 
-INSTRUCTIONS = ["be concise", "always answer in French", "use Python 3.12 from now on",
-                "keep answers short", "don't use emojis", "please reply in bullet points"]
+INSTRUCTIONS = [
+    "be concise",
+    "always answer in French",
+    "use Python 3.12 from now on",
+    "keep answers short",
+    "don't use emojis",
+    "please reply in bullet points",
+]
 
 
 def test_offline_topics_still_exports_the_word_checks() -> None:
@@ -29,38 +35,44 @@ def test_offline_topics_still_exports_the_word_checks() -> None:
 # --- is_instruction -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    *INSTRUCTIONS,
-    "Don’t use emojis!",
-    "No emojis please",
-    "can you keep your answers short from now on?",
-    "I prefer short answers",
-    "Avoid jargon",
-    "never apologize",
-    "I'd like you to answer in Spanish",
-    "Always include code examples",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        *INSTRUCTIONS,
+        "Don’t use emojis!",  # noqa: RUF001 (the typographic apostrophe phones type)
+        "No emojis please",
+        "can you keep your answers short from now on?",
+        "I prefer short answers",
+        "Avoid jargon",
+        "never apologize",
+        "I'd like you to answer in Spanish",
+        "Always include code examples",
+    ],
+)
 def test_is_instruction_recognises_standing_instructions(text: str) -> None:
     assert is_instruction(text)
 
 
-@pytest.mark.parametrize("text", [
-    "thanks",
-    "ok",
-    "great, thanks!",
-    "",
-    "how do I use asyncio?",
-    "How do I use asyncio",
-    "Can you explain asyncio?",
-    "write a short poem about autumn",
-    "Keep the dough in the fridge overnight",
-    "Should I use bullet points in my resume?",
-    "Always the same error when I run kubectl apply",
-    "Never mind",
-    "I want you to write a function that sorts a list",
-    "be concise " * 20,
-    "Please reply in bullet points. " + "Here is the long traceback I got yesterday. " * 8,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "thanks",
+        "ok",
+        "great, thanks!",
+        "",
+        "how do I use asyncio?",
+        "How do I use asyncio",
+        "Can you explain asyncio?",
+        "write a short poem about autumn",
+        "Keep the dough in the fridge overnight",
+        "Should I use bullet points in my resume?",
+        "Always the same error when I run kubectl apply",
+        "Never mind",
+        "I want you to write a function that sorts a list",
+        "be concise " * 20,
+        "Please reply in bullet points. " + "Here is the long traceback I got yesterday. " * 8,
+    ],
+)
 def test_is_instruction_rejects_chat_questions_tasks_and_long_messages(text: str) -> None:
     assert not is_instruction(text)
 
@@ -69,13 +81,20 @@ def test_assistant_messages_are_never_instructions() -> None:
     assert not is_instruction("be concise", role="assistant")
 
 
-@pytest.mark.parametrize(("text", "trivial"), [
-    ("thanks", True), ("ok", True), ("great, thanks!", True), ("", True), ("👍", True),
-    ("what about Kyoto?", False), ("Thanks, that fixed the event loop", False),
-])
+@pytest.mark.parametrize(
+    ("text", "trivial"),
+    [
+        ("thanks", True),
+        ("ok", True),
+        ("great, thanks!", True),
+        ("", True),
+        ("👍", True),
+        ("what about Kyoto?", False),
+        ("Thanks, that fixed the event loop", False),
+    ],
+)
 def test_is_trivial(text: str, trivial: bool) -> None:
     assert is_trivial(text) is trivial
-
 
 
 # --- terms of prose and code --------------------------------------------------------------
@@ -83,8 +102,13 @@ def test_is_trivial(text: str, trivial: bool) -> None:
 
 def test_code_is_named_by_language_and_imports_not_variable_names() -> None:
     code = "```python\nimport asyncio\nqwerty_handle = asyncio.run(zork())\n```"
-    messages = make_messages([f"Why does this hang?\n{code}", f"Try this instead:\n{code}",
-                              "See https://docs.python.org/3/library/asyncio-task.html"])
+    messages = make_messages(
+        [
+            f"Why does this hang?\n{code}",
+            f"Try this instead:\n{code}",
+            "See https://docs.python.org/3/library/asyncio-task.html",
+        ]
+    )
     result = extract_offline(messages, normalize_rows(np.ones((3, 8), dtype=np.float32)))
     labels = " ".join(t.label for t in result.topics).lower()
     assert "asyncio" in labels or "python" in labels
@@ -92,14 +116,17 @@ def test_code_is_named_by_language_and_imports_not_variable_names() -> None:
 
 
 def test_label_keeps_the_chats_spelling_of_names() -> None:
-    messages = make_messages(["My FastAPI app returns 422.", "FastAPI validates the body.",
-                              "Which FastAPI version?"])
+    messages = make_messages(
+        ["My FastAPI app returns 422.", "FastAPI validates the body.", "Which FastAPI version?"]
+    )
     result = extract_offline(messages, normalize_rows(np.ones((3, 8), dtype=np.float32)))
     assert [t.label for t in result.topics] == ["FastAPI"]
 
 
 def test_phrases_are_runs_of_content_words_and_links_by_a_preposition() -> None:
-    [terms] = parse_all(["Can I keep my sourdough starter in the fridge over a rainy weekend?"]).docs
+    [terms] = parse_all(
+        ["Can I keep my sourdough starter in the fridge over a rainy weekend?"]
+    ).docs
     assert {"sourdough starter", "starter in the fridge", "fridge", "rainy weekend"} <= set(terms)
     assert "keep" not in terms  # a stopword ends a phrase and names nothing
     [terms] = parse_all(["Japan's luggage forwarding service"]).docs
@@ -118,11 +145,22 @@ def test_a_phrase_shows_in_the_chats_own_spelling() -> None:
 # --- key phrases and generic words --------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("term", "generic"), [
-    ("week", True), ("problem", True), ("move", True), ("next month", True),
-    ("big temples", True), ("two-week", True), ("early april", True),
-    ("sourdough", False), ("bread flour", False), ("front end", False), ("test case", False),
-])
+@pytest.mark.parametrize(
+    ("term", "generic"),
+    [
+        ("week", True),
+        ("problem", True),
+        ("move", True),
+        ("next month", True),
+        ("big temples", True),
+        ("two-week", True),
+        ("early april", True),
+        ("sourdough", False),
+        ("bread flour", False),
+        ("front end", False),
+        ("test case", False),
+    ],
+)
 def test_is_generic(term: str, generic: bool) -> None:
     assert is_generic(term) is generic
 
@@ -135,8 +173,12 @@ def ranked_terms(texts: list[str], clusters: list[int]) -> list[list[str]]:
 
 
 def test_chat_filler_is_never_a_key_phrase() -> None:
-    texts = ["Last week my problem was the sourdough starter.", "This week the starter is fine.",
-             "Next week, one problem: the JR pass.", "The JR pass problem again this week."]
+    texts = [
+        "Last week my problem was the sourdough starter.",
+        "This week the starter is fine.",
+        "Next week, one problem: the JR pass.",
+        "The JR pass problem again this week.",
+    ]
     ranked = ranked_terms(texts, [0, 0, 1, 1])
     assert ranked[0][0] == "starter" and ranked[1][0] == "jr pass"
     assert not {"week", "last week", "problem", "next week"} & {t for r in ranked for t in r}
@@ -151,4 +193,3 @@ def test_a_phrase_said_only_inside_a_longer_one_gives_way_to_it() -> None:
 def test_three_words_in_a_row_count_only_when_said_again() -> None:
     texts = ["We index individual prices daily.", "Prices change.", "Rail pass", "Rail pass"]
     assert "index individual prices" not in ranked_terms(texts, [0, 0, 1, 1])[0]
-
