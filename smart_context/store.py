@@ -141,6 +141,8 @@ class VectorStore:
             rows, missing = vectors.locate(history)
             if not missing:
                 return vectors, rows
+        elif not len(history):  # nothing to embed, nothing to keep: no file for an empty chat
+            return ChatVectors(self.embedder.model_id, 0), np.zeros(0, dtype=np.intp)
         else:
             rows, missing = np.full(len(history), -1, dtype=np.intp), list(range(len(history)))
         embedded = await self.embed([message_text(history.messages[i]) for i in missing])
@@ -157,7 +159,7 @@ class VectorStore:
         self, chat_id: ChatId, history: History, queries: Sequence[str]
     ) -> Scores:
         """Each message's best cosine similarity over ``queries`` (max pooling)."""
-        if not queries:
+        if not queries or not len(history):
             return np.zeros(len(history), dtype=np.float32)
         query_vectors = await self.phrase_vectors(queries)
         name = f"chat:{chat_id}"

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from smart_context.messages import History
+from smart_context.paths import check_chat_id
 from smart_context.store import VectorStore
 from smart_context.vectors.keyed import KeyedMatrix
 from tests.fakes import FakeEmbedder
@@ -39,3 +41,12 @@ async def test_another_model_never_reads_the_collection(tmp_path: Path) -> None:
     store.flush()
     other = VectorStore(tmp_path, FakeEmbedder(model_id="another-model"))
     assert await other.collection("notes", lambda: path, KeyedMatrix) is None
+
+
+async def test_an_empty_chat_embeds_nothing_and_writes_no_file(tmp_path: Path) -> None:
+    embedder = FakeEmbedder()
+    store = VectorStore(tmp_path, embedder)
+    assert store.embedder.model_id and len(await store.sync_chat(check_chat_id("c1"), [])) == 0
+    assert len(await store.chat_scores(check_chat_id("c1"), History([]), ["Topic"])) == 0
+    store.flush()
+    assert embedder.calls == [] and not (tmp_path / ".memory").exists()
