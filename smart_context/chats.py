@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smart_context.background import Coalescer
+from smart_context.context.topic_scores import TopicQuery
 from smart_context.errors import SmartContextError
 from smart_context.host import ChatData, Memory, resolve
 from smart_context.messages import conversation
@@ -34,6 +35,8 @@ class ChatView:
     active_topics: tuple[str, ...] = ()
     # the turns as last read: what a filter click highlights without re-reading the file
     messages: list[dict[str, Any]] = field(default_factory=list)
+    # the regular topics as a click scores them (label and members), built once per read
+    queries: tuple[TopicQuery, ...] = ()
 
     @property
     def total_messages(self) -> int:
@@ -59,7 +62,13 @@ def view_of(data: Mapping[str, Any]) -> ChatView:
     active_topics = (
         tuple(t for t in active if isinstance(t, str) and t) if isinstance(active, list) else ()
     )
-    return ChatView(topics, sticky, active_topics, conversation(messages))
+    queries = tuple(
+        TopicQuery(t["label"], frozenset(map(str, ids)) if isinstance(ids, list) else frozenset())
+        for t in topics
+        if not t.get("sticky")
+        for ids in (t.get("message_ids"),)
+    )
+    return ChatView(topics, sticky, active_topics, conversation(messages), queries)
 
 
 class ChatViews:

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import tomlkit
 
@@ -33,7 +33,7 @@ class Settings:
     decision, made before the plugin starts.
     """
 
-    similarity_threshold: float = 0.4
+    similarity_threshold: float | Literal["auto"] = "auto"
     embedding_search: bool = True
     embedder: str = "host"
     openai_base_url: str = "https://api.openai.com/v1"
@@ -62,6 +62,15 @@ def _check_number(key: str, value: Any, low: float, high: float, kind: type = fl
     return kind(value)
 
 
+def _check_threshold(key: str, value: Any) -> float | Literal["auto"]:
+    if value == "auto":
+        return "auto"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(key, value, 'expected "auto" or a number between 0.0 and 1.0')
+    number: float = _check_number(key, value, 0.0, 1.0)
+    return number
+
+
 def _check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ConfigError(key, value, "expected one of " + ", ".join(f'"{c}"' for c in choices))
@@ -77,7 +86,7 @@ def _check_text(key: str, value: Any) -> str:
 _CHECKS: dict[str, Any] = {
     "enabled": _check_bool,
     "embedding_search": _check_bool,
-    "similarity_threshold": lambda k, v: _check_number(k, v, 0.0, 1.0),
+    "similarity_threshold": _check_threshold,
     "embed_batch_size": lambda k, v: _check_number(k, v, 1, 2048, int),
     "extraction_max_chars": lambda k, v: _check_number(k, v, 1000, 1_000_000, int),
     "extraction_timeout": lambda k, v: _check_number(k, v, 1.0, 3600.0),

@@ -27,7 +27,8 @@ class ContextRecord:
     active_topics: tuple[str, ...]
     sticky_ids: tuple[Any, ...]
     total_messages: int
-    threshold: float | None = None
+    threshold: float | Literal["auto"] | None = None
+    cuts: dict[str, float] | None = None  # with "auto": the similarity each topic asked for
     # ("included_ids" | "excluded_ids", ids): the shorter side, see the module docstring
     ids: tuple[str, list[Any]] = ("excluded_ids", [])
     scores: dict[Any, float] | None = None  # message id -> similarity, for the messages kept
@@ -49,6 +50,8 @@ class ContextRecord:
         }
         if self.threshold is not None:
             out["threshold"] = self.threshold
+        if self.cuts is not None:
+            out["cuts"] = self.cuts
         if self.scores is not None:
             out["scores"] = self.scores
         if self.best_score is not None:

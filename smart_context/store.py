@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -29,7 +30,7 @@ from smart_context.paths import ChatId, embeddings_file
 from smart_context.vectors import files
 from smart_context.vectors.chat import ChatVectors
 from smart_context.vectors.keyed import KeyedMatrix, Rows
-from smart_context.vectors.ops import Matrix, Scores, max_pool, normalize_rows
+from smart_context.vectors.ops import Matrix, normalize_rows
 
 log = logging.getLogger(__name__)
 
@@ -155,27 +156,15 @@ class VectorStore:
                 embedded = await self.embed([message_text(m) for m in history.messages])
         return vectors, vectors.fill(history, rows, missing, embedded)
 
-    async def chat_scores(
-        self, chat_id: ChatId, history: History, queries: Sequence[str]
-    ) -> Scores:
-        """Each message's best cosine similarity over ``queries`` (max pooling)."""
-        if not queries or not len(history):
-            return np.zeros(len(history), dtype=np.float32)
-        query_vectors = await self.phrase_vectors(queries)
+    @asynccontextmanager
+    async def chat_rows(
+        self, chat_id: ChatId, history: History
+    ) -> AsyncIterator[tuple[ChatVectors, Rows]]:
+        """The chat's vectors and the row of each message of ``history``, the misses embedded in
+        one call; the chat stays locked while the caller scores it (no prune may renumber)."""
         name = f"chat:{chat_id}"
-        async with self.lock(name):  # no prune may renumber the rows until we are done
-            vectors, rows = await self._chat_rows(name, chat_id, history)
-            if query_vectors.shape[1] != vectors.dim:
-                raise EmbeddingError(
-                    f"Topic vectors have {query_vectors.shape[1]} dimensions but message vectors "
-                    f"have {vectors.dim}; the embedding model changed while running."
-                )
-            # Each query's scores over the whole chat are memoised and extended with new rows
-            # only; the history's rows are then picked out (cheaper than gathering the matrix).
-            pairs = zip(queries, query_vectors, strict=True)
-            pooled = max_pool([vectors.scores(query, vector) for query, vector in pairs])
-            scores: Scores = pooled[rows]
-            return scores
+        async with self.lock(name):
+            yield await self._chat_rows(name, chat_id, history)
 
     async def sync_chat(self, chat_id: ChatId, messages: Sequence[Message]) -> Matrix:
         """Embed what is new, drop what was deleted or edited, save; returns the rows in order."""

@@ -26,7 +26,10 @@ def read_settings(vault: Path) -> Settings:
 
 def test_defaults_match_the_contract() -> None:
     s = parse_settings({})
-    assert (s.similarity_threshold, s.embedding_search) == (0.4, True)
+    # issue 8: the cut fits the embedding model unless a number overrides it
+    assert (s.similarity_threshold, s.embedding_search) == ("auto", True)
+    assert parse_settings({"similarity_threshold": 0.35}).similarity_threshold == 0.35
+    assert parse_settings({"similarity_threshold": 1}).similarity_threshold == 1.0
     # ``enabled`` is the host's decision (it loads the plugin or not): accepted, checked, not kept
     assert parse_settings({"enabled": False}) == s
     with pytest.raises(ConfigError, match="enabled"):

@@ -77,7 +77,7 @@ async def test_no_filter_keeps_history_and_records_full(start: Any, chat: list) 
     assert ids(ctx.history) == ids(chat)
     record = ctx.metadata["smart_context"]
     assert record["mode"] == "full" and record["sticky_ids"] == ["m2"]
-    assert record["total_messages"] == 8 and record["threshold"] == 0.4
+    assert record["total_messages"] == 8 and record["threshold"] == "auto"  # the default
 
 
 async def test_filter_keeps_topic_messages_and_sticky_in_order(

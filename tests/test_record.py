@@ -21,7 +21,13 @@ def test_a_failure_leaves_a_readable_full_record() -> None:
 
 def test_a_record_is_json_and_carries_one_id_list() -> None:
     record = ContextRecord(
-        FILTERED, ("Paris",), ("m2",), 4, 0.4, ("included_ids", ["m2", "m3"]), {"m2": 0.1}
+        FILTERED,
+        ("Paris",),
+        ("m2",),
+        4,
+        threshold=0.4,
+        ids=("included_ids", ["m2", "m3"]),
+        scores={"m2": 0.1},
     ).as_dict()
     assert json.loads(json.dumps(record)) == record
     assert "excluded_ids" not in record

@@ -47,6 +47,7 @@ async def test_an_empty_chat_embeds_nothing_and_writes_no_file(tmp_path: Path) -
     embedder = FakeEmbedder()
     store = VectorStore(tmp_path, embedder)
     assert store.embedder.model_id and len(await store.sync_chat(check_chat_id("c1"), [])) == 0
-    assert len(await store.chat_scores(check_chat_id("c1"), History([]), ["Topic"])) == 0
+    async with store.chat_rows(check_chat_id("c1"), History([])) as (vectors, rows):
+        assert len(rows) == 0 and len(vectors) == 0
     store.flush()
     assert embedder.calls == [] and not (tmp_path / ".memory").exists()

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from smart_context.context.topic_filter import Decision, Selection, decide
-from smart_context.errors import SmartContextError
+from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
+from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
 from smart_context.services import Services
@@ -32,14 +33,40 @@ async def assemble(
     active = selected if settings.embedding_search else ()
     scores = None
     error = services.config_error
+    threshold = settings.similarity_threshold
     if active and len(history):
         try:
-            store = await services.store()
-            scores = await store.chat_scores(chat_id, history, active)
+            # the topics with members compete for the messages no topic has; a selected label
+            # without members is scored alone
+            grouped = [q for q in view.queries if q.member_ids]
+            known = {q.label for q in grouped}
+            queries = [*grouped, *(TopicQuery(t) for t in active if t not in known)]
+            fixed = None if threshold == "auto" else threshold
+            scores = await _click(services, chat_id, history, queries, active, fixed)
         except SmartContextError as exc:
             error = f"Topic filter skipped: {exc}"
-    selection = Selection(active, settings.similarity_threshold, settings.embedding_search, error)
+    selection = Selection(active, threshold, settings.embedding_search, error)
     return decide(history, view.sticky, selection, scores)
+
+
+async def _click(
+    services: Services,
+    chat_id: ChatId,
+    history: History,
+    queries: Sequence[TopicQuery],
+    selected: Sequence[str],
+    threshold: float | None,
+) -> TopicScores:
+    """Score the history against the chat's topics, holding its vectors while doing so."""
+    store = await services.store()
+    label_vectors = await store.phrase_vectors([q.label for q in queries])
+    async with store.chat_rows(chat_id, history) as (vectors, rows):
+        if label_vectors.shape[1] != vectors.dim:
+            raise EmbeddingError(
+                f"Topic vectors have {label_vectors.shape[1]} dimensions but message vectors "
+                f"have {vectors.dim}; the embedding model changed while running."
+            )
+        return score_topics(vectors, rows, queries, label_vectors, selected, threshold)
 
 
 async def included(

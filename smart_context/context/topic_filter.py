@@ -13,15 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from smart_context.context.topic_scores import TopicScores
 from smart_context.messages import History, Message
 from smart_context.record import FALLBACK, FILTERED, FULL, ContextRecord
-
-Scores = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ class Selection:
     """What the rule is asked to apply: the selected topics and how strict to be."""
 
     active_topics: tuple[str, ...]
-    threshold: float
+    threshold: float | Literal["auto"]
     search_enabled: bool = True
     error: str | None = None  # why scores are missing, when they are
 
@@ -83,30 +82,32 @@ def decide(
     history: History,
     sticky: Sequence[Message],
     selection: Selection,
-    scores: Scores | None,
+    scores: TopicScores | None,
 ) -> Decision:
-    """Apply the rule. ``scores`` is aligned with ``history`` (``None`` when not computed)."""
+    """Apply the rule. ``scores`` says which messages of ``history`` the selected topics keep
+    (:mod:`.topic_scores`); ``None`` when not computed."""
     messages, ids, present, positions = _unique(history.messages, history.ids)
     if scores is not None and positions is not None:
-        scores = np.asarray(scores)[positions]
+        scores = TopicScores(scores.values[positions], scores.keep[positions], scores.cuts)
     sticky_ids = [m.get("id") for m in sticky]
     older = [m for m in sticky if m.get("id") not in present]
     candidates = [*older, *messages] if older else list(messages)
     all_ids = [*(m.get("id") for m in older), *ids] if older else ids
     active = selection.active_topics if selection.search_enabled else ()
+    cuts = scores.cuts if scores is not None and selection.threshold == "auto" else None
     record = partial(
         ContextRecord,
         active_topics=active,
         sticky_ids=tuple(sticky_ids),
         total_messages=len(candidates),
         threshold=selection.threshold,
+        cuts={label: round(cut, 3) for label, cut in cuts.items()} if cuts else None,
         error=selection.error,
     )
     if not active or scores is None or not len(messages):
         return Decision(candidates, record(FULL))
 
-    values = np.asarray(scores, dtype=np.float32)
-    keep = values >= selection.threshold
+    values, keep = scores.values, scores.keep.copy()
     if not keep.any():
         best = round(float(values.max()), 3)
         return Decision(candidates, record(FALLBACK, best_score=best))

@@ -48,7 +48,8 @@ async def ask_model(
     # Only the user's own messages can be standing instructions; an assistant's "I'll be brief"
     # must never become sticky.
     user_ids = [str(m.get("id")) for m in messages if m.get("role") == "user"]
-    return parse_extraction_reply(reply_text(reply), user_ids, len(messages))
+    all_ids = {str(m.get("id")) for m in messages}
+    return parse_extraction_reply(reply_text(reply), user_ids, len(messages), all_ids)
 
 
 async def has_model(llm: LLM, category: str) -> bool:

@@ -12,10 +12,13 @@ MAX_TOPICS = 8
 
 @dataclass(frozen=True)
 class Topic:
-    """A regular topic: a 1-4 word Title Case label and how many messages are about it."""
+    """A regular topic: a 1-4 word Title Case label, how many messages are about it, and the ids
+    of those the extractor assigned to it (its members: a click keeps them, and they give the
+    topic its vector)."""
 
     label: str
     count: int
+    message_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,11 @@ class ExtractedTopics:
 
     def to_chat_topics(self) -> list[dict[str, Any]]:
         """The flat ``topics`` list stored on the chat file (CONTRACT.md §2)."""
-        out: list[dict[str, Any]] = [{"label": t.label, "count": t.count} for t in self.topics]
+        out: list[dict[str, Any]] = [
+            {"label": t.label, "count": t.count}
+            | ({"message_ids": list(t.message_ids)} if t.message_ids else {})
+            for t in self.topics
+        ]
         if self.sticky_ids:
             out.append(
                 {

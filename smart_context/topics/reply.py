@@ -26,6 +26,7 @@ from smart_context.topics.model import MAX_TOPICS, ExtractedTopics, Topic
 
 MAX_REPLY_CHARS = 100_000  # a real reply is ~1 KB; bounds the work a hostile one can cause
 MAX_RAW_ITEMS = 200
+MAX_MEMBERS = 5_000  # member ids read per topic (a transcript shows a few hundred messages)
 _MAX_ATTEMPTS = 32  # JSON start positions tried in the reply
 _MAX_SNIPPET_CHARS = 20_000
 
@@ -39,11 +40,15 @@ _NUMBER = re.compile(r"-?\d{1,12}(?:\.\d{1,6})?")
 
 
 def parse_extraction_reply(
-    reply: str, known_ids: Collection[str], total_messages: int
+    reply: str,
+    known_ids: Collection[str],
+    total_messages: int,
+    message_ids: Collection[str] = (),
 ) -> ExtractedTopics:
     """Topics and sticky ids from the model's reply, which is treated as hostile input.
 
-    ``known_ids`` are the ids a sticky message may have (e.g. the user messages' ids); others are
+    ``known_ids`` are the ids a sticky message may have (e.g. the user messages' ids);
+    ``message_ids`` those a topic's members may have (every message shown). Other ids are
     dropped. Raises :class:`ExtractionError` when nothing usable is found.
     """
     if not isinstance(reply, str):
@@ -55,7 +60,8 @@ def parse_extraction_reply(
     if payload is None:
         raise ExtractionError(f"No JSON with topics in the model's reply: {_preview(reply)}")
     raw_topics, raw_sticky = _split_payload(payload, notes)
-    topics = _clean_topics(raw_topics, max(1, total_messages), notes)
+    members = message_ids if isinstance(message_ids, (set, frozenset)) else set(message_ids)
+    topics = _clean_topics(raw_topics, max(1, total_messages), members, notes)
     sticky = _clean_sticky(raw_sticky, known_ids, notes)
     if not topics and not sticky:
         why = "; ".join(notes[:5]) or "the lists were empty"
@@ -177,13 +183,15 @@ def _split_payload(payload: Any, notes: list[str]) -> tuple[list[Any], Any]:
     return topics, sticky
 
 
-def _clean_topics(raw: list[Any], upper: int, notes: list[str]) -> list[Topic]:
+def _clean_topics(
+    raw: list[Any], upper: int, members: Collection[str], notes: list[str]
+) -> list[Topic]:
     """Valid, merged topics; at most ``MAX_TOPICS``, the largest counts, in reply order."""
     if len(raw) > MAX_RAW_ITEMS:
         notes.append(f"only the first {MAX_RAW_ITEMS} of {len(raw)} topics read")
     merged: dict[str, Topic] = {}
     for n, item in enumerate(raw[:MAX_RAW_ITEMS], 1):
-        topic = _clean_topic(item, n, upper, notes)
+        topic = _clean_topic(item, n, upper, members, notes)
         if topic is None:
             continue
         seen = merged.get(topic.label.casefold())
@@ -191,8 +199,8 @@ def _clean_topics(raw: list[Any], upper: int, notes: list[str]) -> list[Topic]:
             merged[topic.label.casefold()] = topic
             continue
         notes.append(f"merged duplicate topic {topic.label!r}")
-        if topic.count > seen.count:
-            merged[topic.label.casefold()] = Topic(seen.label, topic.count)
+        ids = tuple(dict.fromkeys(seen.message_ids + topic.message_ids))
+        merged[topic.label.casefold()] = Topic(seen.label, max(seen.count, topic.count), ids)
     topics = list(merged.values())
     if len(topics) <= MAX_TOPICS:
         return topics
@@ -204,14 +212,18 @@ def _clean_topics(raw: list[Any], upper: int, notes: list[str]) -> list[Topic]:
     return [topics[i] for i in kept]
 
 
-def _clean_topic(item: Any, n: int, upper: int, notes: list[str]) -> Topic | None:
+def _clean_topic(
+    item: Any, n: int, upper: int, members: Collection[str], notes: list[str]
+) -> Topic | None:
     """One raw topic item as a Topic, or None (with a note saying why)."""
     label: Any
     count: Any = None
+    raw_ids: Any = ()
     if isinstance(item, str):
         label = item
     elif isinstance(item, dict):
         label, count = item.get("label"), item.get("count")
+        raw_ids = item.get("message_ids", item.get("ids", ()))
     else:
         notes.append(f"topic {n} is a {type(item).__name__}, not an object; dropped")
         return None
@@ -233,7 +245,7 @@ def _clean_topic(item: Any, n: int, upper: int, notes: list[str]) -> Topic | Non
     clamped = min(max(number if number is not None else 1, 1), upper)
     if number is None or clamped != count or isinstance(count, bool):
         notes.append(f"topic {normal!r} count {_preview(count)} taken as {clamped}")
-    return Topic(normal, clamped)
+    return Topic(normal, clamped, _clean_ids(raw_ids, members, f"topic {normal!r}", notes))
 
 
 def _as_int(value: Any) -> int | None:
@@ -250,32 +262,41 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
-def _clean_sticky(raw: Any, known_ids: Collection[str], notes: list[str]) -> list[str]:
+def _clean_sticky(raw: Any, known_ids: Collection[str], notes: list[str]) -> tuple[str, ...]:
     """Sticky ids that name known messages, de-duplicated, in reply order."""
+    return _clean_ids(raw, known_ids, "sticky", notes, MAX_RAW_ITEMS)
+
+
+def _clean_ids(
+    raw: Any, known_ids: Collection[str], what: str, notes: list[str], limit: int = MAX_MEMBERS
+) -> tuple[str, ...]:
+    """The ids in ``raw`` that name known messages, de-duplicated, in reply order."""
+    if not known_ids:
+        return ()  # the caller offered no ids to pick from
     if isinstance(raw, str):
-        notes.append("sticky ids were a string, not a list")
+        notes.append(f"{what} ids were a string, not a list")
         raw = [part for part in re.split(r"[,\s]+", raw[:10_000]) if part]
     elif isinstance(raw, tuple):
         raw = list(raw)
     elif not isinstance(raw, list):
-        notes.append(f"sticky ids are a {type(raw).__name__}, not a list; ignored")
-        return []
-    known = frozenset(known_ids)
+        notes.append(f"{what} ids are a {type(raw).__name__}, not a list; ignored")
+        return ()
+    known = known_ids if isinstance(known_ids, (set, frozenset)) else frozenset(known_ids)
     out: dict[str, None] = {}
-    for item in raw[:MAX_RAW_ITEMS]:
+    for item in raw[:limit]:
         if isinstance(item, dict):
             item = item.get("id")
         if isinstance(item, int) and not isinstance(item, bool):
             item = str(item)  # ids that look like numbers come back as numbers
         if not isinstance(item, str):
-            notes.append(f"sticky id {_preview(item)} is not text; dropped")
+            notes.append(f"{what} id {_preview(item)} is not text; dropped")
             continue
         ident = item.strip().strip("[]").strip()  # the model may copy the transcript's brackets
         if ident in known:
             out[ident] = None
         else:
-            notes.append(f"sticky id {_preview(item)} names no known message; dropped")
-    return list(out)
+            notes.append(f"{what} id {_preview(item)} names no known message; dropped")
+    return tuple(out)
 
 
 def _preview(value: Any, limit: int = 60) -> str:

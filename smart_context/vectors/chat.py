@@ -8,7 +8,7 @@ two list comparisons in C confirm), and per message id the text and row last see
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ class ChatVectors(KeyedMatrix):
         # message id -> (text, row): lets a warm lookup compare strings instead of hashing
         self._seen: dict[str, tuple[str, int]] = {}
         self._last: tuple[list[Any], list[Any], Rows] = ([], [], _NO_ROWS)
+        self._id_rows: dict[str, int] | None = None  # message id -> its latest row, built on use
 
     def locate(self, history: History) -> tuple[Rows, list[int]]:
         """Row of each message (-1 when missing) and the indexes of the misses."""
@@ -72,7 +73,19 @@ class ChatVectors(KeyedMatrix):
         keys = [cache_key(mid, text) for mid, text in zip(mids, texts, strict=True)]
         rows = self.add(keys, vectors)
         self._seen.update(zip(mids, zip(texts, rows.tolist(), strict=True), strict=True))
+        if self._id_rows is not None:
+            if any(mid in self._id_rows for mid in mids):
+                self.forget()  # an edited message: what was derived from its old row is stale
+            self._id_rows.update(zip(mids, rows.tolist(), strict=True))
         return rows
+
+    def rows_of_ids(self, ids: Iterable[str]) -> Rows:
+        """The rows of the messages with ``ids`` (their latest content), those found, sorted."""
+        if self._id_rows is None:
+            self._id_rows = {key.rsplit(":", 1)[0]: row for row, key in enumerate(self.keys)}
+        id_rows = self._id_rows
+        found = [row for mid in ids if (row := id_rows.get(mid)) is not None]
+        return np.unique(np.fromiter(found, dtype=np.intp, count=len(found)))
 
     def fill(self, history: History, rows: Rows, missing: list[int], vectors: Matrix) -> Rows:
         """Add the vectors of ``history``'s missing messages to rows from :meth:`locate`."""

@@ -8,6 +8,7 @@ business (a chat uses ``{message_id}:{content_hash}``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +43,9 @@ class KeyedMatrix:
         # query -> its cosine score against rows [0, len(scores)): a selected topic's scores do
         # not change between requests, so a request only scores the rows added since.
         self._scores: dict[str, Scores] = {}
+        # what callers derive from existing rows (a topic's vector, its members' rows): valid
+        # until a row changes in place or rows are renumbered, when both memos are cleared
+        self.derived: dict[str, Any] = {}
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -74,12 +78,17 @@ class KeyedMatrix:
                 row = len(self.keys)
                 self.keys.append(key)
                 self._row_of[key] = row
-            else:
-                self._scores.clear()  # a vector changed in place: memoised scores are stale
+            else:  # a vector changed in place: memoised scores are stale
+                self.forget()
             rows[i] = row
         self._matrix[rows] = vectors
         self.dirty = True
         return rows
+
+    def forget(self) -> None:
+        """Drop memoised scores and derived values: the rows they came from changed."""
+        self._scores.clear()
+        self.derived.clear()
 
     def keep(self, rows: Rows) -> int:
         """Keep only ``rows`` (sorted, unique), renumbered from 0; returns how many were dropped."""

@@ -6,6 +6,7 @@ import numpy as np
 
 from smart_context.context import topic_filter
 from smart_context.context.topic_filter import Selection
+from smart_context.context.topic_scores import TopicScores
 from smart_context.messages import History
 from smart_context.record import included_ids
 from tests.fakes import make_messages
@@ -32,7 +33,8 @@ def decide(
     search_enabled: bool = True,
 ) -> Applied:
     selection = Selection(tuple(active), threshold, search_enabled)
-    return Applied(topic_filter.decide(History(messages), sticky, selection, values))
+    scores = None if values is None else TopicScores(values, values >= threshold, {})
+    return Applied(topic_filter.decide(History(messages), sticky, selection, scores))
 
 
 def scores(*values: float) -> np.ndarray:

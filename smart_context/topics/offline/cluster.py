@@ -123,7 +123,8 @@ def extract_offline(
             phrase_vectors,
             notes,
         )
-        topics = _topics(named, assignment, notes)
+        member_ids = [str(messages[i].get("id", "")) for i in usable]
+        topics = _topics(named, assignment, member_ids, notes)
     return ExtractedTopics(tuple(topics), sticky_ids, source="offline", notes=tuple(notes))
 
 
@@ -148,10 +149,13 @@ def _smooth(points: Matrix) -> Matrix:
     return normalize_rows(points + _NEIGHBOUR_WEIGHT * neighbours)
 
 
-def _topics(labels: Sequence[str | None], assignment: IntArray, notes: list[str]) -> list[Topic]:
-    """Topics from labelled clusters, biggest first."""
+def _topics(
+    labels: Sequence[str | None], assignment: IntArray, ids: Sequence[str], notes: list[str]
+) -> list[Topic]:
+    """Topics from labelled clusters, biggest first; ``ids`` are the clustered messages' ids."""
     sizes = np.bincount(assignment)
     counts: Counter[str] = Counter()
+    members: dict[str, list[int]] = {}
     for cluster, label in enumerate(labels):
         if label is None:
             notes.append(f"dropped a cluster of {sizes[cluster]} messages: no label of its own")
@@ -159,8 +163,12 @@ def _topics(labels: Sequence[str | None], assignment: IntArray, notes: list[str]
             notes.append(f"dropped a one-message cluster ({label!r}): too small to be a topic")
         else:
             counts[label] += int(sizes[cluster])
+            members.setdefault(label, []).extend(np.flatnonzero(assignment == cluster).tolist())
     # Counter keeps first-seen order for ties, and clusters are numbered by first appearance.
-    return [Topic(label, count) for label, count in counts.most_common(MAX_TOPICS)]
+    return [
+        Topic(label, count, tuple(ids[i] for i in sorted(members[label])))
+        for label, count in counts.most_common(MAX_TOPICS)
+    ]
 
 
 # --- clustering ---------------------------------------------------------------------------

@@ -1,0 +1,173 @@
+"""Which messages a topic click keeps: topic vectors and a cut that fits the embedding model.
+
+Pure numpy, no I/O; :meth:`smart_context.store.VectorStore.topic_scores` brings the vectors.
+
+**A topic's vector.** A label of two words is a weak query. A topic the extractor made also
+knows its members (the messages it assigned to the topic), so its vector is the centroid of
+their vectors, leaning toward the label's: it points where the topic's messages really are.
+
+**What a click keeps.** Always the selected topics' own members. Beyond them, with
+``similarity_threshold = "auto"``, a message that belongs to no topic (written since the last
+extraction, or left out of every cluster) is kept when the selected topic is the closest of the
+chat's topics *and* it is at least as close as most of that topic's own members: above the
+:data:`MEMBER_QUANTILE` of the members' similarities. That cut is read off the chat's own scores,
+so it means the same for every embedding model: MiniLM's cosines of related texts sit around
+0.3-0.6, nomic-embed-text's around 0.5-0.8 and text-embedding-3's around 0.3-0.6 with a narrower
+spread; a fixed number is right for one of them at most, while "as close as the topic's own
+messages" holds for all three. A topic without members (a label typed at the command line, a
+map made before members were stored) is cut where its scores stand :data:`SPREAD` standard
+deviations above the chat's mean, also relative to the model. A number given as
+``similarity_threshold`` replaces both cuts: the rule of CONTRACT §6 on the topic vectors.
+
+Clicking several topics keeps the union of what each keeps, so it never keeps less.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from smart_context.vectors.chat import ChatVectors
+from smart_context.vectors.keyed import Rows
+from smart_context.vectors.ops import Matrix, Scores, normalize_rows
+
+Flags = npt.NDArray[np.bool_]
+Vector = npt.NDArray[np.float32]
+
+LABEL_WEIGHT = 0.5  # the label's share of a topic vector, against the members' centroid (1.0)
+MEMBER_QUANTILE = 0.1  # a newcomer is kept when closer than the least close 10% of members
+SPREAD = 1.5  # a topic without members: standard deviations above the chat's mean score
+
+
+@dataclass(frozen=True)
+class TopicQuery:
+    """A topic as a click sees it: its label and the ids of its members."""
+
+    label: str
+    member_ids: frozenset[str] = frozenset()
+
+    @property
+    def key(self) -> str:
+        """Names the topic's vector in memos: the same label with other members is another."""
+        return f"{self.label}\x00{hash(self.member_ids):x}" if self.member_ids else self.label
+
+
+@dataclass(frozen=True)
+class TopicScores:
+    """One click's outcome over a history: each message's best similarity to the selected
+    topics, whether it is kept, and the cut each selected topic used."""
+
+    values: Scores
+    keep: Flags
+    cuts: dict[str, float]
+
+
+def topic_vector(label: Vector, members: Matrix) -> Vector:
+    """The unit vector of a topic: its members' centroid leaning toward its label."""
+    if not len(members):
+        return label
+    centroid = normalize_rows(members.mean(axis=0, keepdims=True))[0]
+    vector: Vector = normalize_rows((centroid + LABEL_WEIGHT * label)[None, :])[0]
+    return vector
+
+
+def member_cut(member_scores: Scores) -> float:
+    """The similarity most of a topic's own members reach."""
+    return float(np.quantile(member_scores, MEMBER_QUANTILE))
+
+
+def spread_cut(scores: Scores) -> float:
+    """For a topic without members: clearly closer than the chat's typical message."""
+    return float(scores.mean() + SPREAD * scores.std())
+
+
+def keep_auto(
+    scores: Matrix, members: Flags, selected: Sequence[int], cuts: Sequence[float]
+) -> Flags:
+    """Messages kept by a click with the automatic cut.
+
+    ``scores`` and ``members`` are ``(topics, messages)``: every topic of the chat that has
+    members, and whether each message is one of them; ``selected`` are the clicked topics' row
+    numbers, ``cuts`` their cuts, in the same order.
+    """
+    keep = _any(members[list(selected)])
+    unassigned = ~_any(members)
+    closest = scores.argmax(axis=0)
+    for topic, cut in zip(selected, cuts, strict=True):
+        keep |= unassigned & (closest == topic) & (scores[topic] >= cut)
+    return keep
+
+
+def score_topics(
+    vectors: ChatVectors,
+    rows: Rows,
+    topics: Sequence[TopicQuery],
+    label_vectors: Matrix,
+    selected: Sequence[str],
+    threshold: float | None,
+) -> TopicScores:
+    """A click on ``selected`` over the history at ``rows`` of ``vectors``.
+
+    ``topics`` are the chat's topics (and any selected label that is not one of them), with
+    ``label_vectors`` in the same order; ``threshold`` is a fixed cut, or ``None`` for the
+    automatic one. Topic vectors, members' rows and cuts are memoised on ``vectors``.
+    """
+    found = [_topic(vectors, t, v) for t, v in zip(topics, label_vectors, strict=True)]
+    scores = np.stack([full[rows] for _, full in found])  # (topics, history)
+    members = np.zeros(scores.shape, dtype=bool)
+    for i, (member_rows, _) in enumerate(found):
+        if len(member_rows):
+            flags = np.zeros(len(vectors), dtype=bool)
+            flags[member_rows] = True
+            members[i] = flags[rows]
+    chosen = [i for i, t in enumerate(topics) if t.label in selected]
+    values: Scores = scores[chosen].max(axis=0)
+    if threshold is not None:
+        keep = _any(members[chosen]) | _any(scores[chosen] >= threshold)
+        return TopicScores(values, keep, {topics[i].label: threshold for i in chosen})
+    cuts = [_cut(vectors, topics[i], *found[i]) for i in chosen]
+    grouped = [i for i, (member_rows, _) in enumerate(found) if len(member_rows)]
+    keep = np.zeros(len(rows), dtype=bool)
+    picked = [(grouped.index(i), cut) for i, cut in zip(chosen, cuts, strict=True) if i in grouped]
+    if picked:
+        positions, picked_cuts = zip(*picked, strict=True)
+        keep |= keep_auto(scores[grouped], members[grouped], positions, picked_cuts)
+    for i, cut in zip(chosen, cuts, strict=True):
+        if i not in grouped:
+            keep |= scores[i] >= cut
+    return TopicScores(
+        values, keep, {topics[i].label: c for i, c in zip(chosen, cuts, strict=True)}
+    )
+
+
+def _any(flags: Flags) -> Flags:
+    """Whether any row is true, per column."""
+    out: Flags = np.asarray(flags.any(axis=0), dtype=bool)
+    return out
+
+
+def _topic(vectors: ChatVectors, topic: TopicQuery, label_vector: Vector) -> tuple[Rows, Scores]:
+    """The rows of a topic's members and its scores over the whole chat, memoised."""
+    derived = vectors.derived
+    rows_key, vector_key = f"rows\x00{topic.key}", f"vector\x00{topic.key}"
+    member_rows: Rows | None = derived.get(rows_key)
+    if member_rows is None:
+        member_rows = derived[rows_key] = vectors.rows_of_ids(topic.member_ids)
+    vector: Vector | None = derived.get(vector_key)
+    if vector is None:
+        vector = derived[vector_key] = topic_vector(label_vector, vectors.matrix[member_rows])
+    return member_rows, vectors.scores(topic.key, vector)
+
+
+def _cut(vectors: ChatVectors, topic: TopicQuery, member_rows: Rows, full: Scores) -> float:
+    """The automatic cut of a topic; a topic with members keeps it until its rows change."""
+    if not len(member_rows):
+        return spread_cut(full)  # the chat grows: computed afresh, O(n) in numpy
+    key = f"cut\x00{topic.key}"
+    cut: float | None = vectors.derived.get(key)
+    if cut is None:
+        cut = vectors.derived[key] = member_cut(full[member_rows])
+    return cut
