@@ -75,6 +75,9 @@ async def extract(
 ) -> ExtractedTopics | None:
     """The new topics, or ``None`` to keep the previous ones (nothing usable was found).
 
+    A model's unusable reply keeps the chat's previous topics when it has some: a map the model
+    made is better than the offline one, which runs only for a chat with none.
+
     ``embed_phrases`` (the store's label embedding) lets the offline extractor pick the key
     phrase closest in meaning to each cluster.
     """
@@ -87,9 +90,16 @@ async def extract(
             return found
         except asyncio.CancelledError:
             raise
-        # any model failure: the offline extractor still gives topics
+        # any model failure: the map the chat has stays, or the offline extractor makes one
         except Exception as exc:  # noqa: BLE001
             reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+            if any(not t.get("sticky") for t in previous_topics):
+                log.warning(
+                    "Smart Context: the model did not extract topics (%s); keeping the chat's "
+                    "previous topics",
+                    reason,
+                )
+                return None
             log.warning(
                 "Smart Context: the model did not extract topics (%s); using the offline extractor",
                 reason,

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import Ctx, Running, call, read_chat, write_chat
 from tests.fakes import FakeEmbedder, FakeLLM, make_messages
 
@@ -155,6 +157,18 @@ async def test_model_failure_falls_back_to_offline_topics(start: Any, vault: Pat
     assert sum(t["count"] for t in regular) <= len(texts) + 1
     sticky = [t for t in topics if t.get("sticky")]
     assert sticky and sticky[0]["message_ids"] == [f"m{len(texts)}"]
+
+
+async def test_a_bad_reply_keeps_the_chats_topics_instead_of_offline_ones(
+    start: Any, vault: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    old = [{"label": "Python Asyncio", "count": 4, "message_ids": ["m0", "m1"]}]
+    write_chat(vault, "c1", make_messages(TEXTS), topics=old)
+    running: Running = await start(llm=FakeLLM(["Sure! Here are the topics: none."]))
+    await reply_done(running)
+    await running.settle()
+    assert read_chat(vault, "c1")["topics"] == old  # the offline extractor would make others
+    assert "keeping the chat's previous topics" in caplog.text
 
 
 async def test_offline_extractor_setting_never_calls_the_model(start: Any, vault: Path) -> None:
