@@ -66,6 +66,11 @@ async def refresh(services: Services, chat_id: ChatId) -> None:
         view = await services.chats.view(chat_id)
     payload = {"chat_id": chat_id, "topics": view.topics, "total_messages": view.total_messages}
     await resolve(services.host.emit(TOPICS_UPDATED, payload))
+    if store is not None:  # a click on a new bubble then embeds nothing
+        try:
+            await store.phrase_vectors([q.label for q in view.queries])
+        except SmartContextError as exc:
+            log.info("Smart Context: topic labels of %s not embedded yet: %s", chat_id, exc)
 
 
 def _usable(vectors: Matrix | None) -> Matrix | None:
