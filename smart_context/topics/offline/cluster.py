@@ -2,11 +2,12 @@
 
 Used when no chat model is configured or its call failed. Steps:
 
-1. Short standing instructions from the user ("be concise") become the sticky topic; trivial
-   messages ("thanks", "ok": no word to name a topic by) and messages without a vector take
-   no part in clustering.
+1. Short standing instructions from the user ("be concise") become the sticky topic; small
+   talk ("thanks", "Glad it worked!") and messages without a vector take no part. A message
+   with no word to name a topic by ("where should I keep it?") joins the topic of the message
+   before it, after clustering.
 2. Chats with enough substance are clustered by spherical k-means with k in 3..8 chosen by
-   silhouette, after each vector leans a little toward its chat neighbours: a short follow-up
+   silhouette among the k that leave no sliver (a cluster under 8% of the chat), after each vector leans a little toward its chat neighbours: a short follow-up
    ("and in winter?") is about what came just before it. A handful of messages are grouped
    by average-link with a similarity threshold instead, where a silhouette says little.
 3. Each cluster is named by one of its key phrases (:mod:`smart_context.offline_text`): words
@@ -42,6 +43,7 @@ from smart_context.topics.offline.text import (
     Terms,
     is_content_word,
     is_instruction,
+    is_small_talk,
     is_trivial,
     key_phrases,
     label_words,
@@ -54,6 +56,7 @@ __all__ = ["extract_offline", "is_instruction", "is_trivial"]
 
 _MIN_SUBSTANCE = 12  # usable messages from which 3..8 topics are expected
 _MIN_TOPIC_SIZE = 4  # k stays <= n / 4: a topic is more than one question and its answer
+_MIN_TOPIC_SHARE = 0.08  # ...and a cluster under 8% of the chat is a sliver of another topic
 _NEIGHBOUR_WEIGHT = 0.25  # how far a message's vector leans toward its chat neighbours
 _SMALL_CHAT_SIMILARITY = 0.35  # average-link merge threshold below _MIN_SUBSTANCE messages
 _REPLY_BONUS = 0.3  # ...and what an answer adds to its similarity with the question before it
@@ -96,9 +99,17 @@ def extract_offline(
     sticky_ids = tuple(str(messages[i].get("id", "")) for i in sorted(sticky))
     chat = parse_all(texts)
     has_vector = np.linalg.norm(matrix, axis=1) > 1e-6
-    usable = [i for i in range(len(texts)) if i not in sticky and chat.docs[i] and has_vector[i]]
-    skipped = len(texts) - len(usable) - len(sticky)
-    notes = [f"{skipped} messages without topic words or vector not clustered"] if skipped else []
+    talk = {i for i, text in enumerate(texts) if i not in sticky and is_small_talk(text)}
+    usable = [
+        i for i in range(len(texts)) if i not in sticky | talk and chat.docs[i] and has_vector[i]
+    ]
+    # "where should I keep it?": no word to cluster by, yet about what came just before
+    followups = [
+        i
+        for i in range(len(texts))
+        if i not in sticky | talk and not chat.docs[i] and has_vector[i]
+    ]
+    notes = [f"{len(talk)} messages of small talk left out"] if talk else []
     topics: list[Topic] = []
     if usable:
         roles = [str(m.get("role")) for m in messages]
@@ -123,9 +134,22 @@ def extract_offline(
             phrase_vectors,
             notes,
         )
-        member_ids = [str(messages[i].get("id", "")) for i in usable]
-        topics = _topics(named, assignment, member_ids, notes)
+        owners = _attach(usable, assignment, followups)
+        ids = [str(m.get("id", "")) for m in messages]
+        topics = _topics(named, owners, ids, notes)
     return ExtractedTopics(tuple(topics), sticky_ids, source="offline", notes=tuple(notes))
+
+
+def _attach(usable: Sequence[int], assignment: IntArray, followups: Sequence[int]) -> IntArray:
+    """The cluster of every message (-1: none); a follow-up joins the cluster of the nearest
+    clustered message before it (after it, at the start of the chat)."""
+    n = max([*usable, *followups]) + 1
+    owners = np.full(n, -1, dtype=np.intp)
+    owners[list(usable)] = assignment
+    for i in followups:
+        before = [j for j in usable if j < i]
+        owners[i] = owners[before[-1]] if before else owners[usable[0]]
+    return owners
 
 
 def _check_vectors(vectors: npt.ArrayLike, n: int, what: str = "message", dim: int = 0) -> Matrix:
@@ -150,20 +174,20 @@ def _smooth(points: Matrix) -> Matrix:
 
 
 def _topics(
-    labels: Sequence[str | None], assignment: IntArray, ids: Sequence[str], notes: list[str]
+    labels: Sequence[str | None], owners: IntArray, ids: Sequence[str], notes: list[str]
 ) -> list[Topic]:
-    """Topics from labelled clusters, biggest first; ``ids`` are the clustered messages' ids."""
-    sizes = np.bincount(assignment)
+    """Topics from labelled clusters, biggest first; ``owners`` has each message's cluster."""
+    sizes = np.bincount(owners[owners >= 0], minlength=len(labels))
     counts: Counter[str] = Counter()
     members: dict[str, list[int]] = {}
     for cluster, label in enumerate(labels):
         if label is None:
             notes.append(f"dropped a cluster of {sizes[cluster]} messages: no label of its own")
-        elif len(assignment) >= _MIN_SUBSTANCE and sizes[cluster] == 1:
+        elif int((owners >= 0).sum()) >= _MIN_SUBSTANCE and sizes[cluster] == 1:
             notes.append(f"dropped a one-message cluster ({label!r}): too small to be a topic")
         else:
             counts[label] += int(sizes[cluster])
-            members.setdefault(label, []).extend(np.flatnonzero(assignment == cluster).tolist())
+            members.setdefault(label, []).extend(np.flatnonzero(owners == cluster).tolist())
     # Counter keeps first-seen order for ties, and clusters are numbered by first appearance.
     return [
         Topic(label, count, tuple(ids[i] for i in sorted(members[label])))
@@ -188,12 +212,17 @@ def _cluster(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     if n > _SILHOUETTE_SAMPLE:
         rows = np.sort(np.random.default_rng(_SEED).choice(n, _SILHOUETTE_SAMPLE, replace=False))
     distances = 1.0 - points[rows] @ points[rows].T
-    best_score, best = -np.inf, np.zeros(n, dtype=np.intp)
+    # A split that leaves a sliver (a few messages of a subject that has its own cluster)
+    # scores well on silhouette yet makes a bubble nobody needs: such a k competes only when
+    # no k is free of slivers.
+    floor = max(_MIN_TOPIC_SIZE, int(np.ceil(_MIN_TOPIC_SHARE * n)))
+    best_rank, best = (False, -np.inf), np.zeros(n, dtype=np.intp)
     for k in range(MIN_TOPICS, min(MAX_TOPICS, n // _MIN_TOPIC_SIZE) + 1):
         labels = _kmeans(points, k)
+        whole = int(np.bincount(labels, minlength=k).min()) >= floor
         score = _silhouette(distances, labels[rows])
-        if score > best_score + 1e-9:
-            best_score, best = score, labels
+        if (whole, score) > (best_rank[0], best_rank[1] + 1e-9):  # a tie keeps the smaller k
+            best_rank, best = (whole, score), labels
     return _renumber(best)
 
 

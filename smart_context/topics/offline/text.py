@@ -279,6 +279,32 @@ def is_trivial(text: str) -> bool:
     return not _parse(text, Counter())
 
 
+# --- small talk ---------------------------------------------------------------------------
+
+# Courtesy that marks a message as talk about the talk: thanks, greetings, acknowledgements.
+_COURTESY = re.compile(
+    r"\b(?:thanks?|thank you|thx|ty|cheers|you'?re welcome|welcome|glad|happy to help|anytime|"
+    r"good luck|have a (?:good|great|nice|lovely)|enjoy|hello|hi|hey|bye|goodbye|see you|"
+    r"noted|understood|got it|will do|sure|certainly|of course|sounds good|makes sense|"
+    r"perfect|great|brilliant|awesome|excellent|cool|nice|ok|okay|alright|that (?:did it|"
+    r"worked|works|helps|helped)|it (?:worked|works)|no problem|no worries)\b"
+)
+_SMALL_TALK_WORDS = 15  # longer messages carry content whatever their courtesy
+_SMALL_TALK_TERMS = 3  # content words a courteous message may mention ("good luck with the toast")
+
+
+def is_small_talk(text: str) -> bool:
+    """Thanks, greetings and acknowledgements ("Glad it worked!", "Sure, metric from here on"):
+    messages about the conversation rather than its subjects, which never make a topic."""
+    flat = text.replace("\u2019", "'").strip().lower()
+    if "```" in flat or "?" in flat or len(flat.split()) > _SMALL_TALK_WORDS:
+        return False
+    if not _COURTESY.search(flat):
+        return False
+    words = {w for w in _parse(text, Counter()) if " " not in w}
+    return len(words) <= _SMALL_TALK_TERMS
+
+
 # --- instructions -------------------------------------------------------------------------
 
 _LANGS = (

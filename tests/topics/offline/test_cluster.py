@@ -497,3 +497,18 @@ def test_previous_labels_chosen_by_meaning_are_kept() -> None:
     previous = ["Oven Spring", "Nara Deer", "Container Image"]  # candidates, not top words
     result = extract_offline(messages, vectors, previous, phrase_vectors=PhraseEmbedder())
     assert labels_of(result) == previous
+
+
+def test_small_talk_makes_no_topic_and_a_wordless_follow_up_joins_its_topic() -> None:
+    messages = sample_messages()
+    at = 6
+    messages[at:at] = [
+        {"id": "talk", "role": "user", "content": "Brilliant, that worked. Thanks!"},
+        {"id": "again", "role": "user", "content": "and why is that?"},
+    ]
+    result = extract_offline(messages, fake_vectors(messages))
+    assert_valid(result, messages)
+    owner = {i: t.label for t in result.topics for i in t.message_ids}
+    assert "talk" not in owner
+    assert owner["again"] == owner[messages[at - 1]["id"]]
+    assert all(set(t.message_ids) <= {m["id"] for m in messages} for t in result.topics)

@@ -10,6 +10,7 @@ from smart_context.topics.offline.cluster import extract_offline
 from smart_context.topics.offline.text import (
     is_generic,
     is_instruction,
+    is_small_talk,
     is_trivial,
     key_phrases,
     parse_all,
@@ -193,3 +194,34 @@ def test_a_phrase_said_only_inside_a_longer_one_gives_way_to_it() -> None:
 def test_three_words_in_a_row_count_only_when_said_again() -> None:
     texts = ["We index individual prices daily.", "Prices change.", "Rail pass", "Rail pass"]
     assert "index individual prices" not in ranked_terms(texts, [0, 0, 1, 1])[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Glad it worked!",
+        "You're welcome, and good luck with the toast!",
+        "Sure, metric from here on.",
+        "Brilliant, that worked.",
+        "Have a great trip.",
+        "Noted.",
+        "thanks",
+    ],
+)
+def test_small_talk_is_recognised(text: str) -> None:
+    assert is_small_talk(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "where should I keep it?",  # a follow-up question, not courtesy
+        "I use Postgres 15 on Ubuntu.",
+        "Great, now how do I add an index on customer_id and created_at?",
+        "Thanks! Next: the compose file should restart the worker when Redis goes down, and the "
+        "web service must wait for the database healthcheck.",
+        "Sure:\n```python\nprint(1)\n```",
+    ],
+)
+def test_content_is_not_small_talk(text: str) -> None:
+    assert not is_small_talk(text)
