@@ -1,4 +1,6 @@
-"""How well a topic click keeps its subject's messages (run: python benchmarks/bench_topic_filter.py).
+"""How well a topic click keeps its subject's messages.
+
+Run: ``python benchmarks/bench_topic_filter.py [--verbose]``.
 
 On the hand-labelled chats of ``benchmarks/data/topic_chats.json`` (every message names its
 subject, ``smalltalk`` or ``instruction``), with the real local model and the real plugin:
@@ -37,16 +39,17 @@ import pluggy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import smart_context.hookspecs  # noqa: E402
-from bench_context import Host  # noqa: E402
-from smart_context.embeddings.local import shared_local_model  # noqa: E402
-from smart_context.paths import check_chat_id  # noqa: E402
-from smart_context.plugin import SmartContextPlugin  # noqa: E402
-from smart_context.services import Services  # noqa: E402
-from smart_context.topics.offline.cluster import extract_offline  # noqa: E402
-from smart_context.topics.offline.text import is_instruction  # noqa: E402
-from smart_context.topics.refresh import refresh  # noqa: E402
-from smart_context.vectors.codec import dequantize, quantize  # noqa: E402
+from bench_context import Host
+
+import smart_context.hookspecs
+from smart_context.embeddings.local import shared_local_model
+from smart_context.paths import check_chat_id
+from smart_context.plugin import SmartContextPlugin
+from smart_context.services import Services
+from smart_context.topics.offline.cluster import extract_offline
+from smart_context.topics.offline.text import is_instruction
+from smart_context.topics.refresh import refresh
+from smart_context.vectors.codec import dequantize, quantize
 
 DATA = Path(__file__).resolve().parent / "data"
 VERBOSE = False
@@ -222,7 +225,7 @@ def report(name: str, found: list[bool], truth: list[bool]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--chats", type=Path, default=DATA / "topic_chats.json")
     parser.add_argument("--verbose", action="store_true", help="precision and recall per bubble")
     args = parser.parse_args()

@@ -7,8 +7,9 @@ Used when no chat model is configured or its call failed. Steps:
    with no word to name a topic by ("where should I keep it?") joins the topic of the message
    before it, after clustering.
 2. Chats with enough substance are clustered by spherical k-means with k in 3..8 chosen by
-   silhouette among the k that leave no sliver (a cluster under 8% of the chat), after each vector leans a little toward its chat neighbours: a short follow-up
-   ("and in winter?") is about what came just before it. A handful of messages are grouped
+   silhouette among the k that leave no sliver (a cluster under 8% of the chat), after each
+   vector leans a little toward its chat neighbours: a short follow-up ("and in winter?") is
+   about what came just before it. A handful of messages are grouped
    by average-link with a similarity threshold instead, where a silhouette says little.
 3. Each cluster is named by one of its key phrases (:mod:`smart_context.offline_text`): words
    and short noun phrases ranked by class-based TF-IDF, chat filler never among them. Given
