@@ -20,6 +20,7 @@ from smart_context.sidecar.memory import ChatMemory
 log = logging.getLogger(__name__)
 
 CHAT_DAMAGED_EVENT = "sidecar.chat_damaged"
+CHAT_UPDATED_EVENT = "chat.updated"  # CONTRACT §7: every open page stays current
 
 
 class SidecarHost:
@@ -29,7 +30,9 @@ class SidecarHost:
         self.vault_path: Path = config.vault
         self.config = config
         self.events = events or EventHub()
-        self.memory = ChatMemory(self.vault_path, on_damaged=self._report_damaged_chat)
+        self.memory = ChatMemory(
+            self.vault_path, on_damaged=self._report_damaged_chat, on_changed=self._chat_changed
+        )
         self.llm = LLMService(config.llm)
 
     def settings(self, plugin_name: str) -> dict[str, Any]:
@@ -39,6 +42,9 @@ class SidecarHost:
     def emit(self, event: str, data: Mapping[str, Any] | None = None) -> None:
         """Send ``event`` to every connected UI client; returns at once."""
         self.events.emit(event, data)
+
+    def _chat_changed(self, chat_id: str, message_count: int) -> None:
+        self.emit(CHAT_UPDATED_EVENT, {"chat_id": chat_id, "message_count": message_count})
 
     def _report_damaged_chat(self, chat_id: str, set_aside: Path) -> None:
         self.emit(

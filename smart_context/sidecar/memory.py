@@ -37,6 +37,7 @@ from smart_context.paths import ChatId, chat_file, check_chat_id, memory_dir
 ChatData = dict[str, Any]
 ChatUpdate = Callable[[ChatData], ChatData]
 DamageReport = Callable[[str, Path], None]
+ChangeReport = Callable[[str, int], None]  # (chat_id, message_count) after its messages changed
 
 DEFAULT_TITLE = "New chat"
 _ID_ALPHABET = string.ascii_lowercase + string.digits
@@ -110,12 +111,19 @@ class ChatMemory:
     """``host.memory``: ``load_chat``, ``save_chat``, ``update_chat`` over ``.memory/``.
 
     ``on_damaged(chat_id, set_aside_path)`` is called (possibly from a worker thread) when a
-    damaged chat file was renamed out of the way.
+    damaged chat file was renamed out of the way; ``on_changed(chat_id, message_count)``, on
+    the event loop, after a write changed a chat's messages (whoever wrote them).
     """
 
-    def __init__(self, vault: Path, on_damaged: DamageReport | None = None) -> None:
+    def __init__(
+        self,
+        vault: Path,
+        on_damaged: DamageReport | None = None,
+        on_changed: ChangeReport | None = None,
+    ) -> None:
         self.vault = Path(vault)
         self.on_damaged = on_damaged
+        self.on_changed = on_changed
         # asyncio locks belong to one event loop; a thread running its own loop gets its own.
         self._locks: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[str, asyncio.Lock]
@@ -145,7 +153,11 @@ class ChatMemory:
         async with self._lock_for(checked):
             # If the caller is cancelled the thread still finishes and releases the file lock,
             # so an update is either fully stored or not started.
-            return await asyncio.to_thread(self._update_sync, checked, fn)
+            data, changed = await asyncio.to_thread(self._update_sync, checked, fn)
+        if changed and self.on_changed is not None:
+            messages = data.get("messages")
+            self.on_changed(checked, len(messages) if isinstance(messages, list) else 0)
+        return data
 
     # -- more for the sidecar ----------------------------------------------------------
 
@@ -189,13 +201,16 @@ class ChatMemory:
         with file_lock(self._ensure_dir(chat_id)):
             return self._read_locked(chat_id)
 
-    def _update_sync(self, chat_id: ChatId, fn: ChatUpdate) -> ChatData:
+    def _update_sync(self, chat_id: ChatId, fn: ChatUpdate) -> tuple[ChatData, bool]:
+        """The data as stored, and whether its messages changed."""
         with file_lock(self._ensure_dir(chat_id)):
-            data = fn(self._read_locked(chat_id))
+            old = self._read_locked(chat_id)
+            before = _messages_mark(old)  # taken first: ``fn`` may change ``old`` in place
+            data = fn(old)
             if not isinstance(data, dict):
                 raise TypeError(f"update_chat: fn returned {type(data).__name__}, not a dict")
             write_atomic(chat_file(self.vault, chat_id), chat_json(data))
-            return data
+            return data, _messages_mark(data) != before
 
     def _ensure_dir(self, chat_id: ChatId) -> Path:
         memory_dir(self.vault).mkdir(parents=True, exist_ok=True)
@@ -265,6 +280,18 @@ class ChatMemory:
         summary = summarize(chat_id, self._load_sync(chat_id), fallback)
         self._summaries[chat_id] = (stamp, summary)
         return dict(summary)
+
+
+def _messages_mark(data: ChatData) -> tuple[int, str]:
+    """What tells that a chat's messages changed: their number and the last one's id and text
+    (messages are appended; a filter choice or new topics change neither)."""
+    messages = data.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return (0, "")
+    last = messages[-1]
+    if not isinstance(last, dict):
+        return (len(messages), repr(last))
+    return (len(messages), f"{last.get('id')}\x00{last.get('content')}")
 
 
 def summarize(chat_id: str, data: ChatData, updated_fallback: str) -> dict[str, Any]:

@@ -172,3 +172,14 @@ def test_new_ids_are_valid_and_distinct() -> None:
     made = {new_chat_id() for _ in range(500)}
     assert len(made) == 500
     assert all(check_chat_id(i) == i for i in made)
+
+
+async def test_a_change_of_messages_is_reported_and_nothing_else_is(vault: Path) -> None:
+    changes: list[tuple[str, int]] = []
+    memory = ChatMemory(vault, on_changed=lambda chat_id, n: changes.append((chat_id, n)))
+    await memory.update_chat("c1", add_message("a"))  # appended in place
+    await memory.update_chat("c1", lambda d: {**d, "topics": [{"label": "X", "count": 1}]})
+    await memory.update_chat("c1", lambda d: {**d, "smart_context": {"active_topics": ["X"]}})
+    await memory.update_chat("c1", add_message("b"))
+    await memory.save_chat("c1", {"messages": []})  # a clear is a change too
+    assert changes == [("c1", 1), ("c1", 2), ("c1", 0)]

@@ -62,6 +62,7 @@ async def test_entry_point_plugin_end_to_end(
     assert topics.json()["status"] == "success"
     assert filtered.json()["status"] == "success"
     assert "smart_context.filter_changed" in names
+    assert names.count("chat.updated") == 4  # each message, the user's and the reply, is news
     messages = chat_on_disk(vault, "trip")["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant"] * 2
     record = messages[-1]["smart_context"]
