@@ -78,12 +78,9 @@ async def show_context(
     if "error" in record:
         print(f"note: {record['error']}", file=out)
     if record["mode"] == "fallback":
-        print(
-            f"no message reached the threshold (best {record['best_score']}): "
-            "the full history is sent",
-            file=out,
-        )
-    print(f"{len(sent)} of {record['total_messages']} messages in context\n", file=out)
+        print(f"{record['note']} (the closest came to {record['best_score']})\n", file=out)
+    else:
+        print(f"{len(sent)} of {record['total_messages']} messages in context\n", file=out)
     for m in history:
         mid = m.get("id")
         why = "sticky" if mid in sticky else (f"{scores[mid]:.3f}" if mid in scores else "")

@@ -33,6 +33,7 @@ class ContextRecord:
     ids: tuple[str, list[Any]] = ("excluded_ids", [])
     scores: dict[Any, float] | None = None  # message id -> similarity, for the messages kept
     best_score: float | None = None  # on fallback: the closest any message came
+    note: str | None = None  # on fallback, in words: the filter did nothing, and why
     error: str | None = None  # a person can read it; the history was left whole
 
     @classmethod
@@ -56,6 +57,8 @@ class ContextRecord:
             out["scores"] = self.scores
         if self.best_score is not None:
             out["best_score"] = self.best_score
+        if self.note is not None:
+            out["note"] = self.note
         out[self.ids[0]] = self.ids[1]
         if self.error is not None:
             out["error"] = self.error

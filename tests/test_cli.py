@@ -66,6 +66,17 @@ def test_context_without_topics_sends_everything(
     assert "mode full" in out and "10 of 10 messages in context" in out
 
 
+def test_a_click_that_keeps_nothing_says_so_in_words(
+    cli_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (cli_vault / ".vault.toml").write_text("[plugins.smart_context]\nsimilarity_threshold = 0.9\n")
+    assert main(["context", str(cli_vault), "c1", "--topics", "Medieval Tapestry"]) == 0
+    out = capsys.readouterr().out
+    assert "mode fallback" in out
+    assert "no message is close enough to 'Medieval Tapestry': the full history is sent" in out
+    assert "of 10 messages in context" not in out  # never "N of N" for a click that did nothing
+
+
 def test_topics_runs_the_offline_extractor_without_a_model(
     cli_vault: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

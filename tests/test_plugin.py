@@ -115,9 +115,13 @@ async def test_filter_choice_survives_a_restart_and_other_keys_are_kept(
 
 async def test_fallback_when_no_message_is_close(start: Any, chat: list) -> None:
     running: Running = await start({"similarity_threshold": 0.95})
-    await running.command("set_filter", topics=["Gardening"], chat_id="c1")
+    result = await running.command("set_filter", topics=["Gardening"], chat_id="c1")
     ctx = await running.context("c1", list(chat))
     assert ids(ctx.history) == ids(chat) and ctx.metadata["smart_context"]["mode"] == "fallback"
+    said = "no message is close enough to 'Gardening': the full history is sent"
+    assert ctx.metadata["smart_context"]["note"] == said
+    event = [data for name, data in running.host.events if name.endswith("filter_changed")][-1]
+    assert result["mode"] == event["mode"] == "fallback" and event["note"] == said
 
 
 async def test_only_uncached_messages_are_embedded_once(

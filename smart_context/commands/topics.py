@@ -33,7 +33,7 @@ async def get_topics(services: Services, chat_id: Any = None) -> Result:
     chat = chat_id_argument(services, chat_id)
     await services.chats.load(chat)
     view = await services.chats.view(chat)
-    ids, mode = await included(services, chat, view.messages)
+    ids, how = await included(services, chat, view.messages)
     mapping = not view.topics and len(ids) >= MIN_MESSAGES_TO_MAP
     if mapping:
         services.schedule_refresh(chat)
@@ -43,7 +43,7 @@ async def get_topics(services: Services, chat_id: Any = None) -> Result:
         "total_messages": view.total_messages,
         "active_topics": list(view.active_topics),
         "included_ids": ids,
-        "mode": mode,
+        **how,
         "embedding_search": services.settings.embedding_search,
         "extracting": mapping or chat in services.background.running,
     }
@@ -83,7 +83,7 @@ async def select(services: Services, chat_id: ChatId, topics: Sequence[str]) -> 
 async def announce_filter(services: Services, chat_id: ChatId) -> Result:
     """Emit ``filter_changed`` for a chat and return its payload (plus the mode)."""
     view = await services.chats.view(chat_id)
-    ids, mode = await included(services, chat_id, view.messages)
+    ids, how = await included(services, chat_id, view.messages)
     active = list(view.active_topics) if services.settings.embedding_search else []
     payload = {
         "chat_id": chat_id,
@@ -91,5 +91,8 @@ async def announce_filter(services: Services, chat_id: ChatId) -> Result:
         "included_ids": ids,
         "total_messages": view.total_messages,
     }
+    # the mode (and on a fallback, the note) ride along: a page must never say "N of N in
+    # context" for a click that did nothing
+    payload |= how
     await resolve(services.host.emit(FILTER_CHANGED, payload))
-    return payload | {"mode": mode}
+    return payload

@@ -71,7 +71,10 @@ async def _click(
 
 async def included(
     services: Services, chat_id: ChatId, messages: Sequence[Message]
-) -> tuple[list[Any], str]:
-    """Ids of the messages that a request would send now, and the mode."""
+) -> tuple[list[Any], dict[str, Any]]:
+    """Ids of the messages that a request would send now, and how they were chosen: ``mode``,
+    and a ``note`` in words when a click kept nothing."""
     decision = await assemble(services, chat_id, History(messages))
-    return [m.get("id") for m in decision.history], decision.record.mode
+    record = decision.record
+    how = {"mode": record.mode} | ({"note": record.note} if record.note else {})
+    return [m.get("id") for m in decision.history], how

@@ -78,6 +78,12 @@ def _id_lists(all_ids: Sequence[Any], kept: npt.NDArray[np.bool_] | None) -> tup
     return ("excluded_ids", [all_ids[i] for i in np.flatnonzero(~kept).tolist()])
 
 
+def fallback_note(topics: Sequence[str]) -> str:
+    """The words for a click that kept nothing (CONTRACT §6): never "N of N in context"."""
+    names = " or ".join(f"'{t}'" for t in topics)
+    return f"no message is close enough to {names}: the full history is sent"
+
+
 def decide(
     history: History,
     sticky: Sequence[Message],
@@ -110,7 +116,7 @@ def decide(
     values, keep = scores.values, scores.keep.copy()
     if not keep.any():
         best = round(float(values.max()), 3)
-        return Decision(candidates, record(FALLBACK, best_score=best))
+        return Decision(candidates, record(FALLBACK, best_score=best, note=fallback_note(active)))
 
     for sid in sticky_ids:  # few ids: a scan in C each beats a Python step per message
         if sid in present:
