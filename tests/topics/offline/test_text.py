@@ -48,6 +48,12 @@ def test_offline_topics_still_exports_the_word_checks() -> None:
         "never apologize",
         "I'd like you to answer in Spanish",
         "Always include code examples",
+        "Use British spelling throughout.",
+        "I'm on a Mac, so give me macOS commands from here on.",
+        "Assume I'm on Windows.",
+        "shorter answers pls",
+        "Max two sentences per answer.",
+        "Please remember that I cook for a family of five, so scale every recipe to five.",
     ],
 )
 def test_is_instruction_recognises_standing_instructions(text: str) -> None:
@@ -70,6 +76,11 @@ def test_is_instruction_recognises_standing_instructions(text: str) -> None:
         "Always the same error when I run kubectl apply",
         "Never mind",
         "I want you to write a function that sorts a list",
+        "Give me the answer in French this time.",  # for this answer only
+        "Use metric units for this recipe conversion: 2 cups sugar, 1 pound butter.",
+        "Use a shorter variable name there.",
+        "Always a pleasure",
+        "Don't worry about it",
         "be concise " * 20,
         "Please reply in bullet points. " + "Here is the long traceback I got yesterday. " * 8,
     ],
