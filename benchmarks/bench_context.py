@@ -88,13 +88,16 @@ class Memory:
 
 
 class Host:
-    def __init__(self, vault: Path, chats: dict[str, dict[str, Any]]) -> None:
+    def __init__(
+        self, vault: Path, chats: dict[str, dict[str, Any]], threshold: float | str = 0.05
+    ) -> None:
         self.vault_path = vault
         self.memory = Memory(chats)
         self.llm = None
+        self.threshold = threshold
 
     def settings(self, name: str) -> dict[str, Any]:
-        return {"similarity_threshold": 0.05}
+        return {"similarity_threshold": self.threshold}
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         pass
@@ -127,11 +130,27 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
 
 
-async def bench_context(vault: Path, sizes: Sequence[int], repeats: int) -> None:
+def mapped(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Six topics sharing the messages out as an extractor would (a tenth left unassigned)."""
+    labels = ["Asyncio Scraper", "Trip Planning", "Postgres", "Docker", "Sourdough", "Budget"]
+    owned = [m["id"] for i, m in enumerate(messages) if i % 10]
+    return [
+        {
+            "label": label,
+            "count": len(owned[k :: len(labels)]),
+            "message_ids": owned[k :: len(labels)],
+        }
+        for k, label in enumerate(labels)
+    ]
+
+
+async def bench_context(
+    vault: Path, sizes: Sequence[int], repeats: int, threshold: float | str
+) -> None:
     chats = {
         f"c{n}": {
             "messages": make_chat(n),
-            "topics": [],
+            "topics": mapped(make_chat(n)) if threshold == "auto" else [],
             "smart_context": {"active_topics": ["Asyncio Scraper", "Trip Planning"]},
         }
         for n in sizes
@@ -140,9 +159,12 @@ async def bench_context(vault: Path, sizes: Sequence[int], repeats: int) -> None
     pm.add_hookspecs(smart_context.hookspecs)
     plugin = SmartContextPlugin(RandomEmbedder())
     pm.register(plugin)
-    for result in pm.hook.sidecar_startup(host=Host(vault, chats)):
+    for result in pm.hook.sidecar_startup(host=Host(vault, chats, threshold)):
         await result
-    print("pipeline_context, warm cache, filter of 2 topics active:")
+    if threshold == "auto":
+        print("the same, threshold auto, 6 topics with members (the default since issue 8):")
+    else:
+        print(f"pipeline_context, warm cache, filter of 2 topics active, threshold {threshold}:")
     for n in sizes:
         history = chats[f"c{n}"]["messages"]
         raw = json.dumps(chats[f"c{n}"])
@@ -220,7 +242,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         vault = Path(tmp)
         (vault / ".memory").mkdir()
-        asyncio.run(bench_context(vault, [int(s) for s in args.sizes.split(",")], args.repeats))
+        sizes = [int(s) for s in args.sizes.split(",")]
+        asyncio.run(bench_context(vault, sizes, args.repeats, 0.05))
+        asyncio.run(bench_context(vault, sizes, args.repeats, "auto"))
         asyncio.run(bench_cache_load(vault, 20))
     bench_local(args.local_count)
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -49,6 +48,7 @@ class VectorStore:
         self._open: OrderedDict[str, tuple[Path, KeyedMatrix]] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
         self._phrases: dict[str, np.ndarray] = {}
+        self._last_phrases: tuple[tuple[str, ...], Matrix] = ((), np.zeros((0, 0), np.float32))
 
     async def embed(self, texts: Sequence[str]) -> Matrix:
         """Unit vectors of ``texts`` in one call, checked: a bad reply never reaches a file."""
@@ -156,15 +156,11 @@ class VectorStore:
                 embedded = await self.embed([message_text(m) for m in history.messages])
         return vectors, vectors.fill(history, rows, missing, embedded)
 
-    @asynccontextmanager
-    async def chat_rows(
-        self, chat_id: ChatId, history: History
-    ) -> AsyncIterator[tuple[ChatVectors, Rows]]:
-        """The chat's vectors and the row of each message of ``history``, the misses embedded in
-        one call; the chat stays locked while the caller scores it (no prune may renumber)."""
-        name = f"chat:{chat_id}"
-        async with self.lock(name):
-            yield await self._chat_rows(name, chat_id, history)
+    def chat_rows(self, chat_id: ChatId, history: History) -> ChatRows:
+        """``async with store.chat_rows(chat_id, history) as (vectors, rows)``: the chat's vectors
+        and the row of each message of ``history``, the misses embedded in one call; the chat
+        stays locked while the caller scores it (no prune may renumber)."""
+        return ChatRows(self, chat_id, history)
 
     async def sync_chat(self, chat_id: ChatId, messages: Sequence[Message]) -> Matrix:
         """Embed what is new, drop what was deleted or edited, save; returns the rows in order."""
@@ -183,6 +179,9 @@ class VectorStore:
 
     async def phrase_vectors(self, phrases: Sequence[str]) -> Matrix:
         """Unit vectors of short texts (topic labels), embedded once per phrase and process."""
+        asked = tuple(phrases)
+        if self._last_phrases[0] == asked:  # a chat's labels, request after request
+            return self._last_phrases[1]
         wanted = list(dict.fromkeys(phrases))
         found = {p: self._phrases[p] for p in wanted if p in self._phrases}
         todo = [p for p in wanted if p not in found]
@@ -193,4 +192,27 @@ class VectorStore:
             self._phrases.update((p, found[p]) for p in todo)
         if not phrases:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([found[p] for p in phrases])
+        stacked = np.stack([found[p] for p in phrases])
+        self._last_phrases = (asked, stacked)
+        return stacked
+
+
+class ChatRows:
+    """The context of :meth:`VectorStore.chat_rows` (a plain class: a generator-based context
+    manager costs a warm request several microseconds)."""
+
+    def __init__(self, store: VectorStore, chat_id: ChatId, history: History) -> None:
+        self.store, self.chat_id, self.history = store, chat_id, history
+        self.name = f"chat:{chat_id}"
+        self.lock = store.lock(self.name)
+
+    async def __aenter__(self) -> tuple[ChatVectors, Rows]:
+        await self.lock.acquire()
+        try:
+            return await self.store._chat_rows(self.name, self.chat_id, self.history)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.lock.release()

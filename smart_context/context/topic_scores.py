@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from smart_context.vectors.chat import ChatVectors
 from smart_context.vectors.keyed import Rows
-from smart_context.vectors.ops import Matrix, Scores, normalize_rows
+from smart_context.vectors.ops import Matrix, Scores, max_pool, normalize_rows
 
 Flags = npt.NDArray[np.bool_]
 Vector = npt.NDArray[np.float32]
@@ -113,34 +113,34 @@ def score_topics(
 
     ``topics`` are the chat's topics (and any selected label that is not one of them), with
     ``label_vectors`` in the same order; ``threshold`` is a fixed cut, or ``None`` for the
-    automatic one. Topic vectors, members' rows and cuts are memoised on ``vectors``.
+    automatic one. Topic vectors, members and cuts are memoised on ``vectors``: a warm click
+    gathers the history's rows of a few score arrays and compares them.
     """
-    found = [_topic(vectors, t, v) for t, v in zip(topics, label_vectors, strict=True)]
-    scores = np.stack([full[rows] for _, full in found])  # (topics, history)
-    members = np.zeros(scores.shape, dtype=bool)
-    for i, (member_rows, _) in enumerate(found):
-        if len(member_rows):
-            flags = np.zeros(len(vectors), dtype=bool)
-            flags[member_rows] = True
-            members[i] = flags[rows]
     chosen = [i for i, t in enumerate(topics) if t.label in selected]
-    values: Scores = scores[chosen].max(axis=0)
+    # a fixed cut needs the clicked topics only; the automatic one lets all topics compete
+    needed = chosen if threshold is not None else range(len(topics))
+    found = {i: _topic(vectors, topics[i], label_vectors[i]) for i in needed}
+    values = max_pool([found[i][1][rows] for i in chosen])
+    members = {i: flags[rows] for i in needed if (flags := found[i][0]) is not None}
     if threshold is not None:
-        keep = _any(members[chosen]) | _any(scores[chosen] >= threshold)
+        keep = values >= threshold
+        for i in chosen:
+            if i in members:
+                keep |= members[i]
         return TopicScores(values, keep, {topics[i].label: threshold for i in chosen})
-    cuts = [_cut(vectors, topics[i], *found[i]) for i in chosen]
-    grouped = [i for i, (member_rows, _) in enumerate(found) if len(member_rows)]
+    cuts = {i: _cut(vectors, topics[i], found[i][1]) for i in chosen}
     keep = np.zeros(len(rows), dtype=bool)
-    picked = [(grouped.index(i), cut) for i, cut in zip(chosen, cuts, strict=True) if i in grouped]
-    if picked:
-        positions, picked_cuts = zip(*picked, strict=True)
-        keep |= keep_auto(scores[grouped], members[grouped], positions, picked_cuts)
-    for i, cut in zip(chosen, cuts, strict=True):
-        if i not in grouped:
-            keep |= scores[i] >= cut
-    return TopicScores(
-        values, keep, {topics[i].label: c for i, c in zip(chosen, cuts, strict=True)}
-    )
+    grouped = list(members)
+    if any(i in members for i in chosen):
+        scores = np.stack([found[i][1][rows] for i in grouped])
+        picked = [i for i in chosen if i in members]
+        positions = [grouped.index(i) for i in picked]
+        flags = np.stack([members[i] for i in grouped])
+        keep |= keep_auto(scores, flags, positions, [cuts[i] for i in picked])
+    for i in chosen:
+        if i not in members:
+            keep |= found[i][1][rows] >= cuts[i]
+    return TopicScores(values, keep, {topics[i].label: cuts[i] for i in chosen})
 
 
 def _any(flags: Flags) -> Flags:
@@ -149,25 +149,34 @@ def _any(flags: Flags) -> Flags:
     return out
 
 
-def _topic(vectors: ChatVectors, topic: TopicQuery, label_vector: Vector) -> tuple[Rows, Scores]:
-    """The rows of a topic's members and its scores over the whole chat, memoised."""
+def _topic(
+    vectors: ChatVectors, topic: TopicQuery, label_vector: Vector
+) -> tuple[Flags | None, Scores]:
+    """Which rows of the chat are the topic's members (``None``: it has none) and the topic's
+    scores over the whole chat, memoised."""
     derived = vectors.derived
-    rows_key, vector_key = f"rows\x00{topic.key}", f"vector\x00{topic.key}"
-    member_rows: Rows | None = derived.get(rows_key)
-    if member_rows is None:
-        member_rows = derived[rows_key] = vectors.rows_of_ids(topic.member_ids)
-    vector: Vector | None = derived.get(vector_key)
-    if vector is None:
-        vector = derived[vector_key] = topic_vector(label_vector, vectors.matrix[member_rows])
-    return member_rows, vectors.scores(topic.key, vector)
+    flags_key, vector_key = f"members\x00{topic.key}", f"vector\x00{topic.key}"
+    if flags_key not in derived:
+        member_rows = vectors.rows_of_ids(topic.member_ids)
+        flags = np.zeros(len(vectors), dtype=bool)
+        flags[member_rows] = True
+        derived[flags_key] = flags if len(member_rows) else None
+        derived[vector_key] = topic_vector(label_vector, vectors.matrix[member_rows])
+    flags = derived[flags_key]
+    if flags is not None and len(flags) < len(vectors):  # rows added since: none is a member
+        flags = derived[flags_key] = np.concatenate(
+            (flags, np.zeros(len(vectors) - len(flags), dtype=bool))
+        )
+    return flags, vectors.scores(topic.key, derived[vector_key])
 
 
-def _cut(vectors: ChatVectors, topic: TopicQuery, member_rows: Rows, full: Scores) -> float:
+def _cut(vectors: ChatVectors, topic: TopicQuery, full: Scores) -> float:
     """The automatic cut of a topic; a topic with members keeps it until its rows change."""
-    if not len(member_rows):
+    flags = vectors.derived.get(f"members\x00{topic.key}")
+    if flags is None:
         return spread_cut(full)  # the chat grows: computed afresh, O(n) in numpy
     key = f"cut\x00{topic.key}"
     cut: float | None = vectors.derived.get(key)
     if cut is None:
-        cut = vectors.derived[key] = member_cut(full[member_rows])
+        cut = vectors.derived[key] = member_cut(full[: len(flags)][flags])
     return cut
