@@ -8,13 +8,9 @@ from typing import Any
 import pytest
 
 from smart_context.errors import ExtractionError
-from smart_context.topics import labels as label_module
-from smart_context.topics import transcript
-from smart_context.topics.labels import normalize_label
 from smart_context.topics.model import STICKY_LABEL, Topic
 from smart_context.topics.prompt import build_extraction_messages
 from smart_context.topics.reply import parse_extraction_reply
-from smart_context.topics.transcript import bound_transcript
 from tests.fakes import FakeLLM, make_messages
 
 IDS = {"m0", "m2", "m4"}
@@ -88,11 +84,6 @@ async def test_round_trip_through_the_hosts_fast_model() -> None:
     assert result.topics == (Topic("Python Async", 2),)
     assert result.sticky_ids == ("m2",)
     assert "be concise" in llm.prompts[0][1]["content"]
-
-
-def test_topics_re_exports_the_transcript_and_label_functions() -> None:
-    assert bound_transcript is transcript.bound_transcript
-    assert normalize_label is label_module.normalize_label
 
 
 # --- parsing the reply: clean and wrapped ------------------------------------------------------
@@ -318,3 +309,46 @@ def test_result_fits_the_chat_file_shape() -> None:
     stored = parse(CLEAN).to_chat_topics()
     assert stored[0] == {"label": "LangGraph", "count": 4}
     assert stored[-1]["label"] == STICKY_LABEL and stored[-1]["message_ids"] == ["m2", "m4"]
+
+
+# --- members of a topic (issue 8) ----------------------------------------------------------------
+
+ALL_IDS = {"m0", "m1", "m2", "m3", "m4", "m5"}
+
+
+def test_members_are_read_and_kept_on_the_chat_file() -> None:
+    reply = json.dumps(
+        {
+            "topics": [
+                {"label": "Python Async", "count": 3, "message_ids": ["m0", "[m1]", 5, "m9"]},
+                {"label": "Paris", "count": 2, "ids": "m4, m5"},
+            ],
+            "sticky_message_ids": [],
+        }
+    )
+    found = parse_extraction_reply(reply, IDS, 20, ALL_IDS)
+    assert [t.message_ids for t in found.topics] == [("m0", "m1"), ("m4", "m5")]
+    assert any("m9" in note for note in found.notes)  # unknown ids are dropped, and said
+    stored = found.to_chat_topics()
+    assert stored[0] == {"label": "Python Async", "count": 3, "message_ids": ["m0", "m1"]}
+
+
+def test_members_of_merged_duplicates_are_united_and_absent_members_are_fine() -> None:
+    reply = json.dumps(
+        {
+            "topics": [
+                {"label": "Paris", "count": 1, "message_ids": ["m4"]},
+                {"label": "paris", "count": 2, "message_ids": ["m5", "m4"]},
+                {"label": "Asyncio", "count": 2},
+            ]
+        }
+    )
+    found = parse_extraction_reply(reply, IDS, 20, ALL_IDS)
+    assert found.topics[0].message_ids == ("m4", "m5") and found.topics[0].count == 2
+    assert found.topics[1].message_ids == ()
+    assert "message_ids" not in found.to_chat_topics()[1]
+
+
+def test_the_prompt_asks_for_members() -> None:
+    system = build_extraction_messages(make_messages(["a", "b"]), [])[0]["content"]
+    assert '"message_ids"' in system
