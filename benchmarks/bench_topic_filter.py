@@ -146,7 +146,6 @@ async def evaluate(chats: list[dict[str, Any]]) -> None:
                 await services.chats.load(cid)
                 truth_of = {m["id"]: m["subject"] for m in chat["messages"]}
                 sticky = {i for t in maps[cid] if t.get("sticky") for i in t["message_ids"]}
-                by_subject: dict[str, list[set[str]]] = {}
                 for topic in (t for t in maps[cid] if not t.get("sticky")):
                     subject = subject_of(topic, truth_of)
                     truth = {i for i, s in truth_of.items() if s == subject}
@@ -158,7 +157,6 @@ async def evaluate(chats: list[dict[str, Any]]) -> None:
                             f"p {tallies[name].precision[-1]:.2f} r {tallies[name].recall[-1]:.2f}"
                             f" ({len(topic.get('message_ids', []))} members, {len(truth)} true)"
                         )
-                    by_subject.setdefault(subject, []).append(kept)
                 if members:
                     union_ok &= await check_union(services, cid, maps[cid], truth_of)
                 await services.chats.settle(10)
@@ -173,6 +171,37 @@ async def evaluate(chats: list[dict[str, Any]]) -> None:
             f"within +-1 in {sum(d <= 1 for d in off)}/{len(off)} chats"
         )
         print(f"clicking all bubbles of a subject keeps at least one bubble's: {union_ok}")
+
+
+async def newcomers(chats: list[dict[str, Any]], share: float = 0.7) -> None:
+    """Map each chat at ``share`` of its length, then click with the whole chat: the messages
+    written since the map was made are kept by closeness alone."""
+    tally, late = Tally(), Tally()
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp)
+        (vault / ".memory").mkdir()
+        data = {c["id"]: {"messages": turns(c)[: int(share * len(c["messages"]))]} for c in chats}
+        services = await start(vault, data, "auto")
+        for chat in chats:
+            cid = check_chat_id(chat["id"])
+            await refresh(services, cid)
+            data[cid] = {"messages": turns(chat), "topics": data[cid]["topics"]}
+            await services.chats.load(cid)
+            truth_of = {m["id"]: m["subject"] for m in chat["messages"]}
+            new = {m["id"] for m in chat["messages"][int(share * len(chat["messages"])) :]}
+            sticky = {i for t in data[cid]["topics"] if t.get("sticky") for i in t["message_ids"]}
+            for topic in (t for t in data[cid]["topics"] if not t.get("sticky")):
+                subject = subject_of(topic, truth_of)
+                truth = {i for i, s in truth_of.items() if s == subject}
+                kept, mode = await click(services, cid, [topic["label"]])
+                tally.add(kept - sticky, truth, mode == "fallback")
+                if truth & new:  # the subject went on after the map was made
+                    late.add((kept - sticky) & new, truth & new, False)
+            await services.chats.settle(10)
+        await services.close()
+    print(f"map made at {share:.0%} of each chat, clicks on the whole chat:")
+    print(tally.line("all messages"))
+    print(late.line("messages written after the map"))
 
 
 async def check_union(
@@ -237,6 +266,7 @@ def main() -> None:
         f"{len(chats)} chats, {sum(len(c['messages']) for c in chats)} messages"
     )
     asyncio.run(evaluate(chats))
+    asyncio.run(newcomers(chats))
     asyncio.run(stability(chats))
     instructions(chats)
 

@@ -9,9 +9,9 @@ their vectors, leaning toward the label's: it points where the topic's messages 
 **What a click keeps.** Always the selected topics' own members. Beyond them, with
 ``similarity_threshold = "auto"``, a message that belongs to no topic (written since the last
 extraction, or left out of every cluster) is kept when the selected topic is the closest of the
-chat's topics *and* it is at least as close as most of that topic's own members: above the
-:data:`MEMBER_QUANTILE` of the members' similarities. That cut is read off the chat's own scores,
-so it means the same for every embedding model: MiniLM's cosines of related texts sit around
+chat's topics *and* it is closer than halfway between the :data:`MEMBER_QUANTILE` of the
+members' similarities and the chat's median other message. That cut is read off the chat's own
+scores, so it means the same for every embedding model: MiniLM's cosines of related texts sit around
 0.3-0.6, nomic-embed-text's around 0.5-0.8 and text-embedding-3's around 0.3-0.6 with a narrower
 spread; a fixed number is right for one of them at most, while "as close as the topic's own
 messages" holds for all three. A topic without members (a label typed at the command line, a
@@ -38,7 +38,7 @@ Flags = npt.NDArray[np.bool_]
 Vector = npt.NDArray[np.float32]
 
 LABEL_WEIGHT = 0.5  # the label's share of a topic vector, against the members' centroid (1.0)
-MEMBER_QUANTILE = 0.1  # a newcomer is kept when closer than the least close 10% of members
+MEMBER_QUANTILE = 0.1  # the members' low end: the least close tenth of them
 SPREAD = 1.5  # a topic without members: standard deviations above the chat's mean score
 
 
@@ -74,9 +74,13 @@ def topic_vector(label: Vector, members: Matrix) -> Vector:
     return vector
 
 
-def member_cut(member_scores: Scores) -> float:
-    """The similarity most of a topic's own members reach."""
-    return float(np.quantile(member_scores, MEMBER_QUANTILE))
+def member_cut(member_scores: Scores, other_scores: Scores) -> float:
+    """Halfway between the similarity most of a topic's members reach and that of the chat's
+    typical other message: both read off the same model's scores."""
+    low = float(np.quantile(member_scores, MEMBER_QUANTILE))
+    if not len(other_scores):
+        return low
+    return (low + float(np.median(other_scores))) / 2
 
 
 def spread_cut(scores: Scores) -> float:
@@ -178,5 +182,6 @@ def _cut(vectors: ChatVectors, topic: TopicQuery, full: Scores) -> float:
     key = f"cut\x00{topic.key}"
     cut: float | None = vectors.derived.get(key)
     if cut is None:
-        cut = vectors.derived[key] = member_cut(full[: len(flags)][flags])
+        known = full[: len(flags)]
+        cut = vectors.derived[key] = member_cut(known[flags], known[~flags])
     return cut

@@ -1,0 +1,81 @@
+"""What a click keeps: members, close newcomers, the automatic cut, a fixed cut, the union."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smart_context.context.topic_scores import TopicQuery, member_cut, score_topics, topic_vector
+from smart_context.messages import History
+from smart_context.vectors.chat import ChatVectors
+from smart_context.vectors.ops import normalize_rows
+from tests.fakes import make_messages
+
+# Three directions: baking, asyncio, and a mixed one; each message a small wobble around one.
+AXES = normalize_rows(np.eye(3, 8, dtype=np.float32) + 0.05)
+PLAN = ["bake", "bake", "bake", "async", "async", "async", "bake", "async", "none"]
+
+
+def chat() -> tuple[ChatVectors, History, np.ndarray]:
+    rng = np.random.default_rng(7)
+    direction = {"bake": AXES[0], "async": AXES[1], "none": AXES[2]}
+    rows = [direction[p] + rng.normal(scale=0.08, size=8) for p in PLAN]
+    messages = make_messages([f"{p} {i}" for i, p in enumerate(PLAN)])
+    vectors = ChatVectors("m", 8)
+    vectors.add_messages(messages, normalize_rows(np.array(rows)))
+    history = History(messages)
+    located, missing = vectors.locate(history)
+    assert missing == []
+    return vectors, history, located
+
+
+TOPICS = [
+    TopicQuery("Baking", frozenset({"m0", "m1", "m2"})),  # m6 is new since extraction
+    TopicQuery("Asyncio", frozenset({"m3", "m4", "m5"})),  # m7 too
+]
+LABELS = normalize_rows(np.stack([AXES[0], AXES[1]]))
+
+
+def kept(result_keep: np.ndarray) -> list[str]:
+    return [f"m{i}" for i in np.flatnonzero(result_keep)]
+
+
+def test_a_click_keeps_its_members_and_the_newcomers_closest_to_it() -> None:
+    vectors, history, rows = chat()
+    baking = score_topics(vectors, rows, TOPICS, LABELS, ["Baking"], None)
+    assert kept(baking.keep) == ["m0", "m1", "m2", "m6"]  # not the asyncio ones, not m8
+    asyncio = score_topics(vectors, rows, TOPICS, LABELS, ["Asyncio"], None)
+    assert kept(asyncio.keep) == ["m3", "m4", "m5", "m7"]
+    assert set(baking.cuts) == {"Baking"} and 0 < baking.cuts["Baking"] <= 1
+
+
+def test_clicking_both_keeps_the_union() -> None:
+    vectors, history, rows = chat()
+    both = score_topics(vectors, rows, TOPICS, LABELS, ["Baking", "Asyncio"], None)
+    assert kept(both.keep) == [f"m{i}" for i in range(8)]
+
+
+def test_a_fixed_cut_keeps_members_and_whatever_clears_it() -> None:
+    vectors, history, rows = chat()
+    strict = score_topics(vectors, rows, TOPICS, LABELS, ["Baking"], 0.99)
+    assert kept(strict.keep) == ["m0", "m1", "m2"]  # members stay even below the cut
+    loose = score_topics(vectors, rows, TOPICS, LABELS, ["Baking"], 0.0)
+    assert len(kept(loose.keep)) == 9
+
+
+def test_a_label_without_members_is_cut_by_the_chats_spread() -> None:
+    vectors, history, rows = chat()
+    topics = [*TOPICS, TopicQuery("Other")]
+    labels = np.vstack([LABELS, AXES[2][None, :]])
+    other = score_topics(vectors, rows, topics, labels, ["Other"], None)
+    assert kept(other.keep) == ["m8"]
+
+
+def test_topic_vector_leans_from_the_members_to_the_label() -> None:
+    members = normalize_rows(np.array([[1, 0, 0], [1, 0.2, 0]], dtype=np.float32))
+    label = np.array([0, 1, 0], dtype=np.float32)
+    vector = topic_vector(label, members)
+    assert np.isclose(np.linalg.norm(vector), 1.0) and 0 < vector[1] < vector[0]
+    assert topic_vector(label, members[:0]) is label
+    members_, others = np.array([0.9, 0.8, 0.5], np.float32), np.array([0.1, 0.2], np.float32)
+    assert member_cut(members_, others[:0]) < 0.8
+    assert others.max() < member_cut(members_, others) < member_cut(members_, others[:0])
