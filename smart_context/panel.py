@@ -58,8 +58,10 @@ def checked_raw_text(text: str, tag: str, name: str) -> Markup:
 
 # The panel's script: these files of static/, inlined in this order into one <script>, inside
 # one enclosing function through which they share their names (see static/panel/js/common.js).
+# app/bridge.js is the chat page's own bridge, and the panel's fallback for hosts without one.
 PANEL_SCRIPTS = (
     "panel/js/common.js",
+    "app/bridge.js",
     "panel/js/transport.js",
     "panel/js/layout.js",
     "panel/js/state.js",

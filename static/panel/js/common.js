@@ -6,8 +6,8 @@
  * smart_context/panel.py inlines in a fixed order (PANEL_SCRIPTS) into ONE classic inline
  * <script> of the panel's HTML, wrapped in one enclosing function:
  *
- *   (() => { "use strict"; common.js, transport.js, layout.js, state.js, view.js,
- *            controller.js, start.js })();
+ *   (() => { "use strict"; common.js, app/bridge.js, transport.js, layout.js, state.js,
+ *            view.js, controller.js, start.js })();
  *
  * So the files share names as plain top-level const and class declarations: every file sees
  * every other's, and nothing leaks into the host page (the panel is inserted into other hosts'
@@ -15,7 +15,8 @@
  * acts when evaluated; the others only declare, so nothing runs before every name exists.
  *
  *   common.js      this note, and the helpers and event names several files use
- *   transport.js   talking to the host: its window.sidecar, or an HTTP fallback
+ *   app/bridge.js  the HTTP fallback bridge, shared with the chat page (window.sidecar)
+ *   transport.js   talking to the host: its window.sidecar, or the fallback installed as one
  *   layout.js      the bubble cloud's geometry and colours: pure, numbers in, circles out
  *   state.js       what the panel knows and wants, and what follows from it: no DOM
  *   view.js        the DOM: renders the state, turns clicks and keys into intents

@@ -1,7 +1,8 @@
 /*
- * Talking to the host: through its window.sidecar when the page has one (the chat page loads
- * app/bridge.js; other hosts supply theirs), else over the sidecar's HTTP API and server-sent
- * events. Commands always resolve, never reject.
+ * Talking to the host. The panel always goes through window.sidecar: the host's own when the page
+ * has one (the chat page loads app/bridge.js; other hosts supply theirs); otherwise the HTTP
+ * fallback of app/bridge.js (inlined before this file), installed as window.sidecar so that every
+ * panel on the page shares its one event stream. Commands always resolve, never reject.
  */
 
 const UNREACHABLE = "The Smart Context service could not be reached.";
@@ -36,31 +37,16 @@ const eventPayload = (arg) => {
 const isBridge = (host) =>
   Boolean(host) && typeof host.command === "function" && typeof host.on === "function";
 
-/** Commands over POST {apiBase}/api/commands/{name}, events from {apiBase}/api/events. */
-const httpBridge = (apiBase) => {
-  let source = null;
-  return {
-    command: async (name, args) => {
-      const response = await fetch(`${apiBase}/api/commands/${encodeURIComponent(name)}`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json", Accept: "application/json" },
-        body: JSON.stringify(args || {}),
-      });
-      return response.json().catch(() => ({
-        status: "error",
-        error: `HTTP ${response.status} from the host.`,
-      }));
-    },
-    on: (name, fn) => {
-      if (typeof EventSource === "undefined") return;
-      if (!source) source = new EventSource(`${apiBase}/api/events`);
-      source.addEventListener(name, fn);
-    },
-  };
+/**
+ * The page's bridge, or else the HTTP fallback at `apiBase`, installed as window.sidecar (unless
+ * something that is not a bridge already holds that name: it is left alone).
+ */
+const hostBridge = (apiBase) => {
+  if (isBridge(window.sidecar)) return window.sidecar;
+  const bridge = createSidecarBridge(apiBase);
+  if (!window.sidecar) window.sidecar = bridge;
+  return bridge;
 };
-
-/** The page's bridge, or the HTTP fallback at `apiBase`. */
-const hostBridge = (apiBase) => (isBridge(window.sidecar) ? window.sidecar : httpBridge(apiBase));
 
 /**
  * The panel's connection to its host: `command(name, args)` resolves to a normalized result,
