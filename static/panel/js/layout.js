@@ -80,7 +80,7 @@ const packCircles = (radii, gap, aspect) => {
 /**
  * The cloud for topics of these message `counts` (largest first) in a panel `width` pixels
  * wide: circles ({x, y, r} in pixels, in the order of `counts`) whose areas are proportional to
- * the counts, at least GAP_PX apart, and the cloud's height.
+ * the counts, about GAP_PX apart, and the cloud's height.
  */
 const bubbleLayout = (counts, width) => {
   if (!counts.length) return { circles: [], height: 0 };
