@@ -1,12 +1,12 @@
 """The Smart Context panel: one self-contained HTML fragment the host shows beside the chat.
 
-``render_panel()`` renders ``static/panel/panel.html.j2`` and inlines ``panel.css`` and
-``panel.js`` into it, because the fragment is inserted into other hosts' pages where relative asset
+``render_panel()`` renders ``static/panel/panel.html.j2`` and inlines ``panel.css`` and the
+``PANEL_SCRIPTS`` into it, because the fragment goes into other hosts' pages where relative asset
 URLs do not resolve. Data reaches the script only as JSON (``|tojson`` inside a
 ``<script type="application/json" id="sc-initial">``); topic labels are model output derived from
 user text, so the script writes them with ``textContent``/``setAttribute`` and never as markup.
 
-The Jinja environment and the two assets are loaded on first use and kept, so a host may call
+The Jinja environment and the assets are loaded on first use and kept, so a host may call
 ``render_panel()`` for every client that connects.
 """
 
