@@ -82,7 +82,8 @@ def _inline_asset(name: str, tag: str) -> Markup:
 def _panel_script() -> Markup:
     """The files of ``PANEL_SCRIPTS``, each checked, joined inside one enclosing function."""
     parts = [
-        Markup(f"// ---- static/{name}\n") + _inline_asset(name, "script") for name in PANEL_SCRIPTS
+        Markup("// ---- static/") + name + "\n" + _inline_asset(name, "script")
+        for name in PANEL_SCRIPTS
     ]
     return Markup('(() => {\n"use strict";\n') + Markup("\n").join(parts) + Markup("\n})();\n")
 

@@ -150,7 +150,7 @@ class PanelController {
     document.dispatchEvent(new CustomEvent(EVENTS.filterChangedDom, { detail }));
   }
 
-  // ---- host events and page events
+  // Host events and page events.
 
   /** smart_context.topics_updated: the background pass found the chat's topics. */
   onTopicsUpdated(payload) {
