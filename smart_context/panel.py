@@ -1,12 +1,12 @@
 """The Smart Context panel: one self-contained HTML fragment the host shows beside the chat.
 
-``render_panel()`` renders ``static/panel/panel.html.j2`` and inlines ``panel.css`` and
-``panel.js`` into it, because the fragment is inserted into other hosts' pages where relative asset
+``render_panel()`` renders ``static/panel/panel.html.j2`` and inlines ``panel.css`` and the
+``PANEL_SCRIPTS`` into it, because the fragment goes into other hosts' pages where relative asset
 URLs do not resolve. Data reaches the script only as JSON (``|tojson`` inside a
 ``<script type="application/json" id="sc-initial">``); topic labels are model output derived from
 user text, so the script writes them with ``textContent``/``setAttribute`` and never as markup.
 
-The Jinja environment and the two assets are loaded on first use and kept, so a host may call
+The Jinja environment and the assets are loaded on first use and kept, so a host may call
 ``render_panel()`` for every client that connects.
 """
 
@@ -56,11 +56,36 @@ def checked_raw_text(text: str, tag: str, name: str) -> Markup:
     return Markup(text)  # noqa: S704 (only our own packaged assets come here, never user data)
 
 
+# The panel's script: these files of static/, inlined in this order into one <script>, inside
+# one enclosing function through which they share their names (see static/panel/js/common.js).
+# app/bridge.js is the chat page's own bridge, and the panel's fallback for hosts without one.
+PANEL_SCRIPTS = (
+    "panel/js/common.js",
+    "app/bridge.js",
+    "panel/js/transport.js",
+    "panel/js/layout.js",
+    "panel/js/state.js",
+    "panel/js/view.js",
+    "panel/js/controller.js",
+    "panel/js/start.js",
+)
+
+
 @cache
 def _inline_asset(name: str, tag: str) -> Markup:
-    """``static/panel/<name>``, read once and checked to be safe inside a ``<tag>`` element."""
-    text = (static_dir() / "panel" / name).read_text(encoding="utf-8")
-    return checked_raw_text(text, tag, f"static/panel/{name}")
+    """``static/<name>``, read once and checked to be safe inside a ``<tag>`` element."""
+    text = (static_dir() / name).read_text(encoding="utf-8")
+    return checked_raw_text(text, tag, f"static/{name}")
+
+
+@cache
+def _panel_script() -> Markup:
+    """The files of ``PANEL_SCRIPTS``, each checked, joined inside one enclosing function."""
+    parts = [
+        Markup("// ---- static/") + name + "\n" + _inline_asset(name, "script")
+        for name in PANEL_SCRIPTS
+    ]
+    return Markup('(() => {\n"use strict";\n') + Markup("\n").join(parts) + Markup("\n})();\n")
 
 
 def render_panel(initial: Mapping[str, Any] | None = None) -> str:
@@ -77,6 +102,6 @@ def render_panel(initial: Mapping[str, Any] | None = None) -> str:
         panel_id=PANEL_ID,
         panel_title=PANEL_TITLE,
         sticky_label=STICKY_LABEL,
-        css=_inline_asset("panel.css", "style"),
-        js=_inline_asset("panel.js", "script"),
+        css=_inline_asset("panel/panel.css", "style"),
+        js=_panel_script(),
     )

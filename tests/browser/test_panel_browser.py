@@ -19,7 +19,7 @@ from smart_context.panel import render_panel
 from tests.browser.harness import HarnessServer, chat_fixture, harness_page, running_server
 
 try:
-    from playwright.sync_api import Browser, Dialog, Error, Page, sync_playwright
+    from playwright.sync_api import Browser, Dialog, Error, Page, Route, sync_playwright
 except ImportError:  # pragma: no cover - playwright is a test-only dependency
     pytest.skip("playwright is not installed", allow_module_level=True)
 
@@ -516,6 +516,37 @@ def test_without_a_host_bridge_the_panel_uses_http_and_server_sent_events(
         "() => [...document.querySelectorAll('[data-topic]')].some(e => e.dataset.topic === 'Levain')"
     )
     assert labels(page) == ["Levain"]
+
+
+def test_the_http_fallback_is_the_shared_bridge_under_api_base(
+    page: Page, server: HarnessServer
+) -> None:
+    """Without a host bridge the panel installs app/bridge.js's as ``window.sidecar``."""
+    chat = CHATS["chat-2"]
+    posted: list[str] = []
+
+    def command(route: Route) -> None:
+        posted.append(route.request.url.removeprefix(server.base_url))
+        result = {
+            "status": "success",
+            "chat_id": "chat-2",
+            "topics": chat["topics"],
+            "total_messages": len(chat["messages"]),
+            "active_topics": [],
+            "included_ids": chat["messages"],
+            "embedding_search": True,
+        }
+        route.fulfill(json=result)
+
+    page.route("**/mounted/api/commands/*", command)
+    html = harness_page(render_panel({"api_base": "/mounted/"}), chat_id="chat-2")
+    page.goto(server.add_page(f"/panel-{next(_PAGE_NUMBERS)}", html))
+    settle(page)
+    assert posted == ["/mounted/api/commands/smart_context.get_topics"]
+    assert sorted(labels(page)) == ["Hydration", "Oven Spring", "Sourdough"]
+    bridge = "() => ['command', 'on', 'lastFilter', 'chatId'].map((k) => typeof window.sidecar[k])"
+    assert page.evaluate(bridge) == ["function"] * 4
+    assert page.evaluate("() => window.sidecar.chatId()") == "chat-2"
 
 
 _GLIDE_JS = """async (topics) => {

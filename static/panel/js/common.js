@@ -1,0 +1,54 @@
+/*
+ * The Smart Context panel's script: the topic bubble cloud, the sticky indicator, the status line
+ * and the similarity switch. Plain JS, no framework.
+ *
+ * How the files fit together. The script is small files, each with one job, that
+ * smart_context/panel.py inlines in a fixed order (PANEL_SCRIPTS) into ONE classic inline
+ * <script> of the panel's HTML, wrapped in one enclosing function:
+ *
+ *   (() => { "use strict"; common.js, app/bridge.js, transport.js, layout.js, state.js,
+ *            view.js, controller.js, start.js })();
+ *
+ * So the files share names as plain top-level const and class declarations: every file sees
+ * every other's, and nothing leaks into the host page (the panel is inserted into other hosts'
+ * pages, where a module URL would not resolve, so there are no ES module imports). Only start.js
+ * acts when evaluated; the others only declare, so nothing runs before every name exists.
+ *
+ *   common.js      this note, and the helpers and event names several files use
+ *   app/bridge.js  the HTTP fallback bridge, shared with the chat page (window.sidecar)
+ *   transport.js   talking to the host: its window.sidecar, or the fallback installed as one
+ *   layout.js      the bubble cloud's geometry and colours: pure, numbers in, circles out
+ *   state.js       what the panel knows and wants, and what follows from it: no DOM
+ *   view.js        the DOM: renders the state, turns clicks and keys into intents
+ *   controller.js  the actions: commands to the host, host events, the DOM filter event
+ *   start.js       wiring, the window.SmartContextPanel API, and the first load
+ *
+ * Topic labels are hostile (model output derived from user text): they are only ever written
+ * with textContent, dataset and setAttribute, and looked up in a Map, never put into markup or
+ * selectors. Every file is inlined inside a script element, so none may contain a closing script
+ * tag or an HTML comment opener (render_panel refuses to inline one that does).
+ */
+
+const PANEL_ID = "smart-context-panel";
+const EVENTS = {
+  filterChangedDom: "smart_context:filter_changed", // the panel's DOM event, on document
+  topicsUpdated: "smart_context.topics_updated", // host events, through the bridge
+  filterChanged: "smart_context.filter_changed",
+  chatSelected: "sidecar:chat_selected", // the host page's DOM events
+  messageAdded: "sidecar:message_added",
+};
+
+const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+
+/** The strings of `value` (an array), each once, in order; anything else gives []. */
+const stringList = (value) =>
+  Array.isArray(value) ? [...new Set(value.filter((item) => typeof item === "string"))] : [];
+
+/** A message count: a positive finite number, or 0. */
+const count = (value) => {
+  const n = Number(value);
+  return Number.isFinite(n) && n > 0 ? n : 0;
+};
+
+/** The `detail` of a DOM CustomEvent when it is an object, else {}. */
+const detailOf = (event) => (event && isObject(event.detail) ? event.detail : {});

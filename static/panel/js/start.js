@@ -1,0 +1,62 @@
+/*
+ * Wiring: find the panel, connect the state, the view, the controller and the host, publish
+ * window.SmartContextPanel (the chat page's command palette uses it), and load the topics.
+ * The only file that acts when evaluated; it runs once per panel element.
+ */
+
+/** The initial data render_panel() put in <script type="application/json" id="sc-initial">. */
+const readInitial = () => {
+  const node = document.getElementById("sc-initial");
+  if (!node) return {};
+  try {
+    const data = JSON.parse(node.textContent || "{}");
+    return isObject(data) ? data : {};
+  } catch {
+    return {};
+  }
+};
+
+const startPanel = (root) => {
+  const initial = readInitial();
+  const host = connectHost(initial.api_base);
+  const state = new PanelState();
+  const view = new PanelView(root, state, {
+    toggleTopic: (label) => controller.toggleTopic(label),
+    setSimilarity: (on) => controller.setSimilarityMode(on),
+    clearFilter: () => controller.setFilter([]),
+    dismissError: () => controller.clearError(),
+  });
+  const controller = new PanelController(state, view, host);
+
+  host.on(EVENTS.topicsUpdated, (payload) => controller.onTopicsUpdated(payload));
+  host.on(EVENTS.filterChanged, (payload) => controller.onFilterChanged(payload));
+  document.addEventListener(EVENTS.chatSelected, (event) => {
+    controller.selectChat(detailOf(event).chat_id);
+  });
+  document.addEventListener(EVENTS.messageAdded, (event) => controller.onMessageAdded(event));
+
+  window.SmartContextPanel = {
+    setFilter: (topics) => controller.setFilter(topics),
+    getTopics: () => controller.loadTopics(),
+    setSimilarityMode: (enabled) => controller.setSimilarityMode(enabled),
+    selectChat: (chatId) => controller.selectChat(chatId),
+    state: () => state.snapshot(),
+  };
+
+  const announced = document.body.dataset.chatId;
+  state.seed(initial, announced);
+  view.render();
+  if (state.chatId || !document.body.hasAttribute("data-chat-id")) {
+    controller.loadTopics(); // without an announced chat, ask the host for its current one
+  }
+};
+
+const panelRoot = document.getElementById(PANEL_ID);
+if (panelRoot && panelRoot.dataset.scReady !== "true") {
+  panelRoot.dataset.scReady = "true";
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", () => startPanel(panelRoot));
+  } else {
+    startPanel(panelRoot);
+  }
+}
