@@ -69,11 +69,15 @@ _FAKE_SIDECAR_JS = """
   function included(chat, topics) {
     if (!topics.length) return chat.messages.slice();
     var keep = new Set(chat.sticky_ids);
-    topics.forEach(function (t) { (chat.topic_ids[t] || []).forEach(function (id) { keep.add(id); }); });
+    topics.forEach(function (t) {
+      (chat.topic_ids[t] || []).forEach(function (id) { keep.add(id); });
+    });
     return chat.messages.filter(function (id) { return keep.has(id); });
   }
   function handle(name, args) {
-    if (fake.failNext) { var e = fake.failNext; fake.failNext = null; return {status: "error", error: e}; }
+    if (fake.failNext) {
+      var e = fake.failNext; fake.failNext = null; return {status: "error", error: e};
+    }
     if (name === "smart_context.set_similarity_mode") {
       fake.embedding = !!args.enabled;
       return {status: "success", embedding_search: fake.embedding};
@@ -82,7 +86,8 @@ _FAKE_SIDECAR_JS = """
     var chat = fake.chats[chatId];
     if (!chat) return {status: "error", error: "No chat named " + chatId};
     if (name === "smart_context.set_filter") fake.active[chatId] = args.topics.slice();
-    else if (name !== "smart_context.get_topics") return {status: "error", error: "Unknown " + name};
+    else if (name !== "smart_context.get_topics")
+      return {status: "error", error: "Unknown " + name};
     var active = fake.active[chatId] || [];
     return {
       status: "success", chat_id: chatId, topics: chat.topics, total_messages: chat.messages.length,
@@ -130,7 +135,8 @@ def harness_page(
     chat_id: str | None,
     fake: Mapping[str, Any] | None = None,
 ) -> str:
-    """A page that hosts the panel; ``fake`` (``chats``, ``current``, ``delay``...) adds a sidecar."""
+    """A page that hosts the panel; ``fake`` (``chats``, ``current``, ``delay``...) adds a
+    sidecar."""
     body_attr = "" if chat_id is None else f' data-chat-id="{chat_id}"'
     head = [f"<style>{_PAGE_CSS}</style>", f"<script>{_RECORD_DOM_EVENTS_JS}</script>"]
     if fake is not None:

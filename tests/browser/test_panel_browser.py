@@ -513,7 +513,8 @@ def test_without_a_host_bridge_the_panel_uses_http_and_server_sent_events(
         {"chat_id": "chat-2", "topics": [{"label": "Levain", "count": 4}], "total_messages": 9},
     )
     page.wait_for_function(
-        "() => [...document.querySelectorAll('[data-topic]')].some(e => e.dataset.topic === 'Levain')"
+        "() => [...document.querySelectorAll('[data-topic]')]"
+        ".some(e => e.dataset.topic === 'Levain')"
     )
     assert labels(page) == ["Levain"]
 

@@ -40,7 +40,7 @@ def kept(result_keep: np.ndarray) -> list[str]:
 
 
 def test_a_click_keeps_its_members_and_the_newcomers_closest_to_it() -> None:
-    vectors, history, rows = chat()
+    vectors, _, rows = chat()
     baking = score_topics(vectors, rows, TOPICS, LABELS, ["Baking"], None)
     assert kept(baking.keep) == ["m0", "m1", "m2", "m6"]  # not the asyncio ones, not m8
     asyncio = score_topics(vectors, rows, TOPICS, LABELS, ["Asyncio"], None)
@@ -49,13 +49,13 @@ def test_a_click_keeps_its_members_and_the_newcomers_closest_to_it() -> None:
 
 
 def test_clicking_both_keeps_the_union() -> None:
-    vectors, history, rows = chat()
+    vectors, _, rows = chat()
     both = score_topics(vectors, rows, TOPICS, LABELS, ["Baking", "Asyncio"], None)
     assert kept(both.keep) == [f"m{i}" for i in range(8)]
 
 
 def test_a_fixed_cut_keeps_members_and_whatever_clears_it() -> None:
-    vectors, history, rows = chat()
+    vectors, _, rows = chat()
     strict = score_topics(vectors, rows, TOPICS, LABELS, ["Baking"], 0.99)
     assert kept(strict.keep) == ["m0", "m1", "m2"]  # members stay even below the cut
     loose = score_topics(vectors, rows, TOPICS, LABELS, ["Baking"], 0.0)
@@ -63,7 +63,7 @@ def test_a_fixed_cut_keeps_members_and_whatever_clears_it() -> None:
 
 
 def test_a_label_without_members_is_cut_by_the_chats_spread() -> None:
-    vectors, history, rows = chat()
+    vectors, _, rows = chat()
     topics = [*TOPICS, TopicQuery("Other")]
     labels = np.vstack([LABELS, AXES[2][None, :]])
     other = score_topics(vectors, rows, topics, labels, ["Other"], None)
