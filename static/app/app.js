@@ -259,19 +259,25 @@ function applyFilter(detail) {
   const start = performance.now();
   list.setHighlight(ids);
   performance.measure("sc:highlight", { start }); // how long the DOM work took (benchmarks)
-  renderFilterSummary(topics, ids, detail.total_messages);
+  const note = detail.mode === "fallback" && typeof detail.note === "string" ? detail.note : "";
+  renderFilterSummary(topics, ids, detail.total_messages, note);
 }
 
-function renderFilterSummary(topics, ids, total) {
+function renderFilterSummary(topics, ids, total, note) {
   if (!topics.length) {
     ui.filter.hidden = true;
     ui.filter.replaceChildren();
     return;
   }
   const count = typeof total === "number" ? `${ids.size} of ${total}` : `${ids.size}`;
+  // A click that kept nothing says so: never "N of N in context" for a filter that did nothing.
+  const text = note
+    ? `${note.charAt(0).toUpperCase()}${note.slice(1)}`
+    : `Filtered by ${topics.join(", ")} · ${count} in context`;
+  ui.filter.classList.toggle("is-fallback", Boolean(note));
   ui.filter.replaceChildren(
     h("span", { class: "filter-summary__dot", attrs: { "aria-hidden": "true" } }),
-    h("span", { class: "filter-summary__text" }, `Filtered by ${topics.join(", ")} · ${count} in context`),
+    h("span", { class: "filter-summary__text" }, text),
     h("button", {
       type: "button",
       class: "link-button",
@@ -283,6 +289,39 @@ function renderFilterSummary(topics, ids, total) {
 }
 
 document.addEventListener("smart_context:filter_changed", (event) => applyFilter(event.detail));
+
+// ---- live: messages written by other pages and clients ------------------------------------------
+
+let liveToken = 0;
+
+/** chat.updated: a chat's messages changed somewhere; the open one is reloaded in place. */
+async function onChatUpdated(data) {
+  if (!data || typeof data.chat_id !== "string") return;
+  refreshChats();
+  if (data.chat_id !== state.chatId || state.sending) return; // our own reply is on its way
+  if (data.message_count === list.messages.length) return; // nothing this page lacks
+  const token = ++liveToken;
+  const loadToken = state.loadToken;
+  let chat;
+  try {
+    chat = await api.loadChat(data.chat_id);
+  } catch (err) {
+    console.warn("Could not load the chat's new messages:", err);
+    return;
+  }
+  if (token !== liveToken || loadToken !== state.loadToken || state.sending) return;
+  const messages = Array.isArray(chat.messages) ? chat.messages : [];
+  const atBottom = nearBottom();
+  list.render(messages); // keeps the highlight of the filter in force
+  setChatHeader({ title: chat.title || ui.title.textContent }, messages);
+  showEmpty(!messages.length);
+  if (atBottom) scrollToBottom(true);
+  messageAdded(data.chat_id); // the panel's counts and highlight follow
+}
+
+if (window.sidecar && typeof window.sidecar.on === "function") {
+  window.sidecar.on("chat.updated", onChatUpdated);
+}
 
 // ---- keyboard and small-screen toggles --------------------------------------------------------
 

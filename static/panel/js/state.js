@@ -13,6 +13,8 @@ class PanelState {
     this.totalMessages = 0;
     this.activeTopics = []; // as confirmed by the host
     this.includedIds = [];
+    this.mode = ""; // "full", "filtered" or "fallback", as the host last said
+    this.note = ""; // on a fallback, the host's words for it
     this.embeddingSearch = true;
     this.selection = null; // the selection asked for while set_filter is in flight
     this.modeRequested = null; // the mode asked for while set_similarity_mode is in flight
@@ -56,6 +58,8 @@ class PanelState {
       total_messages: this.totalMessages,
       active_topics: this.selectedTopics.slice(),
       included_ids: this.includedIds.slice(),
+      mode: this.mode,
+      note: this.note,
       embedding_search: this.similarityOn,
       filter_active: this.filterOn,
       pending: this.pending,
@@ -71,6 +75,8 @@ class PanelState {
       included_ids: this.includedIds.slice(),
       total_messages: this.totalMessages,
       embedding_search: this.embeddingSearch,
+      mode: this.mode,
+      note: this.note,
     };
   }
 
@@ -104,6 +110,15 @@ class PanelState {
     if (Array.isArray(result.active_topics)) this.activeTopics = stringList(result.active_topics);
     if (Array.isArray(result.included_ids)) this.includedIds = stringList(result.included_ids);
     if (result.total_messages !== undefined) this.totalMessages = count(result.total_messages);
+    if (typeof result.mode === "string") {
+      this.mode = result.mode;
+      this.note = typeof result.note === "string" ? result.note : "";
+    }
+  }
+
+  /** A click that kept nothing: the full history is sent, and the panel must say so. */
+  get fellBack() {
+    return this.mode === "fallback" && this.activeTopics.length > 0;
   }
 
   /** Forget the previous chat's data (replies still in flight for it will be ignored). */
@@ -118,6 +133,8 @@ class PanelState {
     this.totalMessages = 0;
     this.activeTopics = [];
     this.includedIds = [];
+    this.mode = "";
+    this.note = "";
     this.selection = null;
     this.error = "";
   }

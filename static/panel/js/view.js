@@ -16,6 +16,7 @@ const ARROW_STEPS = {
 };
 
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+const sentence = (text) => text.charAt(0).toUpperCase() + text.slice(1);
 
 const reducedMotion = () =>
   Boolean(window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches);
@@ -25,6 +26,7 @@ const statusText = (state) => {
   if (!state.loaded) return "Loading topics…";
   if (state.totalMessages === 0) return "No messages yet";
   if (!state.embeddingSearch || !state.activeTopics.length) return "All messages in context";
+  if (state.fellBack) return sentence(state.note || "No message is close enough: all are sent");
   return `${state.includedIds.length} of ${state.totalMessages} messages in context`;
 };
 
@@ -118,6 +120,7 @@ class PanelView {
     el.empty.hidden = !empty;
     el.empty.textContent = empty;
     el.status.textContent = statusText(state);
+    el.status.toggleAttribute("data-fallback", state.fellBack);
     el.clear.hidden = !state.filterOn;
     const hint = hintText(state, current);
     el.hint.hidden = !hint;
@@ -243,8 +246,14 @@ class PanelView {
     if (!interactive && focused && focused.parentNode === this.el.cloud) {
       this.el.toggle.focus(); // the bubbles are leaving the tab order: keep focus somewhere useful
     }
+    const fellBack = this.state.fellBack && this.state.selection === null;
     for (const [label, { node }] of this.bubbles) {
       node.setAttribute("aria-pressed", selected.has(label) ? "true" : "false");
+      // a selected bubble that kept nothing says so: dashed, and in its tooltip
+      const empty = fellBack && selected.has(label);
+      node.toggleAttribute("data-fallback", empty);
+      if (empty) node.title = sentence(this.state.note);
+      else node.removeAttribute("title");
       if (interactive) {
         node.removeAttribute("aria-disabled");
         node.tabIndex = 0;
