@@ -10,7 +10,7 @@ rounded to three decimals; :func:`included_ids` expands a stored record again.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Mode = Literal["full", "filtered", "fallback"]
@@ -30,7 +30,7 @@ class ContextRecord:
     threshold: float | Literal["auto"] | None = None
     cuts: dict[str, float] | None = None  # with "auto": the similarity each topic asked for
     # ("included_ids" | "excluded_ids", ids): the shorter side, see the module docstring
-    ids: tuple[str, list[Any]] = ("excluded_ids", [])
+    ids: tuple[str, list[Any]] = field(default_factory=lambda: ("excluded_ids", []))
     scores: dict[Any, float] | None = None  # message id -> similarity, for the messages kept
     best_score: float | None = None  # on fallback: the closest any message came
     note: str | None = None  # on fallback, in words: the filter did nothing, and why

@@ -32,3 +32,9 @@ def test_a_record_is_json_and_carries_one_id_list() -> None:
     assert json.loads(json.dumps(record)) == record
     assert "excluded_ids" not in record
     assert included_ids(record, ["m0", "m1", "m2", "m3"]) == ["m2", "m3"]
+
+
+def test_records_never_share_an_id_list() -> None:
+    first = ContextRecord.failed(1, "x").as_dict()
+    first["excluded_ids"].append("m0")  # a host may change what it was given
+    assert ContextRecord.failed(1, "x").as_dict()["excluded_ids"] == []
