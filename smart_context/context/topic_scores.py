@@ -88,21 +88,10 @@ def spread_cut(scores: Scores) -> float:
     return float(scores.mean() + SPREAD * scores.std())
 
 
-def keep_auto(
-    scores: Matrix, members: Flags, selected: Sequence[int], cuts: Sequence[float]
-) -> Flags:
-    """Messages kept by a click with the automatic cut.
-
-    ``scores`` and ``members`` are ``(topics, messages)``: every topic of the chat that has
-    members, and whether each message is one of them; ``selected`` are the clicked topics' row
-    numbers, ``cuts`` their cuts, in the same order.
-    """
-    keep = _any(members[list(selected)])
-    unassigned = ~_any(members)
-    closest = scores.argmax(axis=0)
-    for topic, cut in zip(selected, cuts, strict=True):
-        keep |= unassigned & (closest == topic) & (scores[topic] >= cut)
-    return keep
+def assign(scores: Matrix, members: Flags) -> tuple[npt.NDArray[np.intp], Flags]:
+    """Per message: the closest topic (a row number of ``scores``) and whether it belongs to
+    no topic. ``scores`` and ``members`` are ``(topics, messages)`` over the topics with members."""
+    return scores.argmax(axis=0), ~_any(members)
 
 
 def score_topics(
@@ -136,15 +125,35 @@ def score_topics(
     keep = np.zeros(len(rows), dtype=bool)
     grouped = list(members)
     if any(i in members for i in chosen):
-        scores = np.stack([found[i][1][rows] for i in grouped])
-        picked = [i for i in chosen if i in members]
-        positions = [grouped.index(i) for i in picked]
-        flags = np.stack([members[i] for i in grouped])
-        keep |= keep_auto(scores, flags, positions, [cuts[i] for i in picked])
+        full_flags = [flags for i in grouped if (flags := found[i][0]) is not None]
+        full_scores = [found[i][1] for i in grouped]
+        closest, unassigned = _assignment(
+            vectors, [topics[i] for i in grouped], full_scores, full_flags
+        )
+        closest, unassigned = closest[rows], unassigned[rows]
+        for i in chosen:
+            if i in members:
+                near = unassigned & (closest == grouped.index(i))
+                keep |= members[i] | (near & (found[i][1][rows] >= cuts[i]))
     for i in chosen:
         if i not in members:
             keep |= found[i][1][rows] >= cuts[i]
     return TopicScores(values, keep, {topics[i].label: cuts[i] for i in chosen})
+
+
+def _assignment(
+    vectors: ChatVectors,
+    grouped: Sequence[TopicQuery],
+    scores: Sequence[Scores],
+    flags: Sequence[Flags],
+) -> tuple[npt.NDArray[np.intp], Flags]:
+    """:func:`assign` over the whole chat, memoised until the chat grows: a warm click only
+    gathers the history's rows of it."""
+    key = "assign\x00" + "\x00".join(t.key for t in grouped)
+    memo = vectors.derived.get(key)
+    if memo is None or memo[0] != len(vectors):
+        memo = vectors.derived[key] = (len(vectors), *assign(np.stack(scores), np.stack(flags)))
+    return memo[1], memo[2]
 
 
 def _any(flags: Flags) -> Flags:
