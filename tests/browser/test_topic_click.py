@@ -7,7 +7,6 @@ Debian's headless Chromium.
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -24,6 +23,7 @@ from tests.browser.test_e2e import (
     api,
     bubble,
     highlighted,
+    in_context_status,
     wait_messages,
     wait_settled,
 )
@@ -42,14 +42,6 @@ def example_site(tmp_path: Path) -> Iterator[str]:
         yield base
 
 
-def status_count(page: Page) -> tuple[int, int]:
-    status = page.locator("#sc-status")
-    expect(status).to_have_text(re.compile(r"^\d+ of \d+ messages in context$"), timeout=SLOW)
-    match = re.match(r"(\d+) of (\d+)", status.inner_text())
-    assert match
-    return int(match.group(1)), int(match.group(2))
-
-
 def test_each_bubble_of_the_weekend_chat_keeps_its_own_messages(
     example_site: str, open_page: OpenPage
 ) -> None:
@@ -65,7 +57,7 @@ def test_each_bubble_of_the_weekend_chat_keeps_its_own_messages(
         bubble(page, label).click()
         expect(bubble(page, label)).to_have_attribute("aria-pressed", "true")
         wait_settled(page)
-        kept, total = status_count(page)
+        kept, total = in_context_status(page)
         assert total == 68 and kept < total, f"{label!r} kept {kept} of {total}"
         page.wait_for_function(
             f"() => document.querySelectorAll('#messages [data-in-context]').length === {kept}"
@@ -125,7 +117,7 @@ def test_two_pages_on_one_chat_stay_in_step(
         assert label
         bubble(first, label).click()
         wait_settled(first)
-        kept, _ = status_count(first)
+        kept, _ = in_context_status(first)
         for page in (first, second):
             page.wait_for_function(
                 f"() => document.querySelectorAll('#messages [data-in-context]').length === {kept}",
