@@ -47,7 +47,7 @@ from smart_context.paths import check_chat_id
 from smart_context.plugin import SmartContextPlugin
 from smart_context.services import Services
 from smart_context.topics.offline.cluster import extract_offline
-from smart_context.topics.offline.text import is_instruction
+from smart_context.topics.offline.talk import is_instruction
 from smart_context.topics.refresh import refresh
 from smart_context.vectors.codec import dequantize, quantize
 

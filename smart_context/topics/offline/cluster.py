@@ -38,13 +38,12 @@ from smart_context.errors import EmbeddingError
 from smart_context.messages import message_text
 from smart_context.topics.labels import is_sticky_label, normalize_label
 from smart_context.topics.model import MAX_TOPICS, MIN_TOPICS, ExtractedTopics, Topic
+from smart_context.topics.offline.talk import is_instruction, is_small_talk
 from smart_context.topics.offline.text import (
     ChatTerms,
     Ranked,
     Terms,
     is_content_word,
-    is_instruction,
-    is_small_talk,
     is_trivial,
     key_phrases,
     label_words,

@@ -7,10 +7,9 @@ import pytest
 
 from smart_context.topics.offline import cluster as offline_topics
 from smart_context.topics.offline.cluster import extract_offline
+from smart_context.topics.offline.talk import is_instruction, is_small_talk
 from smart_context.topics.offline.text import (
     is_generic,
-    is_instruction,
-    is_small_talk,
     is_trivial,
     key_phrases,
     parse_all,
