@@ -75,8 +75,9 @@ class PanelState {
       included_ids: this.includedIds.slice(),
       total_messages: this.totalMessages,
       embedding_search: this.embeddingSearch,
-      mode: this.mode,
-      note: this.note,
+      // how the host chose them, when it said: "full", "filtered" or "fallback" (with a note)
+      ...(this.mode ? { mode: this.mode } : {}),
+      ...(this.note ? { note: this.note } : {}),
     };
   }
 
