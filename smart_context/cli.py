@@ -70,9 +70,10 @@ async def show_context(
     sticky = set(record["sticky_ids"])
     scores = record.get("scores", {})
     topics_text = ", ".join(record["active_topics"]) or "none"
+    cuts = ", ".join(f"{label} {cut}" for label, cut in record.get("cuts", {}).items())
     print(
         f"chat {chat_id}: mode {record['mode']}, topics: {topics_text}, "
-        f"threshold {record['threshold']}",
+        f"threshold {record['threshold']}" + (f" (cuts: {cuts})" if cuts else ""),
         file=out,
     )
     if "error" in record:
