@@ -337,3 +337,19 @@ async def test_filtering_a_chat_that_does_not_exist_creates_nothing(
     assert cleared["status"] == "success" and cleared["included_ids"] == []
     await running.settle()
     assert not (vault / ".memory" / "typo.json").exists()
+
+
+async def test_odd_members_on_the_chat_file_never_break_a_click(start: Any, vault: Path) -> None:
+    odd_topics = [
+        {"label": "Python Asyncio", "count": 4, "message_ids": "m0, m1"},  # not a list
+        {"label": "Paris Trip", "count": 2, "message_ids": [["m4"], {"id": "m5"}, None, 5]},
+        {"label": "Ghosts", "count": 1, "message_ids": ["gone-1", "gone-2"]},  # deleted since
+        STICKY,
+    ]
+    write_chat(vault, "c1", make_messages(TEXTS), topics=odd_topics)
+    running: Running = await start()
+    for label in ("Python Asyncio", "Paris Trip", "Ghosts"):
+        result = await running.command("set_filter", topics=[label], chat_id="c1")
+        assert result["status"] == "success" and "m2" in result["included_ids"]  # sticky stays
+        ctx = await running.context("c1", make_messages(TEXTS))
+        assert "error" not in ctx.metadata["smart_context"]
