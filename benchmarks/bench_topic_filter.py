@@ -48,6 +48,7 @@ from smart_context.plugin import SmartContextPlugin
 from smart_context.services import Services
 from smart_context.topics.offline.cluster import extract_offline
 from smart_context.topics.offline.talk import is_instruction
+from smart_context.topics.offline.text import label_words, terms_of, words_match
 from smart_context.topics.refresh import refresh
 from smart_context.vectors.codec import dequantize, quantize
 
@@ -171,6 +172,27 @@ async def evaluate(chats: list[dict[str, Any]]) -> None:
             f"within +-1 in {sum(d <= 1 for d in off)}/{len(off)} chats"
         )
         print(f"clicking all bubbles of a subject keeps at least one bubble's: {union_ok}")
+        named = [label_share(chat, maps[chat["id"]]) for chat in chats]
+        shares = [share for chat in named for share in chat]
+        print(
+            f"labels: on average {statistics.mean(shares):.2f} of a bubble's members use a word "
+            f"of its label; {sum(x < 0.5 for x in shares)} of {len(shares)} labels name a minority"
+        )
+
+
+def label_share(chat: dict[str, Any], topics: list[dict[str, Any]]) -> list[float]:
+    """Per bubble, the share of its members whose words include one of its label's words."""
+    text_of = {m["id"]: m["content"] for m in chat["messages"]}
+    shares = []
+    for topic in (t for t in topics if not t.get("sticky")):
+        words = label_words(topic["label"])
+        members = topic.get("message_ids", [])
+        hits = sum(
+            any(words_match(w, term) for w in words for term in terms_of(text_of[i]))
+            for i in members
+        )
+        shares.append(hits / len(members) if members else 0.0)
+    return shares
 
 
 async def newcomers(chats: list[dict[str, Any]], share: float = 0.7) -> None:
