@@ -36,6 +36,7 @@ from smart_context.vectors.ops import Matrix, Scores, max_pool, normalize_rows
 
 Flags = npt.NDArray[np.bool_]
 Vector = npt.NDArray[np.float32]
+TopicFound = tuple[Flags | None, Scores]  # a topic's member flags and scores, whole chat
 
 LABEL_WEIGHT = 0.5  # the label's share of a topic vector, against the members' centroid (1.0)
 MEMBER_QUANTILE = 0.1  # the members' low end: the least close tenth of them
@@ -113,46 +114,41 @@ def score_topics(
     # a fixed cut needs the clicked topics only; the automatic one lets all topics compete
     needed = chosen if threshold is not None else range(len(topics))
     found = {i: _topic(vectors, topics[i], label_vectors[i]) for i in needed}
-    values = max_pool([found[i][1][rows] for i in chosen])
-    members = {i: flags[rows] for i in needed if (flags := found[i][0]) is not None}
+    picked = {i: found[i][1][rows] for i in chosen}  # the clicked topics' scores, history rows
+    values = max_pool(list(picked.values()))
     if threshold is not None:
         keep = values >= threshold
         for i in chosen:
-            if i in members:
-                keep |= members[i]
+            if (flags := found[i][0]) is not None:
+                keep |= flags[rows]
         return TopicScores(values, keep, {topics[i].label: threshold for i in chosen})
-    cuts = {i: _cut(vectors, topics[i], found[i][1]) for i in chosen}
+    cuts = {i: _cut(vectors, topics[i], *found[i]) for i in chosen}
+    grouped = [i for i in needed if found[i][0] is not None]
     keep = np.zeros(len(rows), dtype=bool)
-    grouped = list(members)
-    if any(i in members for i in chosen):
-        full_flags = [flags for i in grouped if (flags := found[i][0]) is not None]
-        full_scores = [found[i][1] for i in grouped]
-        closest, unassigned = _assignment(
-            vectors, [topics[i] for i in grouped], full_scores, full_flags
-        )
+    if any(found[i][0] is not None for i in chosen):
+        closest, unassigned = _assignment(vectors, [topics[i] for i in grouped], found)
         closest, unassigned = closest[rows], unassigned[rows]
-        for i in chosen:
-            if i in members:
-                near = unassigned & (closest == grouped.index(i))
-                keep |= members[i] | (near & (found[i][1][rows] >= cuts[i]))
     for i in chosen:
-        if i not in members:
-            keep |= found[i][1][rows] >= cuts[i]
+        near = picked[i] >= cuts[i]
+        if (flags := found[i][0]) is None:
+            keep |= near
+        else:
+            keep |= flags[rows] | (unassigned & (closest == grouped.index(i)) & near)
     return TopicScores(values, keep, {topics[i].label: cuts[i] for i in chosen})
 
 
 def _assignment(
-    vectors: ChatVectors,
-    grouped: Sequence[TopicQuery],
-    scores: Sequence[Scores],
-    flags: Sequence[Flags],
+    vectors: ChatVectors, grouped: Sequence[TopicQuery], found: dict[int, TopicFound]
 ) -> tuple[npt.NDArray[np.intp], Flags]:
-    """:func:`assign` over the whole chat, memoised until the chat grows: a warm click only
-    gathers the history's rows of it."""
+    """:func:`assign` over the whole chat for the topics with members (in ``found``'s order),
+    memoised until the chat grows: a warm click only gathers the history's rows of it."""
     key = "assign\x00" + "\x00".join(t.key for t in grouped)
     memo = vectors.derived.get(key)
     if memo is None or memo[0] != len(vectors):
-        memo = vectors.derived[key] = (len(vectors), *assign(np.stack(scores), np.stack(flags)))
+        members = [(flags, full) for flags, full in found.values() if flags is not None]
+        scores = np.stack([full for _, full in members])
+        flags = np.stack([flags for flags, _ in members])
+        memo = vectors.remember(key, (len(vectors), *assign(scores, flags)))
     return memo[1], memo[2]
 
 
@@ -162,35 +158,31 @@ def _any(flags: Flags) -> Flags:
     return out
 
 
-def _topic(
-    vectors: ChatVectors, topic: TopicQuery, label_vector: Vector
-) -> tuple[Flags | None, Scores]:
+def _topic(vectors: ChatVectors, topic: TopicQuery, label_vector: Vector) -> TopicFound:
     """Which rows of the chat are the topic's members (``None``: it has none) and the topic's
     scores over the whole chat, memoised."""
-    derived = vectors.derived
-    flags_key, vector_key = f"members\x00{topic.key}", f"vector\x00{topic.key}"
-    if flags_key not in derived:
+    key = f"topic\x00{topic.key}"
+    memo: tuple[Flags | None, Vector] | None = vectors.derived.get(key)
+    if memo is None:
         member_rows = vectors.rows_of_ids(topic.member_ids)
-        flags = np.zeros(len(vectors), dtype=bool)
-        flags[member_rows] = True
-        derived[flags_key] = flags if len(member_rows) else None
-        derived[vector_key] = topic_vector(label_vector, vectors.matrix[member_rows])
-    flags = derived[flags_key]
+        is_member = np.zeros(len(vectors), dtype=bool)
+        is_member[member_rows] = True
+        vector = topic_vector(label_vector, vectors.matrix[member_rows])
+        memo = vectors.remember(key, (is_member if len(member_rows) else None, vector))
+    flags, vector = memo
     if flags is not None and len(flags) < len(vectors):  # rows added since: none is a member
-        flags = derived[flags_key] = np.concatenate(
-            (flags, np.zeros(len(vectors) - len(flags), dtype=bool))
-        )
-    return flags, vectors.scores(topic.key, derived[vector_key])
+        flags = np.concatenate((flags, np.zeros(len(vectors) - len(flags), dtype=bool)))
+        vectors.remember(key, (flags, vector))
+    return flags, vectors.scores(topic.key, vector)
 
 
-def _cut(vectors: ChatVectors, topic: TopicQuery, full: Scores) -> float:
+def _cut(vectors: ChatVectors, topic: TopicQuery, flags: Flags | None, full: Scores) -> float:
     """The automatic cut of a topic; a topic with members keeps it until its rows change."""
-    flags = vectors.derived.get(f"members\x00{topic.key}")
     if flags is None:
         return spread_cut(full)  # the chat grows: computed afresh, O(n) in numpy
     key = f"cut\x00{topic.key}"
     cut: float | None = vectors.derived.get(key)
     if cut is None:
         known = full[: len(flags)]
-        cut = vectors.derived[key] = member_cut(known[flags], known[~flags])
+        cut = vectors.remember(key, member_cut(known[flags], known[~flags]))
     return cut

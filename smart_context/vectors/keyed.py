@@ -8,7 +8,7 @@ business (a chat uses ``{message_id}:{content_hash}``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +17,10 @@ from smart_context.vectors.ops import Matrix, Scores
 
 Rows = npt.NDArray[np.intp]
 MAX_MEMO_SCORES = 64  # queries whose scores a matrix keeps (each is 4 bytes per row)
+# Values derived from the rows (a topic's vector and members...). Every extraction names its
+# topics anew, so old entries are garbage: past this many, all are dropped and re-derived.
+MAX_DERIVED = 256
+V = TypeVar("V")
 
 
 class KeyedMatrix:
@@ -44,7 +48,8 @@ class KeyedMatrix:
         # not change between requests, so a request only scores the rows added since.
         self._scores: dict[str, Scores] = {}
         # what callers derive from existing rows (a topic's vector, its members' rows): valid
-        # until a row changes in place or rows are renumbered, when both memos are cleared
+        # until a row changes in place or rows are renumbered, when both memos are cleared;
+        # read with ``derived.get``, written with :meth:`remember` (which bounds it)
         self.derived: dict[str, Any] = {}
 
     def __len__(self) -> int:
@@ -84,6 +89,13 @@ class KeyedMatrix:
         self._matrix[rows] = vectors
         self.dirty = True
         return rows
+
+    def remember(self, key: str, value: V) -> V:
+        """Keep ``value`` in :attr:`derived` under ``key``; returns it."""
+        if key not in self.derived and len(self.derived) >= MAX_DERIVED:
+            self.derived.clear()
+        self.derived[key] = value
+        return value
 
     def forget(self) -> None:
         """Drop memoised scores and derived values: the rows they came from changed."""

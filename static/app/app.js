@@ -297,8 +297,10 @@ let liveToken = 0;
 /** chat.updated: a chat's messages changed somewhere; the open one is reloaded in place. */
 async function onChatUpdated(data) {
   if (!data || typeof data.chat_id !== "string") return;
+  const ours = data.chat_id === state.chatId && state.sending;
+  if (ours) return; // our own reply is on its way; sending refreshes the list when it is done
   refreshChats();
-  if (data.chat_id !== state.chatId || state.sending) return; // our own reply is on its way
+  if (data.chat_id !== state.chatId) return;
   if (data.message_count === list.messages.length) return; // nothing this page lacks
   const token = ++liveToken;
   const loadToken = state.loadToken;

@@ -7,6 +7,7 @@ import numpy as np
 from smart_context.context.topic_scores import TopicQuery, member_cut, score_topics, topic_vector
 from smart_context.messages import History
 from smart_context.vectors.chat import ChatVectors
+from smart_context.vectors.keyed import MAX_DERIVED
 from smart_context.vectors.ops import normalize_rows
 from tests.fakes import make_messages
 
@@ -79,3 +80,17 @@ def test_topic_vector_leans_from_the_members_to_the_label() -> None:
     members_, others = np.array([0.9, 0.8, 0.5], np.float32), np.array([0.1, 0.2], np.float32)
     assert member_cut(members_, others[:0]) < 0.8
     assert others.max() < member_cut(members_, others) < member_cut(members_, others[:0])
+
+
+def test_what_clicks_derive_stays_bounded_across_many_extractions() -> None:
+    vectors, _, rows = chat()
+    for n in range(400):  # every extraction names its topics anew: new members, new keys
+        topics = [TopicQuery("Baking", frozenset({"m0", "m1", f"x{n}"})), TOPICS[1]]
+        score_topics(vectors, rows, topics, LABELS, ["Baking"], None)
+    assert len(vectors.derived) <= MAX_DERIVED
+    assert kept(score_topics(vectors, rows, TOPICS, LABELS, ["Baking"], None).keep) == [
+        "m0",
+        "m1",
+        "m2",
+        "m6",
+    ]
