@@ -26,13 +26,16 @@ import os
 import secrets
 import string
 import weakref
-from collections.abc import Callable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from smart_context.atomic import write_atomic
 from smart_context.paths import ChatId, chat_file, check_chat_id, memory_dir
+from smart_context.sidecar import chatfile
+from smart_context.sidecar.chatfile import DamagedChatError, Parsed
 
 ChatData = dict[str, Any]
 ChatUpdate = Callable[[ChatData], ChatData]
@@ -42,12 +45,18 @@ ChangeReport = Callable[[str, int], None]  # (chat_id, message_count) after its 
 DEFAULT_TITLE = "New chat"
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 _ID_LENGTH = 10
+CACHED_CHATS = 8  # parsed chats kept in memory, the most recently used
 
 log = logging.getLogger(__name__)
+Stamp = tuple[int, int, int, int]
 
 
-class DamagedChatError(ValueError):
-    """The chat file is not a JSON object with a ``messages`` list."""
+@dataclass(frozen=True)
+class _Known:
+    """A chat as this process last read or wrote it, valid while its file keeps ``stamp``."""
+
+    stamp: Stamp
+    parsed: Parsed
 
 
 def now_iso() -> str:
@@ -63,33 +72,6 @@ def new_chat_id() -> str:
 def empty_chat() -> ChatData:
     """What a chat that was never written looks like."""
     return {"messages": []}
-
-
-def chat_json(data: ChatData) -> str:
-    """The file text of a chat: readable UTF-8, or all-ASCII escapes when the data holds text
-    that UTF-8 cannot encode (a lone surrogate from another tool), so the write never fails."""
-    text = json.dumps(data, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(data, ensure_ascii=True)
-    return text
-
-
-def parse_chat(raw: bytes) -> ChatData:
-    """The chat in ``raw``, or :class:`DamagedChatError` saying what is wrong with it."""
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DamagedChatError(f"not valid JSON ({exc})") from exc
-    except RecursionError as exc:
-        raise DamagedChatError("nested too deeply to read") from exc
-    if not isinstance(data, dict):
-        raise DamagedChatError(f"expected a JSON object, found {type(data).__name__}")
-    if not isinstance(data.get("messages", []), list):
-        raise DamagedChatError("'messages' is not a list")
-    data.setdefault("messages", [])
-    return data
 
 
 @contextlib.contextmanager
@@ -128,7 +110,9 @@ class ChatMemory:
         self._locks: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[str, asyncio.Lock]
         ] = weakref.WeakKeyDictionary()
-        self._summaries: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
+        # Parsed chats, so a message costs the same in a long chat as in a short one: a file
+        # is parsed again only when its stamp shows another writer changed it.
+        self._known: OrderedDict[str, _Known] = OrderedDict()
 
     # -- the Memory protocol -------------------------------------------------------------
 
@@ -145,21 +129,45 @@ class ChatMemory:
         """Apply ``fn`` to the latest stored copy and store the result, atomically and locked.
 
         ``fn`` runs in a worker thread while the chat's file lock is held: keep it a quick,
-        pure function of the data it is given. Returns the data as stored.
+        pure function of the data it is given. It may change, add or remove messages and keys
+        (each message it gets is its own copy), but not change values nested inside a message
+        in place: replace the message instead. Returns the data as stored.
         """
         checked = check_chat_id(chat_id)
         if asyncio.iscoroutinefunction(fn):
             raise TypeError("update_chat needs a plain function fn(data) -> data, not a coroutine")
-        async with self._lock_for(checked):
-            # If the caller is cancelled the thread still finishes and releases the file lock,
-            # so an update is either fully stored or not started.
-            data, changed = await asyncio.to_thread(self._update_sync, checked, fn)
-        if changed and self.on_changed is not None:
-            messages = data.get("messages")
-            self.on_changed(checked, len(messages) if isinstance(messages, list) else 0)
-        return data
+        return await self._write(checked, lambda: self._update_sync(checked, fn))
 
     # -- more for the sidecar ----------------------------------------------------------
+
+    async def append_message(
+        self,
+        chat_id: str,
+        message: Mapping[str, Any],
+        *,
+        updates: Mapping[str, Any] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+        history: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Append ``message``, set the keys of ``updates`` and those of ``defaults`` the chat has
+        no (or a blank) value for: the pipeline's write, in time that does not grow with the
+        chat. Returns the messages before it as copies when ``history`` is true, else ``[]``."""
+        checked = check_chat_id(chat_id)
+        own = json.loads(chatfile.line_of(message))  # the stored copy: shares nothing
+        before: list[dict[str, Any]] = []
+
+        def append(data: ChatData) -> ChatData:
+            messages = data["messages"]
+            if history:
+                before.extend(dict(m) for m in messages if isinstance(m, dict))
+            data = {**data, "messages": [*messages, own], **(updates or {})}
+            for key, value in (defaults or {}).items():
+                if not str(data.get(key) or "").strip():
+                    data[key] = value
+            return data
+
+        await self._write(checked, lambda: self._store_sync(checked, append, appended=True))
+        return before
 
     def exists(self, chat_id: str) -> bool:
         """Whether the chat has a file."""
@@ -184,6 +192,16 @@ class ChatMemory:
 
     # -- internals --------------------------------------------------------------------
 
+    async def _write(self, chat_id: ChatId, work: Callable[[], tuple[ChatData, bool]]) -> ChatData:
+        async with self._lock_for(chat_id):
+            # If the caller is cancelled the thread still finishes and releases the file lock,
+            # so an update is either fully stored or not started.
+            data, changed = await asyncio.to_thread(work)
+        if changed and self.on_changed is not None:
+            messages = data.get("messages")
+            self.on_changed(chat_id, len(messages) if isinstance(messages, list) else 0)
+        return data
+
     def _lock_for(self, chat_id: ChatId) -> asyncio.Lock:
         per_loop = self._locks.setdefault(asyncio.get_running_loop(), {})
         return per_loop.setdefault(chat_id, asyncio.Lock())
@@ -192,55 +210,96 @@ class ChatMemory:
         return memory_dir(self.vault) / f"{chat_id}.lock"
 
     def _load_sync(self, chat_id: ChatId) -> ChatData:
-        try:
-            return self._read(chat_id)
-        except DamagedChatError:
-            pass
-        # Renames are atomic, so a damaged read is real damage, not a write in progress;
-        # still, decide under the lock so two readers do not both set the file aside.
+        if not chat_file(self.vault, chat_id).exists():
+            return empty_chat()
         with file_lock(self._ensure_dir(chat_id)):
-            return self._read_locked(chat_id)
+            return _copy(self._current(chat_id).data)
 
     def _update_sync(self, chat_id: ChatId, fn: ChatUpdate) -> tuple[ChatData, bool]:
         """The data as stored, and whether its messages changed."""
+        stored, changed = self._store_sync(chat_id, lambda old: fn(_copy(old)), appended=False)
+        return _copy(stored), changed
+
+    def _store_sync(
+        self, chat_id: ChatId, fn: ChatUpdate, *, appended: bool
+    ) -> tuple[ChatData, bool]:
+        """Store ``fn`` of the current chat (which ``fn`` must not change); the stored data,
+        which is the cache's own, and whether its messages changed. ``appended``: ``fn`` only
+        adds messages at the end and sets keys, so the file changes in place."""
+        path = chat_file(self.vault, chat_id)
         with file_lock(self._ensure_dir(chat_id)):
-            old = self._read_locked(chat_id)
-            before = _messages_mark(old)  # taken first: ``fn`` may change ``old`` in place
-            data = fn(old)
+            current = self._current(chat_id)
+            data = fn(current.data)
             if not isinstance(data, dict):
                 raise TypeError(f"update_chat: fn returned {type(data).__name__}, not a dict")
-            write_atomic(chat_file(self.vault, chat_id), chat_json(data))
-            return data, _messages_mark(data) != before
+            if not isinstance(data.get("messages"), list):
+                data = {**data, "messages": []}
+            layout = current.layout
+            in_place = layout is not None and (
+                appended or _extends(current.data["messages"], data["messages"])
+            )
+            if layout is not None and in_place:
+                layout = chatfile.write_change(path, layout, data)
+            else:
+                layout = chatfile.write_whole(path, data)
+            self._remember(chat_id, path, Parsed(data, layout))
+            return data, _messages_mark(data) != _messages_mark(current.data)
+
+    def _current(self, chat_id: ChatId) -> Parsed:
+        """The chat as stored now, with the lock held: from memory when its file is unchanged.
+        A damaged file is set aside and an empty chat returned."""
+        path = chat_file(self.vault, chat_id)
+        if chatfile.recover(path):
+            log.warning("Chat %s: finished a write that was interrupted.", chat_id)
+        stamp = _stamp(path)
+        known = self._known.get(chat_id)
+        if stamp is None:
+            return Parsed(empty_chat(), None)
+        if known is not None and known.stamp == stamp:
+            self._known.move_to_end(chat_id)
+            return known.parsed
+        try:
+            parsed = chatfile.parse(path.read_bytes())
+        except FileNotFoundError:
+            return Parsed(empty_chat(), None)
+        except DamagedChatError as exc:
+            self._report_damage(chat_id, path, exc)
+            return Parsed(empty_chat(), None)
+        if parsed.odd_values:
+            log.warning(
+                "Chat %s holds %d value(s) JSON cannot carry (NaN or Infinity); they are kept in "
+                "the file and shown as null.",
+                chat_id,
+                parsed.odd_values,
+            )
+        self._remember(chat_id, path, parsed)
+        return parsed
+
+    def _remember(self, chat_id: ChatId, path: Path, parsed: Parsed) -> None:
+        stamp = _stamp(path)
+        if stamp is None:
+            return
+        self._known[chat_id] = _Known(stamp, parsed)
+        self._known.move_to_end(chat_id)
+        while len(self._known) > CACHED_CHATS:
+            self._known.popitem(last=False)
 
     def _ensure_dir(self, chat_id: ChatId) -> Path:
         memory_dir(self.vault).mkdir(parents=True, exist_ok=True)
         return self._lock_path(chat_id)
 
-    def _read(self, chat_id: ChatId) -> ChatData:
-        """The chat on disk (an empty one if there is no file); raises DamagedChatError."""
-        try:
-            return parse_chat(chat_file(self.vault, chat_id).read_bytes())
-        except FileNotFoundError:
-            return empty_chat()
-
-    def _read_locked(self, chat_id: ChatId) -> ChatData:
-        """Read with the file lock held; a damaged file is set aside and an empty chat returned."""
-        path = chat_file(self.vault, chat_id)
-        try:
-            return self._read(chat_id)
-        except DamagedChatError as exc:
-            aside = self._set_aside(path)
-            log.error(
-                "Chat %s: %s is damaged (%s). It was renamed to %s and the chat starts empty; "
-                "the old content is still in that file.",
-                chat_id,
-                path.name,
-                exc,
-                aside.name,
-            )
-            if self.on_damaged is not None:
-                self.on_damaged(chat_id, aside)
-            return empty_chat()
+    def _report_damage(self, chat_id: ChatId, path: Path, exc: DamagedChatError) -> None:
+        aside = self._set_aside(path)
+        log.error(
+            "Chat %s: %s is damaged (%s). It was renamed to %s and the chat starts empty; "
+            "the old content is still in that file.",
+            chat_id,
+            path.name,
+            exc,
+            aside.name,
+        )
+        if self.on_damaged is not None:
+            self.on_damaged(chat_id, aside)
 
     @staticmethod
     def _set_aside(path: Path) -> Path:
@@ -270,16 +329,35 @@ class ChatMemory:
         return chats
 
     def _summary(self, chat_id: ChatId, path: Path) -> dict[str, Any]:
-        # Listing reads every chat; remember summaries until a file changes.
         stat = path.stat()
-        stamp = (stat.st_mtime_ns, stat.st_size)
-        cached = self._summaries.get(chat_id)
-        if cached is not None and cached[0] == stamp:
-            return dict(cached[1])
         fallback = datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(timespec="milliseconds")
-        summary = summarize(chat_id, self._load_sync(chat_id), fallback)
-        self._summaries[chat_id] = (stamp, summary)
-        return dict(summary)
+        with file_lock(self._ensure_dir(chat_id)):
+            data = self._current(chat_id).data
+        return summarize(chat_id, data, fallback)
+
+
+def _stamp(path: Path) -> Stamp | None:
+    """What changes whenever anyone writes the file (a rename changes the inode)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _copy(data: ChatData) -> ChatData:
+    """A copy of a chat whose messages and top-level lists and dicts the caller may change."""
+    out = {
+        k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
+        for k, v in data.items()
+    }
+    out["messages"] = [dict(m) if isinstance(m, dict) else m for m in data.get("messages", [])]
+    return out
+
+
+def _extends(old: list[Any], new: list[Any]) -> bool:
+    """Whether ``new`` is ``old`` with messages appended, none changed."""
+    return len(new) >= len(old) and all(a == b for a, b in zip(old, new, strict=False))
 
 
 def _messages_mark(data: ChatData) -> tuple[int, str]:

@@ -2,12 +2,12 @@
 
 Order of work, chosen so that nothing is ever lost:
 
-1. the user's message is appended to the chat file *first*, with ``update_chat``;
+1. the user's message is appended to the chat file *first*;
 2. the phases run on a :class:`PipelineContext` (``history`` is a copy of the chat before the
    message; ``metadata["chat_id"]`` names the chat);
 3. the reply streams from the chat model, piece by piece, unless a plugin supplied
    ``ctx.response`` in ``pipeline_llm``;
-4. the assistant message is appended with ``update_chat``, carrying
+4. the assistant message is appended, carrying
    ``ctx.metadata["smart_context"]`` so what the reply was sent with can be rebuilt.
 
 With no chat model configured the stored assistant message says so (``"notice": "no_model"``)
@@ -27,7 +27,7 @@ from typing import Any
 import pluggy
 
 from smart_context.sidecar.llm import LLMError, LLMService
-from smart_context.sidecar.memory import ChatData, ChatMemory, now_iso
+from smart_context.sidecar.memory import ChatMemory, now_iso
 from smart_context.sidecar.plugins import call_hook
 
 PROMPT_ROLES = frozenset({"system", "user", "assistant"})
@@ -219,31 +219,20 @@ class Pipeline:
             "content": content,
             "created_at": now_iso(),
         }
-        before: list[dict[str, Any]] = []
-
-        def append(data: ChatData) -> ChatData:
-            messages = data.setdefault("messages", [])
-            # The memory service parses a fresh copy of the file on every read, so these dicts
-            # belong to this run alone: a shallow copy is enough, and a deep copy of a
-            # 10,000-message chat (records included) would cost more than the whole pipeline.
-            before.extend(dict(m) for m in messages if isinstance(m, dict))
-            messages.append(message)
-            if not str(data.get("title") or "").strip():
-                data["title"] = title_from(content)
-            data.setdefault("created_at", message["created_at"])
-            data["updated_at"] = message["created_at"]
-            return data
-
-        await self.memory.update_chat(chat_id, append)
+        # The history is a copy of the chat's messages before this one, owned by this run.
+        before = await self.memory.append_message(
+            chat_id,
+            message,
+            updates={"updated_at": message["created_at"]},
+            defaults={"title": title_from(content), "created_at": message["created_at"]},
+            history=True,
+        )
         return dict(message), before
 
     async def _append(self, chat_id: str, message: dict[str, Any]) -> None:
-        def append(data: ChatData) -> ChatData:
-            data.setdefault("messages", []).append(message)
-            data["updated_at"] = message["created_at"]
-            return data
-
-        await self.memory.update_chat(chat_id, append)
+        await self.memory.append_message(
+            chat_id, message, updates={"updated_at": message["created_at"]}
+        )
 
 
 def _record_of(ctx: PipelineContext) -> Any:
