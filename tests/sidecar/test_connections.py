@@ -123,6 +123,31 @@ async def test_the_next_request_on_a_kept_alive_connection_has_the_same_deadline
     assert elapsed >= HEADER_TIMEOUT * 0.9
 
 
+@pytest.mark.parametrize("pause", [None, 0.05], ids=["stalled", "trickled"])
+async def test_a_body_that_does_not_arrive_in_time_gets_408(
+    vault: Path, pause: float | None
+) -> None:
+    body = json.dumps({"title": "slow " * 20}).encode()
+    head = (
+        b"POST /api/chats HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body)
+    )
+    async with serving(vault) as (url, sidecar), raw_connection(url) as (reader, writer):
+        writer.write(head + body[:5])
+        sender = asyncio.create_task(trickle(writer, body[5:] if pause else b"", pause or 0))
+        start = time.monotonic()
+        async with asyncio.timeout(BODY_TIMEOUT + SLACK):
+            status, answer = await read_response(reader)
+        answered = time.monotonic() - start
+        # The body never completes, so no next request can follow: the connection goes too.
+        await seconds_until_hang_up(reader)
+        sender.cancel()
+        assert await sidecar.host.memory.list_chats() == []
+    assert status == 408 and answer["status"] == "error"
+    assert "did not arrive within 0.5 s" in answer["error"]
+    assert answered >= BODY_TIMEOUT * 0.9
+
+
 async def test_stuck_clients_do_not_hold_up_the_others(vault: Path) -> None:
     async with (
         serving(vault) as (url, _),
