@@ -47,7 +47,6 @@ class HeaderDeadlineProtocol(H11Protocol):
     @classmethod
     def with_timeout(cls, seconds: float) -> type[HeaderDeadlineProtocol]:
         """This protocol with a ``header_timeout`` of ``seconds`` (uvicorn wants a class)."""
-
         return cast(
             "type[HeaderDeadlineProtocol]",
             type(cls.__name__, (cls,), {"header_timeout": seconds}),
