@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -28,6 +30,10 @@ from smart_context.services import Services
 from smart_context.topics.refresh import refresh
 
 PREVIEW = 60
+# 128 + SIGPIPE: the status a shell reports for `cat` when the reader of its output is gone, so
+# a script that already tells a cut-short producer from a failed one (`set -o pipefail`) can
+# tell ours too. Python ignores SIGPIPE and sees BrokenPipeError instead, so it is said in code.
+EXIT_CLOSED_PIPE = 141
 
 
 @asynccontextmanager
@@ -129,8 +135,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``smart-context`` console script."""
-    args = build_parser().parse_args(argv)
+    """Entry point of the ``smart-context`` console script.
+
+    Whatever the command, a reader that stops reading (``smart-context context ... | head -1``)
+    ends it quietly, as it ends ``cat``, with :data:`EXIT_CLOSED_PIPE`.
+    """
+    try:
+        try:
+            return run_command(build_parser().parse_args(argv))
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_CLOSED_PIPE
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device: Python flushes it once more on exit, which would fail
+    again and print a traceback after all."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        with contextlib.suppress(OSError, ValueError):  # a stdout with no file: nothing to do
+            os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the command ``args`` names; returns the process exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     try:
         if args.command == "serve":

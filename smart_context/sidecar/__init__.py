@@ -10,7 +10,9 @@ in any other host; the plugin never imports this package. The pieces, one job pe
 - :mod:`.plugins` builds the plugin manager and calls hooks safely;
 - :mod:`.host` is the services object plugins receive, plus the commands and UI collectors;
 - :mod:`.pipeline` runs one user message through the phases;
-- :mod:`.runtime` ties them together; :mod:`.app` is the HTTP API; :mod:`.serve` runs it.
+- :mod:`.runtime` ties them together; :mod:`.app` is the HTTP API;
+- :mod:`.connections` drops clients too slow to ask and bounds how many connect;
+  :mod:`.serve` runs it all.
 
 Importing this package does no work and imports no web framework.
 """

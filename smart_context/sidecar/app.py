@@ -6,6 +6,7 @@ a stack trace goes to the log, never to the client.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -33,6 +34,9 @@ from smart_context.sidecar.runtime import MessageRun, Sidecar
 
 MAX_MESSAGE_CHARS = 100_000
 MAX_BODY_BYTES = 1_000_000
+# The whole body, however it is sliced: a full MAX_BODY_BYTES over a slow remote link (about
+# 300 kbit/s) still fits, and on loopback a body takes milliseconds.
+BODY_TIMEOUT_SECONDS = 30.0
 MAX_TITLE_CHARS = 200
 KEEPALIVE_SECONDS = 15.0
 PAGE_TEMPLATE = "app/index.html.j2"
@@ -67,12 +71,21 @@ def _chat_id(request: Request) -> str:
 
 
 async def _json_object(request: Request, *, required: bool) -> dict[str, Any]:
-    """The request body as a JSON object (``{}`` for an empty body unless ``required``)."""
+    """The request body as a JSON object (``{}`` for an empty body unless ``required``).
+
+    The whole body must arrive within ``BODY_TIMEOUT_SECONDS`` (``app.state.body_timeout_seconds``
+    when set), else 408: a client sending it a byte at a time would hold the request forever.
+    """
+    seconds = float(getattr(request.app.state, "body_timeout_seconds", BODY_TIMEOUT_SECONDS))
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:  # checked while reading: a huge body is never held
-            raise BadRequest(f"The request body is over {MAX_BODY_BYTES} bytes.", 413)
+    try:
+        async with asyncio.timeout(seconds):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:  # checked while reading: a huge body is never held
+                    raise BadRequest(f"The request body is over {MAX_BODY_BYTES} bytes.", 413)
+    except TimeoutError as exc:
+        raise BadRequest(f"The request body did not arrive within {seconds:g} s.", 408) from exc
     if not body.strip():
         if required:
             raise BadRequest("The request body is empty: send a JSON object.")

@@ -4,7 +4,8 @@ With no VAULT, the packaged example vault is copied once into a working folder
 (``$SMART_CONTEXT_HOME/example-vault``, by default ``~/.local/share/smart-context/``) and served
 from there, so the packaged copy is never changed. The server binds 127.0.0.1 unless told
 otherwise, and serving other machines needs ``--allow-remote`` on purpose: the API reads and
-writes your chats and has no login.
+writes your chats and has no login. A client too slow to send its request is dropped, and the
+number of connections is bounded (:mod:`.connections`).
 """
 
 from __future__ import annotations
@@ -160,13 +161,14 @@ def serve(
     import uvicorn  # the web stack is needed only here
 
     from smart_context.sidecar.app import create_app
+    from smart_context.sidecar.connections import server_config
     from smart_context.sidecar.runtime import Sidecar
 
     sidecar = Sidecar(folder)
     app = create_app(sidecar, allow_remote=allow_remote)
     sock = bind_socket(host, port)
     url = url_for(host, sock)
-    config = uvicorn.Config(
+    config = server_config(
         app,
         host=host,
         port=sock.getsockname()[1],

@@ -179,10 +179,12 @@ def llm_table(stub: OpenAIStub) -> str:
 
 @contextmanager
 def running_sidecar(vault: Path) -> Iterator[str]:
-    """``create_app(Sidecar(vault))`` under uvicorn on a free loopback port; yields its URL."""
+    """``create_app(Sidecar(vault))`` under uvicorn on a free loopback port, configured as
+    ``smart-context serve`` configures it; yields its URL."""
     import uvicorn
 
     from smart_context.sidecar.app import create_app
+    from smart_context.sidecar.connections import server_config
     from smart_context.sidecar.runtime import Sidecar
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -193,7 +195,7 @@ def running_sidecar(vault: Path) -> Iterator[str]:
     def run() -> None:
         # Built inside the thread: the sidecar's asyncio objects belong to this loop.
         app = create_app(Sidecar(vault), keepalive_seconds=2.0)
-        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
+        config = server_config(app, log_level="warning", timeout_graceful_shutdown=1)
         holder["server"] = server = uvicorn.Server(config)
         asyncio.run(server.serve(sockets=[sock]))
 

@@ -18,6 +18,7 @@ from starlette.applications import Starlette
 
 from smart_context.hookspecs import hookimpl
 from smart_context.sidecar.app import create_app
+from smart_context.sidecar.connections import server_config
 from smart_context.sidecar.plugins import get_plugin_manager
 from smart_context.sidecar.runtime import Sidecar
 from smart_context.sidecar.serve import bind_socket
@@ -132,11 +133,14 @@ async def running_app(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @asynccontextmanager
-async def live_server(app: Starlette) -> AsyncIterator[str]:
-    """``app`` served by uvicorn on a free loopback port; yields the base URL."""
+async def live_server(app: Starlette, **limits: Any) -> AsyncIterator[str]:
+    """``app`` served by uvicorn on a free loopback port, configured as ``smart-context serve``
+    configures it (``limits``: ``header_timeout``, ``max_connections``); yields the base URL."""
     sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, port=port, log_level="warning", timeout_graceful_shutdown=1)
+    config = server_config(
+        app, port=port, log_level="warning", timeout_graceful_shutdown=1, **limits
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
