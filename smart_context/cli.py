@@ -3,6 +3,7 @@
     smart-context context VAULT CHAT_ID [--topics A,B]   which messages go to the model, and why
     smart-context topics VAULT CHAT_ID                   run topic extraction and print the topics
     smart-context serve [VAULT]                          the reference sidecar with the panel
+    smart-context doctor VAULT                           damaged files and crash leftovers
 
 The commands run the plugin inside the reference sidecar's host, so they see exactly what a
 request would: the vault's settings, its models, and the embedded offline default without one.
@@ -112,6 +113,43 @@ async def show_topics(vault: Path, chat_id: ChatId, out: TextIO) -> None:
             print(f"  {topic['label']:<32} {topic.get('count', 0):>4} messages", file=out)
 
 
+def show_doctor(vault: Path, out: TextIO) -> int:
+    """Print the vault's damaged files and leftovers, changing nothing; 1 when there are any."""
+    from smart_context.sidecar.vault_check import check_vault
+
+    if not (vault / ".memory").is_dir():
+        raise SmartContextError(f"{vault} is not a vault: it has no .memory folder.")
+    report = check_vault(vault)
+    sections = [
+        (
+            "Chat files that cannot be read (the sidecar sets each aside when the chat is opened)",
+            [f"{path}: {why}" for path, why in report.damaged],
+        ),
+        (
+            "Files set aside as damaged (their content is kept; recover what you need, then "
+            "delete them)",
+            report.set_aside,
+        ),
+        (
+            "Messages saved from an interrupted write (compare with the chat, then delete)",
+            report.recovered,
+        ),
+        (
+            "Leftovers of interrupted writes (the sidecar tidies them when it starts)",
+            report.leftovers,
+        ),
+    ]
+    if report.clean:
+        print(f"{vault}: no damaged files, no leftovers.", file=out)
+        return 0
+    for title, lines in sections:
+        if lines:
+            print(f"{title}:", file=out)
+            for line in lines:
+                print(f"  {line}", file=out)
+    return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="smart-context", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -125,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     top = sub.add_parser("topics", help="extract and print a chat's topics")
     top.add_argument("vault", type=Path)
     top.add_argument("chat_id")
+    doctor = sub.add_parser("doctor", help="list damaged files and crash leftovers in a vault")
+    doctor.add_argument("vault", type=Path)
     serve = sub.add_parser(
         "serve", help="run the reference sidecar: a local web chat with the panel"
     )
@@ -169,6 +209,8 @@ def run_command(args: argparse.Namespace) -> int:
             from smart_context.sidecar.serve import run_serve
 
             return run_serve(args)
+        if args.command == "doctor":
+            return show_doctor(args.vault, sys.stdout)
         chat_id = check_chat_id(args.chat_id)  # refuse a hostile id before touching anything
         if args.command == "context":
             topics = (

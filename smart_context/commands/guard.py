@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from smart_context.errors import SmartContextError
+from smart_context.errors import ChatIdError, SmartContextError
 from smart_context.paths import ChatId, check_chat_id
 from smart_context.services import Services
 
@@ -29,8 +29,14 @@ class BadArguments(SmartContextError):
     """A command was called with arguments it cannot use."""
 
 
-def _error(message: str) -> Result:
-    return {"status": "error", "error": message}
+# Why a command failed, for hosts that answer over HTTP (the sidecar maps them to 400, 503, 500).
+BAD_ARGUMENTS = "bad_arguments"
+UNAVAILABLE = "unavailable"
+FAILED = "failed"
+
+
+def _error(message: str, reason: str) -> Result:
+    return {"status": "error", "error": message, "reason": reason}
 
 
 def bind(command: Command, services: Services) -> Handler:
@@ -44,14 +50,16 @@ def bind(command: Command, services: Services) -> Handler:
         try:
             signature.bind(**kwargs)
         except TypeError as exc:  # unexpected or missing keyword arguments
-            return _error(f"{name}: {exc}")
+            return _error(f"{name}: {exc}", BAD_ARGUMENTS)
         try:
             return {"status": "success"} | await command(services, **kwargs)
-        except SmartContextError as exc:
-            return _error(str(exc))
+        except (BadArguments, ChatIdError) as exc:
+            return _error(str(exc), BAD_ARGUMENTS)
+        except SmartContextError as exc:  # e.g. the embedding endpoint cannot be reached
+            return _error(str(exc), UNAVAILABLE)
         except Exception as exc:  # a handler must never raise into the host's command bus
             log.exception("Smart Context: command %s failed", command.__name__)
-            return _error(f"Smart Context could not complete the command: {exc}")
+            return _error(f"Smart Context could not complete the command: {exc}", FAILED)
 
     handler.__signature__ = signature  # type: ignore[attr-defined]  # hosts check arguments by it
     return handler

@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 from smart_context.errors import ChatIdError
 from smart_context.paths import check_chat_id
 from smart_context.resources import static_dir
+from smart_context.sidecar.chatfile import finite
 from smart_context.sidecar.events import format_sse, to_json
 from smart_context.sidecar.guard import LocalGuard
 from smart_context.sidecar.host import CommandError
@@ -91,11 +92,11 @@ async def _json_object(request: Request, *, required: bool) -> dict[str, Any]:
             raise BadRequest("The request body is empty: send a JSON object.")
         return {}
     try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadRequest(f"The request body is not valid JSON ({exc}).") from exc
+        data = json.loads(body, parse_constant=_refuse_constant)
     except RecursionError as exc:
         raise BadRequest("The request body is nested too deeply.") from exc
+    except ValueError as exc:  # not JSON, not UTF-8, NaN, or an integer of over 4,300 digits
+        raise BadRequest(f"The request body is not valid JSON ({exc}).") from exc
     if not isinstance(data, dict):
         raise BadRequest("The request body must be a JSON object.")
     try:
@@ -105,12 +106,17 @@ async def _json_object(request: Request, *, required: bool) -> dict[str, Any]:
     return data
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
 # -- routes -------------------------------------------------------------------------------
 
 
 async def list_chats(request: Request) -> JSONResponse:
     """``GET /api/chats``."""
-    return JSONResponse({"chats": await _sidecar(request).host.memory.list_chats()})
+    memory = _sidecar(request).host.memory
+    return JSONResponse({"chats": await memory.list_chats(), "damaged": await memory.set_aside()})
 
 
 async def create_chat(request: Request) -> JSONResponse:
@@ -129,9 +135,25 @@ async def get_chat(request: Request) -> JSONResponse:
     """``GET /api/chats/{chat_id}``: the chat file's content."""
     chat_id = _chat_id(request)
     memory = _sidecar(request).host.memory
-    if not memory.exists(chat_id):
+    exists = memory.exists(chat_id)
+    data = await memory.load_chat(chat_id)  # a damaged file is set aside here
+    warnings = [
+        f"An earlier file of this chat could not be read. It was set aside, unchanged, as "
+        f"{damaged['file']}: open it in a text editor to recover what it holds."
+        for damaged in await memory.set_aside()
+        if damaged["chat_id"] == chat_id
+    ]
+    if not exists and not warnings:
         return error_response(f"There is no chat {chat_id!r}.", 404)
-    return JSONResponse(await memory.load_chat(chat_id))
+    try:
+        return JSONResponse({**data, "warnings": warnings} if warnings else data)
+    except ValueError:  # NaN or Infinity, written by a hand or another program: JSON has none
+        log.warning("Chat %s holds NaN or Infinity; it is shown as null.", chat_id)
+        warnings.append(
+            "This chat's file holds a number JSON cannot carry (NaN or Infinity). It is shown "
+            "as null here and kept in the file as it is."
+        )
+        return JSONResponse({**finite(data), "warnings": warnings})
 
 
 async def post_message(request: Request) -> Response:
@@ -171,10 +193,22 @@ async def run_command(request: Request) -> JSONResponse:
     except CommandError as exc:
         return error_response(str(exc), exc.status)
     try:
-        return JSONResponse(result)
+        return JSONResponse(result, status_code=_command_status(result))
     except (TypeError, ValueError):
         log.exception("Command %r returned a result that is not JSON.", name)
         return error_response(f"Command {name!r} returned a result that is not JSON.", 500)
+
+
+# A command reports failure in its result (CONTRACT §3); over HTTP it also gets a status.
+_ERROR_STATUS = {"bad_arguments": 400, "unavailable": 503, "failed": 500}
+
+
+def _command_status(result: Any) -> int:
+    """200 for a success; for ``{"status": "error"}`` the status its ``reason`` names, 400 when
+    it names none (a plugin's error is taken as the caller's to act on)."""
+    if not isinstance(result, dict) or result.get("status") != "error":
+        return 200
+    return _ERROR_STATUS.get(str(result.get("reason")), 400)
 
 
 async def events(request: Request) -> StreamingResponse:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from smart_context.paths import ChatId, chat_file, check_chat_id, memory_dir
-from smart_context.sidecar import chatfile
+from smart_context.sidecar import chatfile, vault_check
 from smart_context.sidecar.chatfile import DamagedChatError, Parsed
 
 ChatData = dict[str, Any]
@@ -190,6 +190,15 @@ class ChatMemory:
         """``{"id", "title", "message_count", "updated_at"}`` per chat, most recent first."""
         return await asyncio.to_thread(self._list_sync)
 
+    async def set_aside(self) -> list[dict[str, str]]:
+        """The chat files set aside as damaged, ``{"chat_id", "file"}``, newest first."""
+        return await asyncio.to_thread(vault_check.set_aside_chats, self.vault)
+
+    async def tidy(self) -> list[str]:
+        """At start: finish the in-place writes a crash interrupted and tidy the temporary
+        files it left (see :mod:`.vault_check`). Returns what was done, one line each."""
+        return await asyncio.to_thread(self._tidy_sync)
+
     # -- internals --------------------------------------------------------------------
 
     async def _write(self, chat_id: ChatId, work: Callable[[], tuple[ChatData, bool]]) -> ChatData:
@@ -201,6 +210,18 @@ class ChatMemory:
             messages = data.get("messages")
             self.on_changed(chat_id, len(messages) if isinstance(messages, list) else 0)
         return data
+
+    def _tidy_sync(self) -> list[str]:
+        done = []
+        for journal in memory_dir(self.vault).glob(".*.json.journal"):
+            try:
+                chat_id = check_chat_id(journal.name[1 : -len(".json.journal")])
+            except ValueError:
+                continue
+            with file_lock(self._ensure_dir(chat_id)):
+                if chatfile.recover(chat_file(self.vault, chat_id)):
+                    done.append(f"finished an interrupted write of {chat_id}.json")
+        return done + vault_check.tidy_leftovers(self.vault)
 
     def _lock_for(self, chat_id: ChatId) -> asyncio.Lock:
         per_loop = self._locks.setdefault(asyncio.get_running_loop(), {})

@@ -93,7 +93,9 @@ class Sidecar:
         return self.host.vault_path
 
     async def start(self) -> None:
-        """``sidecar_startup(host)`` then ``sidecar_register_commands(commands)``."""
+        """Tidy what a crash left, then ``sidecar_startup(host)`` and
+        ``sidecar_register_commands(commands)``."""
+        await self.host.memory.tidy()
         await call_hook(self.pm, "sidecar_startup", host=self.host)
         await call_hook(self.pm, "sidecar_register_commands", commands=self.commands)
         log.info(

@@ -32,6 +32,9 @@ async function request(method, path, body) {
 }
 
 export const listChats = () => request("GET", "/api/chats").then((d) => d.chats || []);
+/** The chat list and the chat files set aside as damaged: {chats, damaged: [{chat_id, file}]}. */
+export const chatIndex = () =>
+  request("GET", "/api/chats").then((d) => ({ chats: d.chats || [], damaged: d.damaged || [] }));
 export const createChat = (title) => request("POST", "/api/chats", title ? { title } : {});
 export const loadChat = (id) => request("GET", `/api/chats/${encodeURIComponent(id)}`);
 

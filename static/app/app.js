@@ -57,13 +57,43 @@ const palette = new Palette(
 
 async function refreshChats() {
   try {
-    chatList.render(await api.listChats());
+    const { chats, damaged } = await api.chatIndex();
+    chatList.render(chats);
+    showDamaged(damaged);
     const current = chatList.find(state.chatId);
     const idle = !state.sending && !ui.messages.hasAttribute("aria-busy");
     if (current && current.title && idle) setChatHeader(current, list.messages);
   } catch (err) {
     console.warn("Could not refresh the chat list:", err);
   }
+}
+
+/** Chat files that could not be read: which, and where their content was kept. */
+const damagedNotice = h("div", { class: "damaged-files", attrs: { role: "alert" }, hidden: true });
+$("chat-list").after(damagedNotice);
+
+function showDamaged(damaged) {
+  damagedNotice.hidden = !damaged.length;
+  if (!damaged.length) return damagedNotice.replaceChildren();
+  const n = damaged.length;
+  damagedNotice.replaceChildren(
+    h("p", {
+      text:
+        `${n} chat file${n === 1 ? " was" : "s were"} damaged and set aside, unchanged. ` +
+        "Open it in a text editor to recover what it holds, then delete it:",
+    }),
+    h("ul", {}, damaged.map((d) => h("li", {}, h("code", { text: d.file })))),
+  );
+}
+
+/** Warnings the sidecar gave with a chat (a damaged earlier file, a value JSON cannot carry). */
+const chatWarnings = h("div", { class: "chat-warnings", attrs: { role: "alert" }, hidden: true });
+$("filter-summary").after(chatWarnings);
+
+function showChatWarnings(warnings) {
+  const list = Array.isArray(warnings) ? warnings.filter((w) => typeof w === "string") : [];
+  chatWarnings.hidden = !list.length;
+  chatWarnings.replaceChildren(...list.map((text) => h("p", { class: "banner", text })));
 }
 
 // ---- opening a chat --------------------------------------------------------------------------
@@ -105,6 +135,7 @@ async function openChat(id, { push = true } = {}) {
     const chat = await api.loadChat(id);
     if (token !== state.loadToken) return; // another chat was opened meanwhile
     const messages = Array.isArray(chat.messages) ? chat.messages : [];
+    showChatWarnings(chat.warnings);
     const start = performance.now();
     list.render(messages);
     performance.measure("sc:render-chat", { start }); // building the message list (benchmarks)
@@ -114,6 +145,7 @@ async function openChat(id, { push = true } = {}) {
   } catch (err) {
     if (token !== state.loadToken) return;
     list.render([]);
+    showChatWarnings([]);
     ui.messages.append(h("p", { class: "load-error", attrs: { role: "alert" }, text: err.message }));
     ui.subtitle.textContent = "Could not open this chat";
   } finally {
@@ -323,6 +355,10 @@ async function onChatUpdated(data) {
 
 if (window.sidecar && typeof window.sidecar.on === "function") {
   window.sidecar.on("chat.updated", onChatUpdated);
+  window.sidecar.on("sidecar.chat_damaged", (data) => {
+    notify((data && data.message) || "A chat file was damaged and set aside.", true);
+    refreshChats();
+  });
 }
 
 // ---- keyboard and small-screen toggles --------------------------------------------------------

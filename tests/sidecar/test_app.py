@@ -22,7 +22,7 @@ def is_error(response: httpx.Response, status: int) -> str:
 
 async def test_chats_create_list_get(api: ClientFactory) -> None:
     client, _ = await api()
-    assert (await client.get("/api/chats")).json() == {"chats": []}
+    assert (await client.get("/api/chats")).json() == {"chats": [], "damaged": []}
     made = await client.post("/api/chats", json={"title": "Plans"})
     assert made.status_code == 201
     chat_id = made.json()["id"]
@@ -129,11 +129,48 @@ async def test_damaged_chat_is_reported_not_overwritten(api: ClientFactory, vaul
     with sidecar.host.events.subscribe() as sub:
         chat = (await client.get("/api/chats/c1")).json()
         event = await sub.next(timeout=2)
-    assert chat == {"messages": []}
+    assert chat["messages"] == []
     assert event is not None and event.name == "sidecar.chat_damaged"
     assert json.loads(event.data)["chat_id"] == "c1"
     kept = list((vault / ".memory").glob("c1.json.corrupt-*"))
     assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == "{broken"
+    # the page is told which file was set aside: on the chat, and in the list of chats
+    assert f".memory/{kept[0].name}" in chat["warnings"][0]
+    listed = (await client.get("/api/chats")).json()
+    assert listed["damaged"] == [{"chat_id": "c1", "file": f".memory/{kept[0].name}"}]
+    # a new message starts the chat again and leaves the damaged copy as it was
+    await client.post("/api/chats/c1/messages", json={"content": "hello again"})
+    assert kept[0].read_text(encoding="utf-8") == "{broken"
+    assert [c["id"] for c in (await client.get("/api/chats")).json()["chats"]] == ["c1"]
+
+
+async def test_a_number_json_cannot_carry_does_not_break_the_chat(
+    api: ClientFactory, vault: Path
+) -> None:
+    client, _ = await api()
+    (vault / ".memory").mkdir()
+    raw = b'{"messages": [{"id": "a", "role": "user", "content": "hi", "score": NaN}]}'
+    (vault / ".memory" / "c1.json").write_bytes(raw)
+    for _ in range(2):  # every load, not just the first
+        answer = await client.get("/api/chats/c1")
+        assert answer.status_code == 200
+        chat = answer.json()
+        assert chat["messages"][0]["score"] is None and "NaN" in chat["warnings"][0]
+    assert (vault / ".memory" / "c1.json").read_bytes() == raw  # the file is kept as it is
+    assert (await client.post("/api/chats/c1/messages", json={"content": "x"})).status_code == 200
+    assert b"NaN" in (vault / ".memory" / "c1.json").read_bytes()
+
+
+async def test_an_integer_too_long_to_read_is_a_400_not_a_500(api: ClientFactory) -> None:
+    client, _ = await api(Recorder())
+    huge = b'{"content": ' + b"9" * 5000 + b"}"
+    assert "not valid JSON" in is_error(
+        await client.post("/api/chats/c1/messages", content=huge), 400
+    )
+    assert "not valid JSON" in is_error(
+        await client.post("/api/commands/test.echo", content=b'{"n": ' + b"1" * 4301 + b"}"), 400
+    )
+    is_error(await client.post("/api/commands/test.echo", content=b'{"n": NaN}'), 400)
 
 
 async def test_page_renders_panels_and_boot(api: ClientFactory) -> None:

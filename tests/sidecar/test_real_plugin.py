@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -55,12 +56,21 @@ async def test_entry_point_plugin_end_to_end(
                 "/api/commands/smart_context.set_filter", json={"chat_id": "trip", "topics": []}
             )
             names = [event.name async for event in drain(sub)]
+            wrong = {
+                json.dumps(bad): await client.post(
+                    "/api/commands/smart_context.set_filter", json=bad
+                )
+                for bad in ({"chat_id": "../../etc", "topics": []}, {"topics": "A"}, {"nope": 1})
+            }
         if (static_dir() / "app" / "index.html.j2").exists():
             page = await client.get("/?chat=trip")
             assert 'id="smart-context-panel"' in page.text
 
     assert topics.json()["status"] == "success"
     assert filtered.json()["status"] == "success"
+    for bad in ({"chat_id": "../../etc", "topics": []}, {"topics": "A"}, {"nope": 1}):
+        assert wrong[json.dumps(bad)].status_code == 400, wrong[json.dumps(bad)].text
+        assert wrong[json.dumps(bad)].json()["status"] == "error"
     assert "smart_context.filter_changed" in names
     assert names.count("chat.updated") == 4  # each message, the user's and the reply, is news
     messages = chat_on_disk(vault, "trip")["messages"]
