@@ -1,7 +1,9 @@
 """The HTTP API of the reference sidecar (CONTRACT.md §7), as a Starlette application.
 
 Every error is a JSON body ``{"status": "error", "error": "..."}`` with a 4xx or 5xx status;
-a stack trace goes to the log, never to the client.
+a stack trace goes to the log, never to the client. Every response carries the security headers
+of :mod:`smart_context.sidecar.security_headers`; the page's policy also allows, by hash, the
+panels' inline scripts and styles.
 """
 
 from __future__ import annotations
@@ -30,8 +32,15 @@ from smart_context.sidecar.chatfile import finite
 from smart_context.sidecar.events import format_sse, to_json
 from smart_context.sidecar.guard import LocalGuard
 from smart_context.sidecar.host import CommandError
+from smart_context.sidecar.inline_hashes import inline_hashes
 from smart_context.sidecar.pipeline import PipelineEvent
 from smart_context.sidecar.runtime import MessageRun, Sidecar
+from smart_context.sidecar.security_headers import (
+    CSP_HEADER,
+    SECURITY_HEADERS,
+    SecurityHeaders,
+    content_security_policy,
+)
 
 MAX_MESSAGE_CHARS = 100_000
 MAX_BODY_BYTES = 1_000_000
@@ -256,7 +265,17 @@ async def page(request: Request) -> Response:
             status_code=500,
         )
     html = template.render(chats=chats, chat_id=chat_id, panels=panels, boot=boot)
-    return HTMLResponse(html)
+    return HTMLResponse(html, headers={CSP_HEADER: _page_policy(panels)})
+
+
+def _page_policy(panels: list[dict[str, Any]]) -> str:
+    """The page's Content-Security-Policy: the strict one, plus the hashes of exactly the inline
+    scripts and styles of the panels the page embeds (its own markup has none)."""
+    found = [inline_hashes(str(panel["html"])) for panel in panels]
+    return content_security_policy(
+        script_hashes=[source for hashes in found for source in hashes.scripts],
+        style_hashes=[source for hashes in found for source in hashes.styles],
+    )
 
 
 def _requested_chat(requested: str | None, chats: list[dict[str, Any]]) -> str | None:
@@ -288,7 +307,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _server_error(request: Request, exc: Exception) -> Response:
     log.error("Unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-    return error_response("Something went wrong in the sidecar; its log has the details.", 500)
+    response = error_response("Something went wrong in the sidecar; its log has the details.", 500)
+    # Starlette sends this answer from outside the middleware stack, past SecurityHeaders.
+    response.headers.update(SECURITY_HEADERS)
+    return response
 
 
 def create_app(
@@ -316,7 +338,8 @@ def create_app(
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(LocalGuard, allow_remote=allow_remote)],
+        # SecurityHeaders outermost, so the guard's refusals carry the headers too.
+        middleware=[Middleware(SecurityHeaders), Middleware(LocalGuard, allow_remote=allow_remote)],
         exception_handlers={
             BadRequest: _bad_request,
             HTTPException: _http_error,
