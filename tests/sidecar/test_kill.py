@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -31,7 +32,7 @@ asyncio.run(main())
 """
 
 
-async def test_kill_9_while_writing_loses_no_acknowledged_message(tmp_path: Path) -> None:
+def test_kill_9_while_writing_loses_no_acknowledged_message(tmp_path: Path) -> None:
     path = tmp_path / ".memory" / "c1.json"
     for delay in (0.3, 0.45, 0.6, 0.8, 1.1):
         writer = subprocess.Popen(
@@ -45,7 +46,7 @@ async def test_kill_9_while_writing_loses_no_acknowledged_message(tmp_path: Path
         out, _ = writer.communicate()
         acknowledged = out.split()
         assert acknowledged, "the writer stored nothing before it was killed"
-        stored = await ChatMemory(tmp_path).load_chat("c1")  # finishes a pending journal
+        stored = asyncio.run(ChatMemory(tmp_path).load_chat("c1"))  # finishes a pending journal
         ids = {m["id"] for m in stored["messages"]}
         assert set(acknowledged) <= ids
         assert json.loads(path.read_bytes()) == stored  # the file is whole, plain JSON
