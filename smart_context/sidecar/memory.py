@@ -25,6 +25,7 @@ import logging
 import os
 import secrets
 import string
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -113,6 +114,8 @@ class ChatMemory:
         # Parsed chats, so a message costs the same in a long chat as in a short one: a file
         # is parsed again only when its stamp shows another writer changed it.
         self._known: OrderedDict[str, _Known] = OrderedDict()
+        self._summaries: dict[str, tuple[Stamp, dict[str, Any]]] = {}  # for the chat list
+        self._known_lock = threading.Lock()  # worker threads of different chats share both
 
     # -- the Memory protocol -------------------------------------------------------------
 
@@ -273,12 +276,13 @@ class ChatMemory:
         if chatfile.recover(path):
             log.warning("Chat %s: finished a write that was interrupted.", chat_id)
         stamp = _stamp(path)
-        known = self._known.get(chat_id)
         if stamp is None:
             return Parsed(empty_chat(), None)
-        if known is not None and known.stamp == stamp:
-            self._known.move_to_end(chat_id)
-            return known.parsed
+        with self._known_lock:
+            known = self._known.get(chat_id)
+            if known is not None and known.stamp == stamp:
+                self._known.move_to_end(chat_id)
+                return known.parsed
         try:
             parsed = chatfile.parse(path.read_bytes())
         except FileNotFoundError:
@@ -300,10 +304,11 @@ class ChatMemory:
         stamp = _stamp(path)
         if stamp is None:
             return
-        self._known[chat_id] = _Known(stamp, parsed)
-        self._known.move_to_end(chat_id)
-        while len(self._known) > CACHED_CHATS:
-            self._known.popitem(last=False)
+        with self._known_lock:
+            self._known[chat_id] = _Known(stamp, parsed)
+            self._known.move_to_end(chat_id)
+            while len(self._known) > CACHED_CHATS:
+                self._known.popitem(last=False)
 
     def _ensure_dir(self, chat_id: ChatId) -> Path:
         memory_dir(self.vault).mkdir(parents=True, exist_ok=True)
@@ -324,12 +329,7 @@ class ChatMemory:
 
     @staticmethod
     def _set_aside(path: Path) -> Path:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        aside = path.with_name(f"{path.name}.corrupt-{stamp}")
-        counter = 1
-        while aside.exists():
-            aside = path.with_name(f"{path.name}.corrupt-{stamp}-{counter}")
-            counter += 1
+        aside = vault_check.free_name(path, "corrupt")
         os.replace(path, aside)
         return aside
 
@@ -350,11 +350,22 @@ class ChatMemory:
         return chats
 
     def _summary(self, chat_id: ChatId, path: Path) -> dict[str, Any]:
-        stat = path.stat()
-        fallback = datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(timespec="milliseconds")
+        # Listing reads every chat: remember each summary until its file changes.
+        stamp = _stamp(path)
+        with self._known_lock:
+            cached = self._summaries.get(chat_id)
+        if cached is not None and cached[0] == stamp:
+            return dict(cached[1])
+        fallback = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(
+            timespec="milliseconds"
+        )
         with file_lock(self._ensure_dir(chat_id)):
-            data = self._current(chat_id).data
-        return summarize(chat_id, data, fallback)
+            summary = summarize(chat_id, self._current(chat_id).data, fallback)
+            stamp = _stamp(path)  # the read may have finished a journal or set the file aside
+        if stamp is not None:
+            with self._known_lock:
+                self._summaries[chat_id] = (stamp, summary)
+        return dict(summary)
 
 
 def _stamp(path: Path) -> Stamp | None:

@@ -57,7 +57,10 @@ def check_vault(vault: Path) -> VaultReport:
     folder = memory_dir(vault)
     for path in _files(vault) + _files(folder):
         name, shown = path.name, str(path.relative_to(vault))
-        if _TEMPORARY.match(name) or _JOURNAL.match(name):
+        temporary = _TEMPORARY.match(name)
+        if (temporary and _is_ours(path.with_name(temporary["target"]), vault)) or _JOURNAL.match(
+            name
+        ):
             report.leftovers.append(shown)
         elif _SET_ASIDE.match(name):
             report.set_aside.append(shown)
@@ -95,8 +98,10 @@ def tidy_leftovers(vault: Path, *, stale_seconds: float = STALE_SECONDS) -> list
             if match is None or now - path.stat().st_mtime < stale_seconds:
                 continue
             target = path.with_name(match["target"])
+            if not _is_ours(target, vault):
+                continue
             if _is_chat_file(target.name) and _has_lost_messages(path, target):
-                kept = _free_name(target, "recovered")
+                kept = free_name(target, "recovered")
                 os.replace(path, kept)
                 done.append(
                     f"kept {path.name} as {kept.name}: it holds messages {target.name} lacks"
@@ -109,6 +114,13 @@ def tidy_leftovers(vault: Path, *, stale_seconds: float = STALE_SECONDS) -> list
     for line in done:
         log.warning("Leftover: %s", line)
     return done
+
+
+def _is_ours(target: Path, vault: Path) -> bool:
+    """Whether this package writes ``target``: the vault's settings, a JSON file of .memory/."""
+    if target.parent == vault:
+        return target.name == ".vault.toml"
+    return target.name.endswith(".json")
 
 
 def _files(folder: Path) -> list[Path]:
@@ -140,8 +152,9 @@ def _has_lost_messages(leftover: Path, target: Path) -> bool:
     return any(isinstance(m, dict) and json.dumps(m.get("id")) not in known for m in theirs)
 
 
-def _free_name(target: Path, kind: str) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+def free_name(target: Path, kind: str) -> Path:
+    """``{target}.{kind}-{time}``, a name no file has yet: where a file is set aside or kept."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     candidate = target.with_name(f"{target.name}.{kind}-{stamp}")
     counter = 1
     while candidate.exists():

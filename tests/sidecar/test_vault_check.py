@@ -41,13 +41,19 @@ def test_leftovers_are_removed_and_lost_messages_kept(memory: Path) -> None:
     cache = old(memory / ".c1.embeddings.json.abcdefgh.tmp", b"{")
     in_progress = memory / ".c1.json.q1w2e3r4.tmp"  # young: another process may be writing it
     in_progress.write_bytes(b"{")
-    theirs = [old(memory / "notes.tmp", b"x"), old(memory / ".c1.json.mine", b"x")]
+    settings = old(memory.parent / "..vault.toml.a1b2c3d4.tmp", b"x")
+    theirs = [
+        old(memory / "notes.tmp", b"x"),
+        old(memory / ".c1.json.mine", b"x"),
+        old(memory.parent / ".todo.md.a1b2c3d4.tmp", b"x"),  # a person's file in the vault
+    ]
     done = tidy_leftovers(memory.parent)
     assert not stale_copy.exists() and not cache.exists() and not holds_more.exists()
+    assert not settings.exists()
     (recovered,) = memory.glob("c1.json.recovered-*")
     assert chatfile.parse(recovered.read_bytes()).data["messages"][-1]["id"] == "b"
     assert in_progress.exists() and all(p.exists() for p in theirs)
-    assert len(done) == 3 and any("recovered" in line for line in done)
+    assert len(done) == 4 and any("recovered" in line for line in done)
 
 
 async def test_start_finishes_an_interrupted_write(
