@@ -39,7 +39,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class _PropertiesLoader(yaml.SafeLoader):
-    """``safe_load`` with timestamps kept as the text they were written as."""
+    """``safe_load`` read as Obsidian reads it (YAML 1.2): ``010`` is ten, not octal eight, and
+    timestamps stay the text they were written as."""
 
 
 def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
@@ -47,7 +48,16 @@ def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
     return loader.construct_scalar(node)
 
 
+def _int_as_written(loader: yaml.SafeLoader, node: yaml.Node) -> int:
+    assert isinstance(node, yaml.ScalarNode)
+    digits = loader.construct_scalar(node).replace("_", "")
+    if re.fullmatch(r"[-+]?0[0-9]+", digits):  # the UI shows 010, so people write it
+        return int(digits, 10)
+    return loader.construct_yaml_int(node)
+
+
 _PropertiesLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+_PropertiesLoader.add_constructor("tag:yaml.org,2002:int", _int_as_written)
 
 
 @dataclass(frozen=True)

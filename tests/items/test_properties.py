@@ -99,8 +99,11 @@ def test_an_unclosed_front_matter_is_read_as_body_and_reported(vault: Vault) -> 
 # --- each property -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("written", "priority"), [("7", 7), ('"001"', 1), ("'042'", 42), ("0", 0)])
-def test_priority_is_a_whole_number_also_written_as_001(
+@pytest.mark.parametrize(
+    ("written", "priority"),
+    [("7", 7), ('"001"', 1), ("'042'", 42), ("0", 0), ("010", 10), ("008", 8), ("0_10", 10)],
+)
+def test_priority_is_a_whole_number_also_written_as_001_and_never_octal(
     vault: Vault, written: str, priority: int
 ) -> None:
     item, problems = vault.only_item("rules/p.md", f"---\npriority: {written}\n---\nx")
