@@ -4,7 +4,8 @@
   then its parameters), so a search for the thing's name or purpose finds it as well as one for
   its content;
 - :func:`chunk`: paragraphs, then lines and sentences, merged back up to about 500 characters:
-  a chunk is a few related sentences, short enough that one subject is not averaged away;
+  a chunk is a few related sentences, short enough that one subject is not averaged away, and
+  a Markdown heading starts the chunk of its section rather than ending the one before;
 - :func:`query_chunks`: a message as sentences, each embedded on its own and max-pooled, so a
   message that asks two things finds the items for both.
 
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
 CHUNK_TARGET = 500
 MIN_QUERY_CHUNK = 20  # shorter query sentences ("Thanks.", "Also:") join a neighbour
 
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+_HEADING = re.compile(r"#{1,6}[ \t]")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n\s*")
 # After ., ! or ? (and any closing quotes or brackets), before whitespace; or at a line break,
 # since lines in Markdown are list items, table rows and headings.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?\u2026])[\"'\u201d\u2019)\]]*\s+|[ \t]*\n\s*")
@@ -49,7 +51,7 @@ def chunk(text: str, target: int = CHUNK_TARGET) -> list[str]:
         raise ValueError(f"the chunk target must be at least 1 character, got {target}")
     chunks: list[str] = []
     current = ""
-    for glue, piece in _pieces(text, target):
+    for glue, piece in _headed(_pieces(text, target), target):
         if current and len(current) + len(glue) + len(piece) <= target:
             current += glue + piece
         else:
@@ -94,7 +96,7 @@ def query_chunks(message: str, target: int = CHUNK_TARGET) -> list[str]:
 def _pieces(text: str, target: int) -> Iterator[tuple[str, str]]:
     """(the break before it, piece) for each piece of at most ``target`` characters."""
     paragraph_glue = ""
-    for paragraph in _PARAGRAPH_BREAK.split(text.strip()):
+    for paragraph in map(str.strip, _PARAGRAPH_BREAK.split(text)):
         if len(paragraph) <= target:
             if paragraph:
                 yield paragraph_glue, paragraph
@@ -105,6 +107,25 @@ def _pieces(text: str, target: int) -> Iterator[tuple[str, str]]:
                     yield glue, words
                     glue = " "
         paragraph_glue = "\n\n"
+
+
+def _headed(pieces: Iterator[tuple[str, str]], target: int) -> Iterator[tuple[str, str]]:
+    """``pieces`` with a Markdown heading joined to the piece after it when both fit: a heading
+    alone at the end of a chunk says nothing, and its section's chunk loses its title."""
+    held: tuple[str, str] | None = None
+    for glue, piece in pieces:
+        if held is not None:
+            if len(held[1]) + len(glue) + len(piece) <= target:
+                glue, piece = held[0], held[1] + glue + piece
+            else:
+                yield held
+            held = None
+        if _HEADING.match(piece.rsplit("\n", 1)[-1]):
+            held = (glue, piece)
+        else:
+            yield glue, piece
+    if held is not None:
+        yield held
 
 
 def _split_keeping_breaks(paragraph: str) -> Iterator[tuple[str, str]]:
@@ -125,7 +146,7 @@ def _split_keeping_breaks(paragraph: str) -> Iterator[tuple[str, str]]:
 
 
 def _sentences(text: str) -> Iterator[str]:
-    for paragraph in _PARAGRAPH_BREAK.split(text.strip()):
+    for paragraph in _PARAGRAPH_BREAK.split(text):
         for _glue, sentence in _split_keeping_breaks(paragraph):
             yield sentence
 

@@ -25,9 +25,9 @@ def random_text(rng: random.Random) -> str:
         for _ in range(rng.randint(1, 12)):
             words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 40)))
             end = rng.choice([".", "!", "?", '."', ".)", "", ":", "…"])
-            sentences.append(rng.choice(["", "- ", "## "]) + words + end)
+            sentences.append(rng.choice(["", "- ", "## ", "# "]) + words + end)
         paragraphs.append(rng.choice([" ", "  ", "\n", " \t"]).join(sentences))
-    return rng.choice(["\n\n", "\n \n", "\n\n\n\n", "\r\n\r\n"]).join(paragraphs)
+    return rng.choice(["\n\n", "\n \n", " \n\n\n\n ", "\r\n\r\n", "\t\n\n"]).join(paragraphs)
 
 
 CORPUS = [random_text(random.Random(seed)) for seed in range(300)]
@@ -108,6 +108,10 @@ def test_empty_and_blank_text_have_no_chunks() -> None:
     assert chunk(" \n\n \t\n") == []
 
 
+def test_crlf_blank_lines_separate_paragraphs() -> None:
+    assert chunk("first\r\n\r\nsecond", target=8) == ["first", "second"]
+
+
 def test_paragraphs_are_split_before_sentences() -> None:
     first = "A" * 30 + "."
     second = "B" * 30 + "."
@@ -157,6 +161,21 @@ def test_decimal_points_and_urls_are_not_sentence_ends() -> None:
 def test_small_paragraphs_merge_with_a_blank_line_between() -> None:
     text = "## Kyoto\n\nStart early at Fushimi Inari.\n\n" + "x " * 300
     assert chunk(text, target=60)[0] == "## Kyoto\n\nStart early at Fushimi Inari."
+
+
+def test_a_heading_starts_its_sections_chunk_rather_than_ending_the_one_before() -> None:
+    text = "Intro " * 12 + "\n\n## Asyncio\n\n" + "One session. " * 5 + "\n\n# A\n## B\n\ntext"
+    assert chunk(text, target=80) == [
+        ("Intro " * 12).strip(),
+        "## Asyncio\n\n" + ("One session. " * 5).strip(),
+        "# A\n## B\n\ntext",
+    ]
+
+
+def test_a_heading_too_long_to_join_its_section_stays_whole() -> None:
+    section = "x " * 45
+    assert chunk(f"## Title\n\n{section}", target=90) == ["## Title", section.strip()]
+    assert chunk("intro\n\n## Last", target=90) == ["intro\n\n## Last"]
 
 
 def test_a_target_under_one_is_refused() -> None:
