@@ -66,11 +66,13 @@ def chunk(text: str, target: int = CHUNK_TARGET) -> list[str]:
 def query_chunks(message: str, target: int = CHUNK_TARGET) -> list[str]:
     """``message`` as sentence chunks for query-side max pooling.
 
-    One chunk per sentence or line, never merged with a whole sentence; a fragment under
+    One chunk per sentence or line (two whole sentences are never merged); a fragment under
     ``MIN_QUERY_CHUNK`` characters joins the previous chunk (or, first or when that is full, the
     next one), since "Thanks." or "Two things:" alone matches anything a little. A sentence over
     ``target`` is split at spaces rather than cut off: its end may be what the message asks.
     """
+    if target < 1:
+        raise ValueError(f"the chunk target must be at least 1 character, got {target}")
     chunks: list[str] = []
     pending = ""  # a short fragment waiting for the next sentence
     for sentence in _sentences(message):

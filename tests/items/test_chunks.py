@@ -181,6 +181,8 @@ def test_a_heading_too_long_to_join_its_section_stays_whole() -> None:
 def test_a_target_under_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         chunk("text", target=0)
+    with pytest.raises(ValueError, match="at least 1"):
+        query_chunks("text", target=0)
 
 
 # --- query_chunks --------------------------------------------------------------------------------
