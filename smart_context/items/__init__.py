@@ -1,0 +1,8 @@
+"""Context items (seeds 000, 001; CONTRACT.md §8): the vault's rules and references, and MCP tools.
+
+- :mod:`.model`: :class:`Item` and :class:`ItemProblem`;
+- :mod:`.files`: rules and references read from the vault's Markdown files, and the stamp that
+  says when to read them again; :mod:`.properties`: their front matter, read as hostile input;
+- :mod:`.tools`: an MCP tool as an item;
+- :mod:`.chunks`: what is embedded for an item, in chunks, and a message as query chunks.
+"""

@@ -1,0 +1,170 @@
+"""What is embedded for an item, cut into chunks, and a message cut into query chunks (seed 000).
+
+- :func:`index_text`: ``name: description`` then the body (a tool: ``server.name: description``
+  then its parameters), so a search for the thing's name or purpose finds it as well as one for
+  its content;
+- :func:`chunk`: paragraphs, then lines and sentences, merged back up to about 500 characters:
+  a chunk is a few related sentences, short enough that one subject is not averaged away, and
+  a Markdown heading starts the chunk of its section rather than ending the one before;
+- :func:`query_chunks`: a message as sentences, each embedded on its own and max-pooled, so a
+  message that asks two things finds the items for both.
+
+All pure and deterministic; lengths are in characters. No piece is ever cut inside a word: a
+word longer than the target is a chunk of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from smart_context.items.model import Item
+
+CHUNK_TARGET = 500
+MIN_QUERY_CHUNK = 20  # shorter query sentences ("Thanks.", "Also:") join a neighbour
+
+_HEADING = re.compile(r"#{1,6}[ \t]")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n\s*")
+# After ., ! or ? (and any closing quotes or brackets), before whitespace; or at a line break,
+# since lines in Markdown are list items, table rows and headings.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?\u2026])[\"'\u201d\u2019)\]]*\s+|[ \t]*\n\s*")
+
+
+def index_text(item: Item) -> str:
+    """The text embedded for ``item`` (and hashed into its ``content_hash``)."""
+    title = f"{item.server_name}.{item.name}" if item.server_name is not None else item.name
+    head = f"{title}: {item.description}" if item.description else title
+    return f"{head}\n\n{item.text}" if item.text else head
+
+
+def chunk(text: str, target: int = CHUNK_TARGET) -> list[str]:
+    """``text`` in chunks of at most ``target`` characters (a single longer word excepted).
+
+    Paragraphs (split at blank lines) longer than ``target`` are split at line breaks and
+    sentence ends, and a sentence still too long at spaces; then the pieces are merged in order,
+    greedily, as long as a chunk stays within ``target``. Pieces keep the break that preceded
+    them (blank line, line break or space), so a chunk reads like the text it came from.
+    """
+    if target < 1:
+        raise ValueError(f"the chunk target must be at least 1 character, got {target}")
+    chunks: list[str] = []
+    current = ""
+    for glue, piece in _headed(_pieces(text, target), target):
+        if current and len(current) + len(glue) + len(piece) <= target:
+            current += glue + piece
+        else:
+            if current:
+                chunks.append(current)
+            current = piece
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def query_chunks(message: str, target: int = CHUNK_TARGET) -> list[str]:
+    """``message`` as sentence chunks for query-side max pooling.
+
+    One chunk per sentence or line (two whole sentences are never merged); a fragment under
+    ``MIN_QUERY_CHUNK`` characters joins the previous chunk (or, first or when that is full, the
+    next one), since "Thanks." or "Two things:" alone matches anything a little. A sentence over
+    ``target`` is split at spaces rather than cut off: its end may be what the message asks.
+    """
+    if target < 1:
+        raise ValueError(f"the chunk target must be at least 1 character, got {target}")
+    chunks: list[str] = []
+    pending = ""  # a short fragment waiting for the next sentence
+    for sentence in _sentences(message):
+        for piece in _words_within(sentence, target):
+            if pending:
+                joined = f"{pending} {piece}"
+                if len(joined) <= target:
+                    piece = joined
+                else:
+                    chunks.append(pending)
+                pending = ""
+            if len(piece) >= MIN_QUERY_CHUNK:
+                chunks.append(piece)
+            elif chunks and len(chunks[-1]) + 1 + len(piece) <= target:
+                chunks[-1] += f" {piece}"
+            else:
+                pending = piece
+    if pending:
+        chunks.append(pending)
+    return chunks
+
+
+def _pieces(text: str, target: int) -> Iterator[tuple[str, str]]:
+    """(the break before it, piece) for each piece of at most ``target`` characters."""
+    paragraph_glue = ""
+    for paragraph in map(str.strip, _PARAGRAPH_BREAK.split(text)):
+        if len(paragraph) <= target:
+            if paragraph:
+                yield paragraph_glue, paragraph
+        else:
+            for sentence_glue, sentence in _split_keeping_breaks(paragraph):
+                glue = sentence_glue or paragraph_glue
+                for words in _words_within(sentence, target):
+                    yield glue, words
+                    glue = " "
+        paragraph_glue = "\n\n"
+
+
+def _headed(pieces: Iterator[tuple[str, str]], target: int) -> Iterator[tuple[str, str]]:
+    """``pieces`` with a Markdown heading joined to the piece after it when both fit: a heading
+    alone at the end of a chunk says nothing, and its section's chunk loses its title."""
+    held: tuple[str, str] | None = None
+    for glue, piece in pieces:
+        if held is not None:
+            if len(held[1]) + len(glue) + len(piece) <= target:
+                glue, piece = held[0], held[1] + glue + piece
+            else:
+                yield held
+            held = None
+        if _HEADING.match(piece.rsplit("\n", 1)[-1]):
+            held = (glue, piece)
+        else:
+            yield glue, piece
+    if held is not None:
+        yield held
+
+
+def _split_keeping_breaks(paragraph: str) -> Iterator[tuple[str, str]]:
+    """A paragraph's sentences and lines, each with the break before it (``""`` for the first)."""
+    start, glue = 0, ""
+    for match in _SENTENCE_BREAK.finditer(paragraph):
+        # the closing quotes and brackets stay with the sentence they close
+        sentence = paragraph[start : match.start() + len(match.group().rstrip())].strip()
+        if sentence:
+            yield glue, sentence
+            glue = " "
+        if "\n" in match.group():
+            glue = "\n"
+        start = match.end()
+    rest = paragraph[start:].strip()
+    if rest:
+        yield glue, rest
+
+
+def _sentences(text: str) -> Iterator[str]:
+    for paragraph in _PARAGRAPH_BREAK.split(text):
+        for _glue, sentence in _split_keeping_breaks(paragraph):
+            yield sentence
+
+
+def _words_within(sentence: str, target: int) -> Iterator[str]:
+    """``sentence`` itself if it fits, else runs of its words of at most ``target`` characters."""
+    if len(sentence) <= target:
+        yield sentence
+        return
+    current = ""
+    for word in sentence.split():
+        if current and len(current) + 1 + len(word) <= target:
+            current += f" {word}"
+        else:
+            if current:
+                yield current
+            current = word
+    if current:
+        yield current

@@ -1,0 +1,227 @@
+"""Rules and references: the Markdown files of ``rules/`` and ``references/`` (CONTRACT.md §8).
+
+A file is Markdown with optional YAML front matter, as Obsidian writes its properties::
+
+    ---
+    name: Code Style            # default: the file's stem
+    description: How code in answers should look
+    priority: 1                 # 0-999, shown as 001; "001" works too; default 999 (last)
+    include: always             # always | manual | agent; default manual
+    enabled: true               # default true
+    ---
+    The body: the item's text.
+
+The front matter starts on the very first line (after an optional BOM) and ends at the next
+line that is ``---``; CRLF line ends are read as LF. Reading a vault never raises: whatever is
+wrong comes back as an :class:`ItemProblem` naming the file and, where it is one property, the
+property, and the item still loads with a safe value for it. A file is skipped when its
+properties cannot be read at all (broken YAML, a list instead of a mapping, aliases), when it is
+not UTF-8, larger than ``MAX_FILE_BYTES``, or a link that leads outside the vault.
+
+Decisions:
+
+- Only the folder's own files count, not subfolders: the contract says ``rules/*.md``, an item
+  is known by its name alone, and a subfolder (``rules/archive/``) is a plain way to put rules
+  aside without editing them. Dot files and names not ending in ``.md`` are ignored.
+- Two files of one folder with the same ``name``: the first by file name loads and the other is
+  reported and skipped. Sessions and records name items by type and name only, so two items
+  with one name would make "which rule was sent?" unanswerable. A rule and a reference may
+  share a name.
+- Properties other than ours (Obsidian's ``tags``, ``aliases``, ``cssclasses``, a plugin's own)
+  are ignored quietly, except a near-miss of ours (``Priority``, ``inlcude``), which is
+  reported: a typo would otherwise switch an item's behaviour silently.
+- A bad ``include`` falls back to ``manual`` and a bad ``enabled`` to ``false``: a value that
+  cannot be read never puts an item into a chat by itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from smart_context.items.model import Item, ItemProblem, ItemType
+from smart_context.items.properties import name_error, parse_front_matter, read_properties
+
+MAX_FILE_BYTES = 1_000_000
+# Obsidian's properties block, then the body. The closing line may end the file.
+_FRONT_MATTER = re.compile(r"---[ \t]*\n(?P<yaml>(?:.*?\n)??)---[ \t]*(?:\n|\Z)", re.DOTALL)
+
+Stamp = tuple[tuple[str, int, int], ...]
+
+
+def load_items(
+    vault: Path, rules_dir: str = "rules", references_dir: str = "references"
+) -> tuple[list[Item], list[ItemProblem]]:
+    """Every rule and reference of ``vault``, sorted (:meth:`Item.sort_key`), and every problem
+    found on the way. Disabled items are included: the caller decides what they mean."""
+    root = _root(vault)
+    items: list[Item] = []
+    problems: list[ItemProblem] = []
+    folders: tuple[tuple[ItemType, str], ...] = (("rule", rules_dir), ("reference", references_dir))
+    for item_type, folder in folders:
+        candidates, trouble = _candidates(root, folder)
+        problems += trouble
+        named: dict[str, str] = {}  # name -> the source that took it
+        for source, path in candidates:
+            item, trouble = _load_file(root, path, source, item_type)
+            problems += trouble
+            if item is None:
+                continue
+            if item.name in named:
+                message = f"another {item_type} is already named {item.name!r} ({named[item.name]})"
+                problems.append(ItemProblem(source, f"{message}; skipped", "name", skipped=True))
+                continue
+            named[item.name] = source
+            items.append(item)
+    return sorted(items, key=Item.sort_key), problems
+
+
+def folder_stamp(
+    vault: Path, rules_dir: str = "rules", references_dir: str = "references"
+) -> Stamp:
+    """``(path, mtime_ns, size)`` of every file :func:`load_items` would look at, in order.
+
+    A caller keeps the last stamp and loads again only when it differs: one directory listing
+    and one ``stat`` per file, so an edit on disk takes effect on the next request. A file that
+    cannot be stat-ed shows as ``-1, -1`` (fixing it changes the stamp). Never raises.
+    """
+    root = _root(vault)
+    entries: list[tuple[str, int, int]] = []
+    for folder in (rules_dir, references_dir):
+        for source, path in _candidates(root, folder)[0]:
+            try:
+                st = path.stat()
+            except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11)
+                entries.append((source, -1, -1))
+            else:
+                entries.append((source, st.st_mtime_ns, st.st_size))
+    return tuple(entries)
+
+
+def split_front_matter(text: str) -> tuple[str | None, str]:
+    """(the YAML between the ``---`` lines, or None when there is none; the body)."""
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return None, text
+    return match.group("yaml"), text[match.end() :]
+
+
+def _load_file(
+    root: Path, path: Path, source: str, item_type: ItemType
+) -> tuple[Item | None, list[ItemProblem]]:
+    stem = path.name.removesuffix(".md")
+    stem_error = name_error(stem)
+    if stem_error:
+        message = f"the file name cannot name a {item_type}: it {stem_error}; skipped"
+        return None, [ItemProblem(source, message, skipped=True)]
+    text, problem = _read_text(root, path, source)
+    if text is None:
+        return None, [problem] if problem else []
+    front, body = split_front_matter(text)
+    problems: list[ItemProblem] = []
+    raw: Mapping[Any, Any] = {}
+    if front is not None:
+        parsed = parse_front_matter(front)
+        if isinstance(parsed, str):
+            return None, [ItemProblem(source, f"{parsed}; skipped", skipped=True)]
+        raw = parsed
+    elif text.startswith("---\n"):
+        message = "starts with --- but has no closing --- line: read as a file without properties"
+        problems.append(ItemProblem(source, message))
+    props, trouble = read_properties(raw, stem)
+    problems += [ItemProblem(source, message, key) for key, message in trouble]
+    item = Item(
+        type=item_type,
+        name=props.name,
+        description=props.description,
+        priority=props.priority,
+        include=props.include,
+        enabled=props.enabled,
+        text=body.strip(),
+        source=source,
+    )
+    return item, problems
+
+
+def _root(vault: Path) -> Path:
+    try:
+        return Path(vault).resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(vault))
+
+
+def _candidates(root: Path, folder: str) -> tuple[list[tuple[str, Path]], list[ItemProblem]]:
+    """(source, path) of the folder's ``*.md`` files by name, or why the folder was not read."""
+    shown = Path(os.path.normpath(folder)).as_posix()
+    path = root / folder
+    try:
+        resolved = path.resolve()
+        if not resolved.is_relative_to(root):
+            message = "the folder is outside the vault; its files are not read"
+            return [], [ItemProblem(shown, message, skipped=True)]
+        with os.scandir(resolved) as listing:
+            names = sorted(e.name for e in listing if _is_candidate(e.name))
+    except FileNotFoundError:
+        return [], []  # a vault without rules is a vault without rules
+    except (OSError, RuntimeError) as exc:
+        return [], [ItemProblem(shown, f"the folder cannot be read ({_reason(exc)})", skipped=True)]
+    prefix = "" if shown == "." else f"{shown}/"
+    return [(prefix + name, path / name) for name in names], []
+
+
+def _is_candidate(name: str) -> bool:
+    return name.endswith(".md") and not name.startswith(".")
+
+
+def _read_text(root: Path, path: Path, source: str) -> tuple[str | None, ItemProblem | None]:
+    """The file's text, LF line ends and no BOM, or the problem that kept it out."""
+    data, problem = _read_bytes(root, path, source)
+    if data is None:
+        return None, problem
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        message = (
+            f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "save it as UTF-8 to use it"
+        )
+        return None, ItemProblem(source, message, skipped=True)
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n"), None
+
+
+def _read_bytes(root: Path, path: Path, source: str) -> tuple[bytes | None, ItemProblem | None]:
+    def refuse(message: str) -> tuple[None, ItemProblem]:
+        return None, ItemProblem(source, message, skipped=True)
+
+    try:
+        target = path.resolve(strict=True)
+        if not target.is_relative_to(root):
+            return refuse("is a link to a file outside the vault; refused")
+        # O_NONBLOCK: a FIFO named like a note must not hang the request that reads it
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return refuse("is not a regular file")
+            with open(fd, "rb", closefd=False) as file:
+                data = file.read(MAX_FILE_BYTES + 1)
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        return refuse("cannot be read: it is gone, or a link to nothing")
+    except (OSError, RuntimeError) as exc:
+        return refuse(f"cannot be read ({_reason(exc)})")
+    if len(data) > MAX_FILE_BYTES:
+        return refuse(
+            f"is larger than {MAX_FILE_BYTES // 1_000_000} MB; too large for a rule or reference"
+        )
+    return data, None
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,91 @@
+"""Rules, references and tools: the items a request's context is built from (CONTRACT.md §8).
+
+An item is known by its :attr:`Item.key` (type, server, name): sessions and request records store
+only that, and look the item up again when they need its text (seed 000, "store references, not
+objects"). Everything else is what the vault says about it today. :attr:`Item.content_hash`
+covers only the indexed text, so a new priority or include mode never costs an embedding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from smart_context.items.chunks import index_text
+from smart_context.vectors.codec import content_hash
+
+ItemType = Literal["rule", "reference", "tool"]
+IncludeMode = Literal["always", "manual", "agent"]
+ITEM_TYPES: tuple[ItemType, ...] = ("rule", "reference", "tool")
+INCLUDE_MODES: tuple[IncludeMode, ...] = ("always", "manual", "agent")
+
+MIN_PRIORITY, MAX_PRIORITY = 0, 999  # the UI shows three digits: 001
+# An item without a priority comes after every item that has one: writing `priority: 5` is how a
+# person says "this one first", and saying nothing should never push another item down.
+DEFAULT_PRIORITY = MAX_PRIORITY
+FILE_INCLUDE: IncludeMode = "manual"  # a rule or reference reaches a chat only when asked for
+TOOL_INCLUDE: IncludeMode = "always"  # a tool's mode is tool -> server -> always (CONTRACT §8)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One rule, reference or tool as the vault defines it now."""
+
+    type: ItemType
+    name: str
+    description: str = ""
+    priority: int = DEFAULT_PRIORITY
+    include: IncludeMode = FILE_INCLUDE
+    enabled: bool = True
+    text: str = ""  # the body of a file; a tool's parameters, one per line
+    source: str = ""  # the file's path in the vault (``rules/style.md``), a tool's server name
+    server_name: str | None = None  # tools only
+    content_hash: str = field(init=False, repr=False)  # blake3 of index_text(item)
+
+    def __post_init__(self) -> None:
+        if self.type not in ITEM_TYPES:
+            raise ValueError(f"item type must be one of {ITEM_TYPES}, got {self.type!r}")
+        if self.include not in INCLUDE_MODES:
+            raise ValueError(f"include must be one of {INCLUDE_MODES}, got {self.include!r}")
+        if (self.type == "tool") != (self.server_name is not None):
+            raise ValueError("a tool needs its server_name, and only a tool has one")
+        object.__setattr__(self, "content_hash", content_hash(index_text(self)))
+
+    @property
+    def key(self) -> str:
+        """``type:server:name`` (``rule::Code Style``, ``tool:files:read_file``): the identity
+        sessions and request records use. A name may hold ``:``; the server never does."""
+        return f"{self.type}:{self.server_name or ''}:{self.name}"
+
+    @property
+    def priority_label(self) -> str:
+        """The priority as the UI shows it: ``001``."""
+        return f"{self.priority:03d}"
+
+    def sort_key(self) -> tuple[int, str, int, str, str]:
+        """Rules, then references, then tools; files by priority then name, tools by server then
+        name (seed 000). Case is ignored, then breaks ties, so the order is total."""
+        return (
+            ITEM_TYPES.index(self.type),
+            self.server_name or "",
+            self.priority if self.type != "tool" else 0,
+            self.name.casefold(),
+            self.name,
+        )
+
+
+@dataclass(frozen=True)
+class ItemProblem:
+    """Something wrong with one file (or folder) of the vault, in words its owner can act on.
+
+    ``skipped`` says the file gave no item; otherwise the item loaded with a safe value for
+    ``field``.
+    """
+
+    source: str
+    message: str
+    field: str | None = None
+    skipped: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.message}"
