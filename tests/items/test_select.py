@@ -1,0 +1,44 @@
+"""Agent selection: topK chunks grouped per item, topN, includeScore, and every sentence heard."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smart_context.items.select import Limits, item_scores, select
+
+
+def test_an_item_scores_its_best_chunk_for_each_sentence() -> None:
+    scores = np.array([[0.1, 0.9, 0.2], [0.5, 0.1, 0.3]], dtype=np.float32)
+    owner = np.array([0, 0, 2])
+    per_item = item_scores(scores, owner, 3)
+    assert per_item.tolist() == [
+        [np.float32(0.9), -1.0, np.float32(0.2)],
+        [0.5, -1.0, np.float32(0.3)],
+    ]
+
+
+def test_top_n_of_the_top_k_chunks_and_everything_above_include_score() -> None:
+    scores = np.array([[0.9, 0.8, 0.75, 0.4, 0.2]], dtype=np.float32)
+    owner = np.arange(5)
+    chosen = select(scores, owner, 5, Limits(top_k=3, top_n=2, include_score=0.7))
+    assert [c.item for c in chosen] == [0, 1, 2]  # top 2, and item 2 by include_score
+    assert select(scores, owner, 5, Limits(top_k=1, top_n=5, include_score=0.95))[0].item == 0
+
+
+def test_each_sentence_of_a_request_brings_its_own_best_item() -> None:
+    # sentence 0 is about issues (three trackers score high); sentence 1 about Slack
+    scores = np.array([[0.80, 0.78, 0.77, 0.20], [0.10, 0.12, 0.11, 0.55]], dtype=np.float32)
+    owner = np.arange(4)
+    plain = select(scores[:1].repeat(1, axis=0), owner, 4, Limits(top_k=4, top_n=3, per_query=1))
+    assert 3 not in [c.item for c in plain]
+    chosen = select(scores, owner, 4, Limits(top_k=4, top_n=3, include_score=0.9, per_query=1))
+    assert 3 in [c.item for c in chosen]
+    weak = select(
+        scores, owner, 4, Limits(top_k=4, top_n=3, include_score=0.9, per_query=1, floor=0.6)
+    )
+    assert 3 not in [c.item for c in weak]  # too far from its sentence to be worth a place
+
+
+def test_nothing_to_choose_from_chooses_nothing() -> None:
+    empty = np.zeros((1, 0), dtype=np.float32)
+    assert select(empty, np.zeros(0, dtype=np.intp), 0, Limits()) == []
