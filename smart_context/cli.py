@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -113,6 +114,50 @@ async def show_topics(vault: Path, chat_id: ChatId, out: TextIO) -> None:
             print(f"  {topic['label']:<32} {topic.get('count', 0):>4} messages", file=out)
 
 
+async def show_items(vault: Path, query: str | None, as_json: bool, out: TextIO) -> None:
+    """Print the vault's items and their problems; with ``query``, what agent selection adds."""
+    from smart_context.items.catalog import found_rows
+    from smart_context.items.select import Limits
+
+    async with running_services(vault) as services:
+        catalog = await services.items.current()
+        found = None
+        if query is not None:
+            found = await services.items.search(await services.store(), query, Limits())
+    problems = [{"source": p.source, "message": p.message} for p in catalog.problems]
+    if as_json:
+        listed = [
+            {
+                "type": i.type,
+                "name": i.name,
+                "description": i.description,
+                "priority": i.priority_label,
+                "include": i.include,
+                "enabled": i.enabled,
+                "source": i.source,
+            }
+            for i in catalog.items
+        ]
+        result: dict[str, Any] = {"items": listed, "problems": problems}
+        if found is not None:
+            result["selected"] = found_rows(found)
+        print(json.dumps(result, indent=2, ensure_ascii=False), file=out)
+        return
+    for i in catalog.items:
+        off = "" if i.enabled else "  (disabled)"
+        print(
+            f"{i.priority_label} {i.type:<9} {i.include:<6} {i.name}{off}  [{i.source}]", file=out
+        )
+    for p in catalog.problems:
+        print(f"problem: {p.source}: {p.message}", file=out)
+    if found is not None:
+        print(f"\nagent selection for {_preview(query)!r}:", file=out)
+        for f in found:
+            print(f"  {f.score:.2f}  {f.item.type:<9} {f.item.name}", file=out)
+        if not found:
+            print("  nothing: no agent item is close enough", file=out)
+
+
 def show_doctor(vault: Path, out: TextIO) -> int:
     """Print the vault's damaged files and leftovers, changing nothing; 1 when there are any."""
     from smart_context.sidecar.vault_check import check_vault
@@ -163,6 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     top = sub.add_parser("topics", help="extract and print a chat's topics")
     top.add_argument("vault", type=Path)
     top.add_argument("chat_id")
+    items = sub.add_parser("items", help="list the vault's rules and references, or search them")
+    items.add_argument("vault", type=Path)
+    items.add_argument("--query", help="also show what agent selection adds for this message")
+    items.add_argument("--json", action="store_true", help="print JSON")
     doctor = sub.add_parser("doctor", help="list damaged files and crash leftovers in a vault")
     doctor.add_argument("vault", type=Path)
     serve = sub.add_parser(
@@ -211,6 +260,9 @@ def run_command(args: argparse.Namespace) -> int:
             return run_serve(args)
         if args.command == "doctor":
             return show_doctor(args.vault, sys.stdout)
+        if args.command == "items":
+            asyncio.run(show_items(args.vault, args.query, args.json, sys.stdout))
+            return 0
         chat_id = check_chat_id(args.chat_id)  # refuse a hostile id before touching anything
         if args.command == "context":
             topics = (

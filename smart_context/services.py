@@ -14,6 +14,7 @@ from smart_context.chats import ChatViews
 from smart_context.config import Settings
 from smart_context.embeddings.base import Embedder
 from smart_context.host import Host
+from smart_context.items.catalog import ItemCatalog
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.topics.refresh import refresh
@@ -34,6 +35,7 @@ class Services:
         # a bad setting: the filter is off and every record and the panel say why
         self.config_error = config_error
         self.chats = ChatViews(host.memory)
+        self.items = ItemCatalog(host.vault_path)
         self.current_chat_id: ChatId | None = None
         self.background: Coalescer[ChatId] = Coalescer(lambda chat_id: refresh(self, chat_id))
         self._embedder = embedder

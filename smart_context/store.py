@@ -28,6 +28,7 @@ from smart_context.messages import History, Message, message_text
 from smart_context.paths import ChatId, embeddings_file
 from smart_context.vectors import files
 from smart_context.vectors.chat import ChatVectors
+from smart_context.vectors.codec import content_hash
 from smart_context.vectors.keyed import KeyedMatrix, Rows
 from smart_context.vectors.ops import Matrix, normalize_rows
 
@@ -173,6 +174,35 @@ class VectorStore:
             ordered = vectors.matrix[rows]
             text = self.snapshot(vectors)
         await self.write(embeddings_file(self.vault, chat_id), vectors, text)
+        return ordered
+
+    # ------------------------------------------------------------------ texts
+
+    async def text_vectors(self, name: str, path: Path, texts: Sequence[str]) -> Matrix:
+        """Unit vectors of ``texts`` in order, kept as collection ``name`` (saved at ``path``)
+        and keyed by content: a text is embedded once, across restarts, and an edited one
+        again; the misses go in one call, and texts no longer asked for are dropped."""
+        keys = [content_hash(t) for t in texts]
+        async with self.lock(name):
+            vectors = await self.collection(name, lambda: path, KeyedMatrix)
+            known = set(vectors.keys) if vectors is not None else set()
+            todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
+            if todo:
+                embedded = await self.embed(list(todo.values()))
+                if vectors is None or vectors.dim != embedded.shape[1]:  # a new model
+                    vectors = KeyedMatrix(self.embedder.model_id, int(embedded.shape[1]))
+                    self.keep_open(name, path, vectors)
+                    if len(todo) < len(set(keys)):
+                        todo = dict(zip(keys, texts, strict=True))
+                        embedded = await self.embed(list(todo.values()))
+                vectors.add(list(todo), embedded)
+            if vectors is None:  # no texts at all
+                return np.zeros((0, 0), dtype=np.float32)
+            used = np.unique([vectors.row(k) for k in keys]).astype(np.intp)
+            vectors.keep(used)
+            ordered = vectors.matrix[[vectors.row(k) for k in keys]]
+            text = self.snapshot(vectors)
+        await self.write(path, vectors, text)
         return ordered
 
     # ------------------------------------------------------------------ phrases

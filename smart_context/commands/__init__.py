@@ -6,7 +6,7 @@ so a command behaves the same wherever it is called from.
 
 from __future__ import annotations
 
-from smart_context.commands import topics
+from smart_context.commands import items, topics
 from smart_context.commands.guard import Command, Handler, bind
 from smart_context.services import Services
 
@@ -14,6 +14,7 @@ COMMANDS: dict[str, Command] = {
     "smart_context.set_filter": topics.set_filter,
     "smart_context.get_topics": topics.get_topics,
     "smart_context.set_similarity_mode": topics.set_similarity_mode,
+    "smart_context.search_items": items.search_items,
 }
 
 

@@ -56,6 +56,10 @@ async def test_entry_point_plugin_end_to_end(
                 "/api/commands/smart_context.set_filter", json={"chat_id": "trip", "topics": []}
             )
             names = [event.name async for event in drain(sub)]
+            searched = await client.post(
+                "/api/commands/smart_context.search_items", json={"query": "rain in Kyoto"}
+            )
+            no_query = await client.post("/api/commands/smart_context.search_items", json={})
             wrong = {
                 json.dumps(bad): await client.post(
                     "/api/commands/smart_context.set_filter", json=bad
@@ -68,6 +72,8 @@ async def test_entry_point_plugin_end_to_end(
 
     assert topics.json()["status"] == "success"
     assert filtered.json()["status"] == "success"
+    assert searched.json() == {"status": "success", "items": [], "problems": []}  # no rules yet
+    assert no_query.status_code == 400 and "query is required" in no_query.json()["error"]
     for bad in ({"chat_id": "../../etc", "topics": []}, {"topics": "A"}, {"nope": 1}):
         assert wrong[json.dumps(bad)].status_code == 400, wrong[json.dumps(bad)].text
         assert wrong[json.dumps(bad)].json()["status"] == "error"

@@ -1,0 +1,124 @@
+"""The vault's items as a request sees them: loaded again only when a file changed, chunked
+once, embedded once per chunk text, and searched for one message.
+
+Rules and references come from the vault's folders (:mod:`.files`); an edit on disk is seen on
+the next call (one ``stat`` per file). Chunk vectors are the store's ``items`` collection,
+saved in ``.memory/smart_context/items.embeddings.json`` and keyed by chunk content, so an
+edited item is embedded again and nothing else is (seed 000's incremental updates).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from smart_context.items.chunks import chunk, index_text, query_chunks
+from smart_context.items.files import Stamp, folder_stamp, load_items
+from smart_context.items.model import Item, ItemProblem
+from smart_context.items.select import Limits, select
+from smart_context.paths import memory_dir
+from smart_context.store import VectorStore
+from smart_context.vectors.ops import Matrix
+
+COLLECTION = "items"
+
+
+def items_vectors_file(vault: Path) -> Path:
+    """Where the chunk vectors of the vault's items are kept."""
+    return memory_dir(vault) / "smart_context" / "items.embeddings.json"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The items of one moment: each item's chunks are rows ``owner == index`` of the index."""
+
+    items: tuple[Item, ...]
+    problems: tuple[ItemProblem, ...]
+    chunks: tuple[str, ...]
+    owner: np.ndarray
+
+
+@dataclass(frozen=True)
+class Found:
+    """An item agent selection would add, and its score."""
+
+    item: Item
+    score: float
+
+
+class ItemCatalog:
+    """The vault's rules and references, kept current (see the module docstring)."""
+
+    def __init__(self, vault: Path, rules_dir: str = "rules", references_dir: str = "references"):
+        self.vault = Path(vault)
+        self.dirs = (rules_dir, references_dir)
+        self._stamp: Stamp | None = None
+        self._catalog = Catalog((), (), (), np.zeros(0, dtype=np.intp))
+        self._lock = asyncio.Lock()
+
+    async def current(self) -> Catalog:
+        """The items as the files are now: loaded again only when one changed."""
+        async with self._lock:
+            stamp = await asyncio.to_thread(folder_stamp, self.vault, *self.dirs)
+            if stamp != self._stamp:
+                items, problems = await asyncio.to_thread(load_items, self.vault, *self.dirs)
+                self._catalog = catalog_of(items, problems)
+                self._stamp = stamp
+            return self._catalog
+
+    async def search(
+        self, store: VectorStore, message: str, limits: Limits, modes: Sequence[str] = ("agent",)
+    ) -> list[Found]:
+        """What agent selection adds for ``message``: enabled items whose mode is in ``modes``,
+        best first. Embeds the chunks no one embedded yet and the message's sentences."""
+        catalog = await self.current()
+        wanted = [
+            i for i, item in enumerate(catalog.items) if item.enabled and item.include in modes
+        ]
+        sentences = query_chunks(message) or ([message] if message.strip() else [])
+        if not wanted or not sentences:
+            return []
+        index = await store.text_vectors(COLLECTION, items_vectors_file(self.vault), catalog.chunks)
+        queries = await store.embed(sentences)
+        rows = np.flatnonzero(np.isin(catalog.owner, wanted))
+        local = {item: n for n, item in enumerate(wanted)}
+        owner = np.array([local[int(i)] for i in catalog.owner[rows]], dtype=np.intp)
+        chosen = select(scores_of(queries, index[rows]), owner, len(wanted), limits)
+        return [Found(catalog.items[wanted[c.item]], c.score) for c in chosen]
+
+
+def catalog_of(items: Sequence[Item], problems: Sequence[ItemProblem]) -> Catalog:
+    """Items with their chunks laid out for the index."""
+    chunks: list[str] = []
+    owner: list[int] = []
+    for i, item in enumerate(items):
+        parts = chunk(index_text(item)) or [item.name]
+        chunks += parts
+        owner += [i] * len(parts)
+    return Catalog(tuple(items), tuple(problems), tuple(chunks), np.array(owner, dtype=np.intp))
+
+
+def scores_of(queries: Matrix, index: Matrix) -> Matrix:
+    """``(query chunks, item chunks)`` cosine similarities of unit rows."""
+    out: Matrix = queries @ index.T
+    return out
+
+
+def found_rows(found: Sequence[Found]) -> list[dict[str, object]]:
+    """Found items as command results and ``--json`` print them."""
+    return [
+        {
+            "type": f.item.type,
+            "name": f.item.name,
+            "server_name": f.item.server_name,
+            "description": f.item.description,
+            "priority": f.item.priority_label,
+            "include": f.item.include,
+            "similarity_score": round(f.score, 3),
+        }
+        for f in found
+    ]

@@ -1,0 +1,78 @@
+"""The vault's items end to end: files on disk, chunk vectors kept by content, agent selection."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from smart_context.cli import main
+from smart_context.items.catalog import ItemCatalog, items_vectors_file
+from smart_context.items.select import Limits
+from smart_context.resources import example_vault_dir
+from smart_context.store import VectorStore
+from tests.fakes import FakeEmbedder
+
+
+def write(vault: Path, path: str, text: str) -> None:
+    (vault / path).parent.mkdir(parents=True, exist_ok=True)
+    (vault / path).write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def items_vault(tmp_path: Path) -> Path:
+    write(tmp_path, "rules/bread.md", "---\ninclude: agent\n---\nsourdough starter flour water\n")
+    write(tmp_path, "rules/code.md", "---\ninclude: agent\n---\npython asyncio task cancel\n")
+    write(tmp_path, "rules/always.md", "---\ninclude: always\n---\nsourdough starter always\n")
+    write(tmp_path, "references/off.md", "---\ninclude: agent\nenabled: false\n---\nsourdough\n")
+    return tmp_path
+
+
+async def test_agent_items_are_found_and_chunks_embedded_once(items_vault: Path) -> None:
+    embedder = FakeEmbedder()
+    store = VectorStore(items_vault, embedder)
+    catalog = ItemCatalog(items_vault)
+    limits = Limits(top_n=1)
+    found = await catalog.search(store, "my sourdough starter is flat", limits)
+    assert [f.item.name for f in found] == ["bread"]  # not the always one, not the disabled one
+    before = len(embedder.embedded)
+    await catalog.search(store, "my sourdough starter is flat", limits)
+    assert len(embedder.embedded) == before + 1  # only the message: the chunks are kept
+    assert items_vectors_file(items_vault).exists()
+    # an edit on disk is seen on the next search, and only the edited item is embedded again
+    write(items_vault, "rules/code.md", "---\ninclude: agent\n---\nsourdough oven steam\n")
+    again = await catalog.search(store, "oven steam", limits)
+    assert [f.item.name for f in again] == ["code"]
+    assert sum("oven steam" in t for t in embedder.embedded) == 2  # the chunk and the message
+    assert not any("bread" in t for t in embedder.embedded[before + 1 :])
+
+
+async def test_a_new_store_reads_the_kept_vectors_instead_of_embedding(items_vault: Path) -> None:
+    first = VectorStore(items_vault, FakeEmbedder())
+    await ItemCatalog(items_vault).search(first, "flour", Limits())
+    first.flush()
+    embedder = FakeEmbedder()
+    await ItemCatalog(items_vault).search(VectorStore(items_vault, embedder), "flour", Limits())
+    assert embedder.embedded == ["flour"]
+
+
+async def test_nothing_to_search_embeds_nothing(tmp_path: Path) -> None:
+    embedder = FakeEmbedder()
+    assert await ItemCatalog(tmp_path).search(VectorStore(tmp_path, embedder), "x", Limits()) == []
+    assert embedder.embedded == []
+
+
+def test_items_command_on_the_example_vault_with_the_local_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(example_vault_dir(), vault)
+    question = "how warm should my starter be overnight, and the hydration for 500 g flour?"
+    assert main(["items", str(vault), "--query", question, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["problems"] == []
+    assert {i["name"] for i in result["items"]} >= {"Sourdough Schedule", "Python Code Style"}
+    assert result["selected"][0]["name"] == "Sourdough Schedule"
+    assert all(i["include"] == "agent" for i in result["selected"])
