@@ -1,0 +1,1 @@
+"""Context items: rules, references and MCP tools (CONTRACT.md §8)."""
