@@ -91,10 +91,11 @@ class McpConfig:
 
 
 class _Invalid(Exception):
-    """One bad value in one server table; becomes a line of :attr:`McpConfig.errors`."""
+    """What is wrong with one server table; becomes a line of :attr:`McpConfig.errors`."""
 
-    def __init__(self, key: str, value: object, problem: str) -> None:
-        super().__init__(f"{key} = {_show(value)} is not valid: {problem}")
+
+def _bad(key: str, value: object, problem: str) -> _Invalid:
+    return _Invalid(f"{key} = {_show(value)} is not valid: {problem}")
 
 
 def _show(value: object) -> str:
@@ -147,34 +148,35 @@ def parse_mcp_servers(
     for name, table in servers_table.items():
         where = f"{file}: [mcp.servers.{name}]"
         try:
-            servers.append(parse_server(str(name), table, env))
+            servers.append(_parse_server(str(name), table, env))
         except _Invalid as exc:
             errors.append(f"{where} {exc}")
     return McpConfig(servers=tuple(servers), errors=tuple(errors))
 
 
-def parse_server(name: str, table: Any, environ: Mapping[str, str]) -> McpServer:
-    """One server table; raises an internal error whose text names the bad key."""
+def _parse_server(name: str, table: Any, environ: Mapping[str, str]) -> McpServer:
+    """One server table; :class:`_Invalid` says what is wrong."""
     if not valid_server_name(name):
-        raise _Invalid(
+        raise _bad(
             "name",
             name,
             f"use 1-{MAX_SERVER_NAME} letters and digits, joined by single '-' or '_' "
             "(the model sees its tools as {server}__{tool})",
         )
     if not isinstance(table, dict):
-        raise _Invalid("(table)", table, 'expected a table such as command = "..."')
+        raise _bad("(table)", table, 'expected a table such as command = "..."')
     unknown = sorted(set(table) - _KEYS)
     if unknown:
-        raise _Invalid(
+        raise _bad(
             unknown[0], table[unknown[0]], "unknown key; expected " + ", ".join(sorted(_KEYS))
         )
     command, url = table.get("command"), table.get("url")
-    if (command is None) == (url is None):
+    if command is not None and url is not None:
+        raise _bad("url", url, "a server has a command (stdio) or a url (HTTP), not both")
+    if command is None and url is None:
         raise _Invalid(
-            "command/url",
-            command if command is not None else url,
-            "set exactly one: command (a program started over stdio) or url (streamable HTTP)",
+            'needs command = "..." (a program started over stdio) or url = "http://..." '
+            "(streamable HTTP)"
         )
     return McpServer(
         name=name,
@@ -197,23 +199,23 @@ def _plain(value: Any) -> Any:
 
 def _text(key: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise _Invalid(key, value, "expected a non-empty string")
+        raise _bad(key, value, "expected a non-empty string")
     return value.strip()
 
 
 def _args(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
-        raise _Invalid("args", value, 'expected a list of strings such as ["--root", "~/notes"]')
+        raise _bad("args", value, 'expected a list of strings such as ["--root", "~/notes"]')
     return tuple(os.path.expanduser(a) if a.startswith("~") else a for a in value)
 
 
 def _env(value: Any, environ: Mapping[str, str]) -> dict[str, str]:
     if not isinstance(value, dict):
-        raise _Invalid("env", value, 'expected a table such as { TOKEN = "$MY_TOKEN" }')
+        raise _bad("env", value, 'expected a table such as { TOKEN = "$MY_TOKEN" }')
     expanded: dict[str, str] = {}
     for key, raw in value.items():
         if not isinstance(raw, str):
-            raise _Invalid(f"env.{key}", raw, "expected a string")
+            raise _bad(f"env.{key}", raw, "expected a string")
         expanded[str(key)] = _expand(f"env.{key}", raw, environ)
     return expanded
 
@@ -227,7 +229,7 @@ def _expand(key: str, value: str, environ: Mapping[str, str]) -> str:
             return "$"
         variable = match.group(1) or match.group(2)
         if variable not in environ:
-            raise _Invalid(key, value, f"the environment variable {variable} is not set")
+            raise _bad(key, value, f"the environment variable {variable} is not set")
         return environ[variable]
 
     return _VARIABLE.sub(substitute, value)
@@ -237,31 +239,31 @@ def _url(value: Any) -> str:
     url = _text("url", value)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise _Invalid("url", value, 'expected an http(s) URL such as "http://127.0.0.1:9000/mcp"')
+        raise _bad("url", value, 'expected an http(s) URL such as "http://127.0.0.1:9000/mcp"')
     return url
 
 
 def _mode(key: str, value: Any) -> IncludeMode:
     if value not in INCLUDE_MODES:
-        raise _Invalid(key, value, "expected one of " + ", ".join(f'"{m}"' for m in INCLUDE_MODES))
+        raise _bad(key, value, "expected one of " + ", ".join(f'"{m}"' for m in INCLUDE_MODES))
     return cast(IncludeMode, value)
 
 
 def _bool(key: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise _Invalid(key, value, "expected true or false")
+        raise _bad(key, value, "expected true or false")
     return value
 
 
 def _tools(value: Any) -> dict[str, IncludeMode]:
     if not isinstance(value, dict):
-        raise _Invalid("tools", value, 'expected a table such as { read_file = "always" }')
+        raise _bad("tools", value, 'expected a table such as { read_file = "always" }')
     return {str(tool): _mode(f"tools.{tool}", mode) for tool, mode in value.items()}
 
 
 def _timeout(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Invalid("timeout", value, f"expected seconds, a number from 1 to {MAX_TIMEOUT:g}")
+        raise _bad("timeout", value, f"expected seconds, a number from 1 to {MAX_TIMEOUT:g}")
     if not 1 <= value <= MAX_TIMEOUT:
-        raise _Invalid("timeout", value, f"must be between 1 and {MAX_TIMEOUT:g} seconds")
+        raise _bad("timeout", value, f"must be between 1 and {MAX_TIMEOUT:g} seconds")
     return float(value)

@@ -101,8 +101,8 @@ def test_good_server_names(name: str) -> None:
 @pytest.mark.parametrize(
     ("table", "expected"),
     [
-        ({"command": "x", "url": "http://h/mcp"}, "set exactly one: command"),
-        ({"args": ["a"]}, "set exactly one: command"),
+        ({"command": "x", "url": "http://h/mcp"}, "url = 'http://h/mcp' is not valid: a server"),
+        ({"args": ["a"]}, 'needs command = "..." (a program started over stdio) or url'),
         ({"url": "ftp://host/mcp"}, "url = 'ftp://host/mcp' is not valid: expected an http(s)"),
         ({"url": "http:///mcp"}, "expected an http(s) URL"),
         ({"command": "  "}, "command = '  ' is not valid: expected a non-empty string"),
