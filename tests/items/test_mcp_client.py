@@ -106,16 +106,20 @@ def http_server() -> Iterator[McpServer]:
         text=True,
         env={**os.environ, **CHILD_ENV},
     )
+    assert process.stderr is not None
+    drain = threading.Thread(target=process.stderr.read, daemon=True)
     try:
-        assert process.stderr is not None
         line = process.stderr.readline()
         found = re.search(r"http://127\.0\.0\.1:\d+/mcp", line)
         assert found, f"the example server did not start: {line!r}"
-        threading.Thread(target=process.stderr.read, daemon=True).start()  # keep it drained
+        drain.start()  # its later output must never fill the pipe
         yield McpServer("example_http", url=found.group(0), timeout=10)
     finally:
         process.terminate()
         process.wait(10)
+        if drain.is_alive():
+            drain.join(5)
+        process.stderr.close()
 
 
 async def test_lists_and_calls_each_tool_over_one_stdio_connection(
