@@ -29,3 +29,16 @@ class EmbeddingError(SmartContextError):
 
 class ExtractionError(SmartContextError):
     """Topic extraction produced nothing usable."""
+
+
+class ToolServerError(SmartContextError):
+    """An MCP server could not be started, reached or understood, or did not answer in time.
+
+    A tool that ran and reported a failure is not this: that is a tool result with ``ok``
+    false, for the model to read.
+    """
+
+    def __init__(self, server: str, problem: str) -> None:
+        self.server = server
+        self.problem = problem
+        super().__init__(f"MCP server {server!r}: {problem}")

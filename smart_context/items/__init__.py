@@ -4,5 +4,9 @@
 - :mod:`.files`: rules and references read from the vault's Markdown files, and the stamp that
   says when to read them again; :mod:`.properties`: their front matter, read as hostile input;
 - :mod:`.tools`: an MCP tool as an item;
-- :mod:`.chunks`: what is embedded for an item, in chunks, and a message as query chunks.
+- :mod:`.chunks`: what is embedded for an item, in chunks, and a message as query chunks;
+- :mod:`.select`: agent selection over chunk scores; :mod:`.catalog`: the vault's items kept
+  current, their chunk vectors kept by content, and a search;
+- :mod:`.mcp_config`: ``[mcp.servers.*]`` of ``.vault.toml``; :mod:`.mcp_client`: listing and
+  calling tools with the official SDK, and the last known tool lists.
 """
