@@ -11,7 +11,7 @@ import logging
 
 from smart_context.commands import make_commands
 from smart_context.config import Settings, parse_settings
-from smart_context.context.assemble import assemble
+from smart_context.context.assemble import assemble, request_items
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
 from smart_context.hookspecs import hookimpl
@@ -71,6 +71,7 @@ class SmartContextPlugin:
             services = self._services()
             services.current_chat_id = chat_id
             decision = await assemble(services, chat_id, History(ctx.history))
+            sent, request = await request_items(services, ctx.message, decision.history)
         except Exception as exc:  # the one broad except: the user's request must go through
             if isinstance(exc, SmartContextError):  # ours, with a message that says it all
                 log.warning("Smart Context: sending the full history: %s", exc)
@@ -79,8 +80,9 @@ class SmartContextPlugin:
             failed = ContextRecord.failed(len(ctx.history), f"Smart Context failed: {exc}")
             ctx.metadata["smart_context"] = failed.as_dict()
             return
-        ctx.history = decision.history
+        ctx.history = sent
         ctx.metadata["smart_context"] = decision.record.as_dict()
+        ctx.metadata["request_context"] = request.record()
 
     @hookimpl
     def pipeline_output(self, ctx: PipelineContext) -> None:

@@ -15,9 +15,12 @@ from typing import Any
 from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
 from smart_context.errors import EmbeddingError, SmartContextError
+from smart_context.items.request import RequestContext, build
+from smart_context.items.select import Limits
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
 from smart_context.services import Services
+from smart_context.store import VectorStore
 
 
 async def assemble(
@@ -47,6 +50,25 @@ async def assemble(
             error = f"Topic filter skipped: {exc}"
     selection = Selection(active, threshold, settings.embedding_search, error)
     return decide(history, view.sticky, selection, scores)
+
+
+async def request_items(
+    services: Services, message: str, history: Sequence[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], RequestContext]:
+    """The rules and references this request is sent with (CONTRACT §8), and the history with
+    their text as the system message that comes before it (CONTRACT §9)."""
+    store: VectorStore | None = None
+    error: str | None = None
+    try:
+        store = await services.store()
+    except SmartContextError as exc:  # no embedder: the always items still go
+        error = f"Agent selection skipped: {exc}"
+    request = await build(services.items, store, message, Limits())
+    if error and not request.error:
+        request = RequestContext(request.items, error, request.timestamp)
+    text = request.system_text()
+    sent = [{"role": "system", "content": text}, *history] if text else list(history)
+    return sent, request
 
 
 async def _click(

@@ -196,6 +196,9 @@ class Pipeline:
             "created_at": now_iso(),
             "smart_context": json_safe(_record_of(ctx)),
         }
+        request = ctx.metadata.get("request_context") if isinstance(ctx.metadata, dict) else None
+        if request is not None:  # the items the reply was sent with (CONTRACT §8)
+            message["request_context"] = json_safe(request)
         model = self.llm.model_name("chat")
         if model is not None and reply.notice is None:
             message["model"] = model

@@ -84,3 +84,43 @@ async def test_entry_point_plugin_end_to_end(
     record = messages[-1]["smart_context"]
     assert record["mode"] == "full" and record["total_messages"] == 2
     assert messages[-1]["content"] == "echo: What should I pack for rain?"
+
+
+async def test_the_reply_is_sent_with_the_vaults_rules_and_says_which(
+    vault: Path,
+    openai_server: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("STUB_KEY", openai_server.api_key)
+    write_settings(
+        vault,
+        PLUGIN_TABLE
+        + llm_table(
+            openai_server.base_url, "STUB_KEY", chat="stub-chat", embedding="stub-embedding"
+        ),
+    )
+    (vault / "rules").mkdir()
+    (vault / "rules" / "spelling.md").write_text(
+        "---\ninclude: always\npriority: 1\n---\nWrite British English.\n", encoding="utf-8"
+    )
+    (vault / "rules" / "kyoto.md").write_text(
+        "---\ninclude: agent\n---\nKyoto temples close early in winter\n", encoding="utf-8"
+    )
+    (vault / "rules" / "never.md").write_text(
+        "---\ninclude: manual\n---\nKyoto temples manual rule\n", encoding="utf-8"
+    )
+    async with running_app(create_app(Sidecar(vault))) as client:
+        answer = await client.post(
+            "/api/chats/trip/messages", json={"content": "When do Kyoto temples close?"}
+        )
+        assert answer.status_code == 200, answer.text
+    sent = [body for path, body in openai_server.requests if path.endswith("/chat/completions")]
+    system = sent[-1]["messages"][0]
+    assert system["role"] == "system"
+    assert "Write British English." in system["content"]
+    assert "close early in winter" in system["content"]
+    assert "manual rule" not in system["content"]  # a manual item is never sent on its own
+    stored = chat_on_disk(vault, "trip")["messages"][-1]["request_context"]
+    modes = {i["name"]: i["include_mode"] for i in stored["items"]}
+    assert modes["spelling"] == "always" and modes["kyoto"] == "agent"
+    assert "never" not in modes and "timestamp" in stored

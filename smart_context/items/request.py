@@ -1,0 +1,94 @@
+"""The request context of one message (CONTRACT §8): which rules and references it is sent with,
+the record of them, and the text the model receives.
+
+Built fresh per request from the vault's ``always`` items and the ``agent`` items that agent
+selection finds for this message. The record is what the host stores on the assistant message
+as ``request_context``; the model receives exactly the rules and references the record names,
+as one system message (CONTRACT §9: before the history), and nothing else of the vault.
+Session context (``context_items`` on the chat, ``manual`` items) comes next; until then a chat's
+session is the vault's ``always`` items, as a new session is seeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from smart_context.errors import SmartContextError
+from smart_context.items.catalog import Found, ItemCatalog
+from smart_context.items.model import Item
+from smart_context.items.select import Limits
+from smart_context.store import VectorStore
+
+SECTION_TITLES = {"rule": "Rules to follow", "reference": "Reference material"}
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """An item in the request context: how it got there, and its score when searched."""
+
+    item: Item
+    mode: str  # "always" | "manual" | "agent" | "expansion"
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """The items of one request, and why agent selection found none when it failed."""
+
+    items: tuple[Chosen, ...] = ()
+    error: str | None = None
+    timestamp: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+
+    def record(self) -> dict[str, Any]:
+        """``request_context`` as CONTRACT §8 names it."""
+        items = []
+        for chosen in self.items:
+            entry: dict[str, Any] = {
+                "type": chosen.item.type,
+                "name": chosen.item.name,
+                "include_mode": chosen.mode,
+            }
+            if chosen.item.server_name is not None:
+                entry["server_name"] = chosen.item.server_name
+            if chosen.score is not None:
+                entry["similarity_score"] = round(chosen.score, 3)
+            items.append(entry)
+        out: dict[str, Any] = {"items": items, "timestamp": self.timestamp}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+    def system_text(self) -> str:
+        """The rules and references as the model reads them, rules first, by priority."""
+        sections = []
+        for kind, title in SECTION_TITLES.items():
+            chosen = sorted((c.item for c in self.items if c.item.type == kind), key=_order)
+            if chosen:
+                body = "\n\n".join(f"## {item.name}\n{item.text.strip()}" for item in chosen)
+                sections.append(f"# {title}\n\n{body}")
+        return "\n\n".join(sections)
+
+
+async def build(
+    catalog: ItemCatalog, store: VectorStore | None, message: str, limits: Limits
+) -> RequestContext:
+    """The request context of ``message``: the ``always`` items, then what agent selection adds.
+    A failed search costs the agent items only, and the record says why."""
+    current = await catalog.current()
+    always = [Chosen(i, "always") for i in current.items if i.enabled and i.include == "always"]
+    found: Sequence[Found] = ()
+    error = None
+    if store is not None:
+        try:
+            found = await catalog.search(store, message, limits)
+        except SmartContextError as exc:
+            error = f"Agent selection skipped: {exc}"
+    agent = [Chosen(f.item, "agent", f.score) for f in found]
+    return RequestContext((*always, *agent), error)
+
+
+def _order(item: Item) -> tuple[int, str]:
+    return item.priority, item.name.casefold()

@@ -1,0 +1,41 @@
+"""The request context: always items, agent items with scores, the text the model gets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from smart_context.items.catalog import ItemCatalog
+from smart_context.items.request import build
+from smart_context.items.select import Limits
+from smart_context.store import VectorStore
+from tests.fakes import FakeEmbedder
+from tests.items.test_catalog import write
+
+
+async def test_always_items_then_agent_items_and_the_models_text(tmp_path: Path) -> None:
+    write(tmp_path, "rules/b.md", "---\ninclude: always\npriority: 2\n---\nSecond rule.\n")
+    write(tmp_path, "rules/a.md", "---\ninclude: always\npriority: 1\n---\nFirst rule.\n")
+    write(tmp_path, "references/bread.md", "---\ninclude: agent\n---\nsourdough starter\n")
+    store = VectorStore(tmp_path, FakeEmbedder())
+    request = await build(ItemCatalog(tmp_path), store, "sourdough starter", Limits(top_n=1))
+    record = request.record()
+    assert [(i["name"], i["include_mode"]) for i in record["items"]] == [
+        ("a", "always"),
+        ("b", "always"),
+        ("bread", "agent"),
+    ]
+    assert "similarity_score" in record["items"][2] and "error" not in record
+    text = request.system_text()
+    assert text.index("First rule.") < text.index("Second rule.") < text.index("sourdough")
+    assert text.startswith("# Rules to follow") and "# Reference material" in text
+
+
+async def test_a_failed_search_keeps_the_always_items_and_says_why(tmp_path: Path) -> None:
+    write(tmp_path, "rules/a.md", "---\ninclude: always\n---\nFirst rule.\n")
+    write(tmp_path, "rules/b.md", "---\ninclude: agent\n---\nbread\n")
+    embedder = FakeEmbedder()
+    embedder.fail_with = "the embedding endpoint is unreachable"
+    request = await build(ItemCatalog(tmp_path), VectorStore(tmp_path, embedder), "bread", Limits())
+    record = request.record()
+    assert [i["name"] for i in record["items"]] == ["a"]
+    assert "unreachable" in record["error"]
