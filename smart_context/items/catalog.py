@@ -59,6 +59,9 @@ class ItemCatalog:
         self._stamp: Stamp | None = None
         self._catalog = Catalog((), (), (), np.zeros(0, dtype=np.intp))
         self._lock = asyncio.Lock()
+        # the chunk vectors of the current catalog, for the model that made them: a request
+        # with no file changed reuses them instead of hashing every chunk again
+        self._index: tuple[Catalog, str, Matrix] | None = None
 
     async def current(self) -> Catalog:
         """The items as the files are now: loaded again only when one changed."""
@@ -89,6 +92,16 @@ class ItemCatalog:
         owner = np.array([local[int(i)] for i in catalog.owner[rows]], dtype=np.intp)
         chosen = select(scores_of(queries, index[rows]), owner, len(wanted), limits)
         return [Found(catalog.items[wanted[c.item]], c.score) for c in chosen]
+
+    async def _vectors(self, store: VectorStore, catalog: Catalog) -> Matrix:
+        memo = self._index
+        model = store.embedder.model_id
+        if memo is not None and memo[0] is catalog and memo[1] == model:
+            return memo[2]
+        path = items_vectors_file(self.vault)
+        index = await store.text_vectors(COLLECTION, path, catalog.chunks)
+        self._index = (catalog, model, index)
+        return index
 
 
 def catalog_of(items: Sequence[Item], problems: Sequence[ItemProblem]) -> Catalog:
