@@ -37,6 +37,8 @@ class ChatView:
     messages: list[dict[str, Any]] = field(default_factory=list)
     # the regular topics as a click scores them (label and members), built once per read
     queries: tuple[TopicQuery, ...] = ()
+    # the chat's ``context_items`` as stored (None: not yet written, the vault's seed applies)
+    session: Any = None
 
     @property
     def total_messages(self) -> int:
@@ -68,7 +70,8 @@ def view_of(data: Mapping[str, Any]) -> ChatView:
         if not t.get("sticky")
         for ids in (t.get("message_ids"),)
     )
-    return ChatView(topics, sticky, active_topics, conversation(messages), queries)
+    session = data.get("context_items")
+    return ChatView(topics, sticky, active_topics, conversation(messages), queries, session)
 
 
 class ChatViews:

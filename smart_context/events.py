@@ -6,3 +6,4 @@ TOPICS_UPDATED = "smart_context.topics_updated"  # chat_id, topics, total_messag
 FILTER_CHANGED = (
     "smart_context.filter_changed"  # chat_id, active_topics, included_ids, total_messages
 )
+ITEMS_CHANGED = "smart_context.items_changed"  # chat_id, items (the session, CONTRACT §8)

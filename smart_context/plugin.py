@@ -71,7 +71,7 @@ class SmartContextPlugin:
             services = self._services()
             services.current_chat_id = chat_id
             decision = await assemble(services, chat_id, History(ctx.history))
-            sent, request = await request_items(services, ctx.message, decision.history)
+            sent, request = await request_items(services, chat_id, ctx.message, decision.history)
         except Exception as exc:  # the one broad except: the user's request must go through
             if isinstance(exc, SmartContextError):  # ours, with a message that says it all
                 log.warning("Smart Context: sending the full history: %s", exc)

@@ -14,6 +14,9 @@ COMMANDS: dict[str, Command] = {
     "smart_context.set_filter": topics.set_filter,
     "smart_context.get_topics": topics.get_topics,
     "smart_context.set_similarity_mode": topics.set_similarity_mode,
+    "smart_context.list_items": items.list_items,
+    "smart_context.add_item": items.add_item,
+    "smart_context.remove_item": items.remove_item,
     "smart_context.search_items": items.search_items,
 }
 

@@ -1,22 +1,89 @@
-"""The item commands of CONTRACT §8 that stand on the vault alone: ``search_items``."""
+"""The item commands of CONTRACT §8: ``list_items``, ``add_item``, ``remove_item``,
+``search_items``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from smart_context.commands.guard import BadArguments, Result
+from smart_context.commands.guard import BadArguments, Result, chat_id_argument
+from smart_context.events import ITEMS_CHANGED
+from smart_context.host import resolve
 from smart_context.items.catalog import found_rows
+from smart_context.items.model import Item
 from smart_context.items.select import Limits
+from smart_context.items.session import (
+    ITEM_TYPES,
+    SESSION_KEY,
+    Entry,
+    identity,
+    session_of,
+    with_item,
+    without_item,
+)
+from smart_context.paths import ChatId
 from smart_context.services import Services
 
 MAX_QUERY_CHARS = 20_000
+
+
+async def list_items(services: Services, chat_id: Any = None) -> Result:
+    """Every item of the vault, and whether the chat's session holds it (with a chat open)."""
+    catalog = await services.items.current()
+    session: set[tuple[str, str, str | None]] = set()
+    if chat_id is not None or services.current_chat_id is not None:
+        chat = chat_id_argument(services, chat_id)
+        view = await services.chats.view(chat)
+        raw = {} if view.session is None else {SESSION_KEY: view.session}
+        session = {identity(e) for e in session_of(raw, catalog.items)}
+    return {
+        "items": [
+            {
+                "type": i.type,
+                "name": i.name,
+                "server_name": i.server_name,
+                "description": i.description,
+                "priority": i.priority_label,
+                "include": i.include,
+                "enabled": i.enabled,
+                "in_session": (i.type, i.name, i.server_name) in session,
+            }
+            for i in catalog.items
+        ],
+        "problems": [{"source": p.source, "message": p.message} for p in catalog.problems],
+    }
+
+
+async def add_item(
+    services: Services,
+    type: Any = None,  # the contract names it so
+    name: Any = None,
+    server_name: Any = None,
+    chat_id: Any = None,
+) -> Result:
+    """Add a vault item to the chat's session by hand; returns the session's ``items``."""
+    chat = chat_id_argument(services, chat_id)
+    item = await _item_argument(services, type, name, server_name)
+    return await _change_session(services, chat, lambda entries: with_item(entries, item))
+
+
+async def remove_item(
+    services: Services,
+    type: Any = None,  # the contract names it so
+    name: Any = None,
+    server_name: Any = None,
+    chat_id: Any = None,
+) -> Result:
+    """Remove an item from the chat's session; returns the session's ``items``."""
+    chat = chat_id_argument(services, chat_id)
+    key = _key_argument(type, name, server_name)
+    return await _change_session(services, chat, lambda entries: without_item(entries, key))
 
 
 async def search_items(services: Services, query: Any = None, chat_id: Any = None) -> Result:
     """What agent selection would add for ``query``, with scores, best first.
 
     ``chat_id`` is accepted for the contract's sake; per-chat selection settings come with
-    session context, until then the vault's defaults apply.
+    ``set_session_settings``, until then the vault's defaults apply.
     """
     if not isinstance(query, str) or not query.strip():
         raise BadArguments("query is required: the message to select items for.")
@@ -29,3 +96,43 @@ async def search_items(services: Services, query: Any = None, chat_id: Any = Non
         "items": found_rows(found),
         "problems": [{"source": p.source, "message": p.message} for p in catalog.problems],
     }
+
+
+def _key_argument(kind: Any, name: Any, server_name: Any) -> tuple[str, str, str | None]:
+    if kind not in ITEM_TYPES:
+        raise BadArguments("type must be one of " + ", ".join(ITEM_TYPES) + ".")
+    if not isinstance(name, str) or not name.strip():
+        raise BadArguments("name is required: the item's name.")
+    if server_name is not None and not isinstance(server_name, str):
+        raise BadArguments("server_name must be a string.")
+    if (kind == "tool") != (server_name is not None):
+        raise BadArguments("server_name is required for a tool, and only for a tool.")
+    return str(kind), name, server_name
+
+
+async def _item_argument(services: Services, kind: Any, name: Any, server_name: Any) -> Item:
+    key = _key_argument(kind, name, server_name)
+    catalog = await services.items.current()
+    for item in catalog.items:
+        if (item.type, item.name, item.server_name) == key:
+            return item
+    raise BadArguments(f"The vault has no {key[0]} named {key[1]!r}.")
+
+
+async def _change_session(services: Services, chat: ChatId, change: Any) -> Result:
+    catalog = await services.items.current()
+    clicks = services.chats.clicks(chat)
+
+    def put(data: dict[str, Any]) -> dict[str, Any]:
+        entries: list[Entry] = change(session_of(data, catalog.items))
+        return {**data, SESSION_KEY: entries}
+
+    latest: Any = await resolve(services.host.memory.update_chat(chat, put))
+    if isinstance(latest, dict):
+        services.chats.adopt(chat, latest, clicks)
+    else:  # a host whose update_chat returns nothing: read the result back
+        await services.chats.load(chat)
+    view = await services.chats.view(chat)
+    items = list(view.session or [])
+    await resolve(services.host.emit(ITEMS_CHANGED, {"chat_id": chat, "items": items}))
+    return {"items": items}

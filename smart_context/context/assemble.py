@@ -53,7 +53,7 @@ async def assemble(
 
 
 async def request_items(
-    services: Services, message: str, history: Sequence[dict[str, Any]]
+    services: Services, chat_id: ChatId, message: str, history: Sequence[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], RequestContext]:
     """The rules and references this request is sent with (CONTRACT §8), and the history with
     their text as the system message that comes before it (CONTRACT §9)."""
@@ -63,7 +63,8 @@ async def request_items(
         store = await services.store()
     except SmartContextError as exc:  # no embedder: the always items still go
         error = f"Agent selection skipped: {exc}"
-    request = await build(services.items, store, message, Limits())
+    view = await services.chats.view(chat_id)
+    request = await build(services.items, store, message, Limits(), view.session)
     if error and not request.error:
         request = RequestContext(request.items, error, request.timestamp)
     text = request.system_text()

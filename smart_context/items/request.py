@@ -1,12 +1,12 @@
 """The request context of one message (CONTRACT §8): which rules and references it is sent with,
 the record of them, and the text the model receives.
 
-Built fresh per request from the vault's ``always`` items and the ``agent`` items that agent
+Built fresh per request from the chat's session items and the ``agent`` items that agent
 selection finds for this message. The record is what the host stores on the assistant message
 as ``request_context``; the model receives exactly the rules and references the record names,
 as one system message (CONTRACT §9: before the history), and nothing else of the vault.
-Session context (``context_items`` on the chat, ``manual`` items) comes next; until then a chat's
-session is the vault's ``always`` items, as a new session is seeded.
+The session (``context_items`` on the chat, :mod:`.session`) gives the ``always`` and ``manual``
+items; a chat that never changed its session has the vault's ``always`` items.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from smart_context.errors import SmartContextError
 from smart_context.items.catalog import Found, ItemCatalog
 from smart_context.items.model import Item
 from smart_context.items.select import Limits
+from smart_context.items.session import SESSION_KEY, resolve, session_of
 from smart_context.store import VectorStore
 
 SECTION_TITLES = {"rule": "Rules to follow", "reference": "Reference material"}
@@ -73,12 +74,18 @@ class RequestContext:
 
 
 async def build(
-    catalog: ItemCatalog, store: VectorStore | None, message: str, limits: Limits
+    catalog: ItemCatalog,
+    store: VectorStore | None,
+    message: str,
+    limits: Limits,
+    session: Any = None,
 ) -> RequestContext:
-    """The request context of ``message``: the ``always`` items, then what agent selection adds.
+    """The request context of ``message``: the session's items (``session`` is the chat's
+    ``context_items`` as stored, ``None`` for the vault's seed), then what agent selection adds.
     A failed search costs the agent items only, and the record says why."""
     current = await catalog.current()
-    always = [Chosen(i, "always") for i in current.items if i.enabled and i.include == "always"]
+    entries = session_of({} if session is None else {SESSION_KEY: session}, current.items)
+    chosen = [Chosen(item, mode) for item, mode in resolve(entries, current.items)]
     found: Sequence[Found] = ()
     error = None
     if store is not None:
@@ -86,8 +93,9 @@ async def build(
             found = await catalog.search(store, message, limits)
         except SmartContextError as exc:
             error = f"Agent selection skipped: {exc}"
-    agent = [Chosen(f.item, "agent", f.score) for f in found]
-    return RequestContext((*always, *agent), error)
+    present = {c.item.key for c in chosen}
+    agent = [Chosen(f.item, "agent", f.score) for f in found if f.item.key not in present]
+    return RequestContext((*chosen, *agent), error)
 
 
 def _order(item: Item) -> tuple[int, str]:

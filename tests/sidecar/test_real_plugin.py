@@ -6,6 +6,7 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from smart_context.plugin import SmartContextPlugin
@@ -114,13 +115,34 @@ async def test_the_reply_is_sent_with_the_vaults_rules_and_says_which(
             "/api/chats/trip/messages", json={"content": "When do Kyoto temples close?"}
         )
         assert answer.status_code == 200, answer.text
-    sent = [body for path, body in openai_server.requests if path.endswith("/chat/completions")]
-    system = sent[-1]["messages"][0]
-    assert system["role"] == "system"
-    assert "Write British English." in system["content"]
-    assert "close early in winter" in system["content"]
-    assert "manual rule" not in system["content"]  # a manual item is never sent on its own
-    stored = chat_on_disk(vault, "trip")["messages"][-1]["request_context"]
-    modes = {i["name"]: i["include_mode"] for i in stored["items"]}
-    assert modes["spelling"] == "always" and modes["kyoto"] == "agent"
-    assert "never" not in modes and "timestamp" in stored
+        sent = [b for p, b in openai_server.requests if p.endswith("/chat/completions")]
+        system = sent[-1]["messages"][0]
+        assert system["role"] == "system"
+        assert "Write British English." in system["content"]
+        assert "close early in winter" in system["content"]
+        assert "manual rule" not in system["content"]  # a manual item is never sent on its own
+        stored = chat_on_disk(vault, "trip")["messages"][-1]["request_context"]
+        modes = {i["name"]: i["include_mode"] for i in stored["items"]}
+        assert modes["spelling"] == "always" and modes["kyoto"] == "agent"
+        assert "never" not in modes and "timestamp" in stored
+
+        # the session: the user adds the manual rule and removes the always one
+        async def command(command_name: str, **args: object) -> httpx.Response:
+            return await client.post(f"/api/commands/smart_context.{command_name}", json=args)
+
+        listed = (await command("list_items", chat_id="trip")).json()["items"]
+        assert {i["name"]: i["in_session"] for i in listed} == {
+            "spelling": True,
+            "kyoto": False,
+            "never": False,
+        }
+        rule = {"chat_id": "trip", "type": "rule"}
+        assert (await command("add_item", **rule, name="never")).status_code == 200
+        session = (await command("remove_item", **rule, name="spelling")).json()["items"]
+        assert session == [{"type": "rule", "name": "never", "include_mode": "manual"}]
+        assert (await command("add_item", **rule, name="nothing")).status_code == 400
+        await client.post("/api/chats/trip/messages", json={"content": "And the gardens?"})
+    system = [b for p, b in openai_server.requests if p.endswith("/chat/completions")][-1]
+    text = system["messages"][0]["content"]
+    assert "manual rule" in text and "British English" not in text
+    assert chat_on_disk(vault, "trip")["context_items"] == session
