@@ -115,6 +115,16 @@ async def _json_object(request: Request, *, required: bool) -> dict[str, Any]:
     return data
 
 
+def _content(body: dict[str, Any]) -> str:
+    """The message text of a body: ``content``, a non-empty string of bounded length."""
+    content = body.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise BadRequest("'content' is required: the message text, a non-empty string.")
+    if len(content) > MAX_MESSAGE_CHARS:
+        raise BadRequest(f"The message is longer than {MAX_MESSAGE_CHARS} characters.", 413)
+    return content
+
+
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
@@ -169,11 +179,7 @@ async def post_message(request: Request) -> Response:
     """``POST /api/chats/{chat_id}/messages``: SSE when asked for, else JSON when complete."""
     chat_id = _chat_id(request)
     body = await _json_object(request, required=True)
-    content = body.get("content")
-    if not isinstance(content, str) or not content.strip():
-        raise BadRequest("'content' is required: the message text, a non-empty string.")
-    if len(content) > MAX_MESSAGE_CHARS:
-        raise BadRequest(f"The message is longer than {MAX_MESSAGE_CHARS} characters.", 413)
+    content = _content(body)
     run = _sidecar(request).send_message(chat_id, content)
     if "text/event-stream" in request.headers.get("accept", ""):
         return StreamingResponse(
@@ -185,6 +191,15 @@ async def post_message(request: Request) -> Response:
     status = 502 if "assistant_message" in final.data else 500
     extra = {key: value for key, value in final.data.items() if key != "error"}
     return error_response(str(final.data.get("error")), status, **extra)
+
+
+async def dry_run(request: Request) -> JSONResponse:
+    """``POST /api/chats/{chat_id}/context``: what sending ``content`` now would use; nothing is
+    stored and no model is called."""
+    chat_id = _chat_id(request)
+    body = await _json_object(request, required=True)
+    content = _content(body)
+    return JSONResponse(await _sidecar(request).pipeline.dry_run(chat_id, content))
 
 
 async def _message_stream(run: MessageRun) -> AsyncIterator[str]:
@@ -332,6 +347,7 @@ def create_app(
         Route("/api/chats", create_chat, methods=["POST"]),
         Route("/api/chats/{chat_id}", get_chat, methods=["GET"]),
         Route("/api/chats/{chat_id}/messages", post_message, methods=["POST"]),
+        Route("/api/chats/{chat_id}/context", dry_run, methods=["POST"]),
         Route("/api/commands/{name}", run_command, methods=["POST"]),
         Route("/api/events", events, methods=["GET"]),
         Mount("/static", StaticFiles(directory=static_dir(), check_dir=False), name="static"),

@@ -138,6 +138,33 @@ class Pipeline:
             yield PipelineEvent("token", {"text": reply.text})
         yield await self._finish(chat_id, ctx, reply, user_message)
 
+    async def dry_run(self, chat_id: str, content: str) -> dict[str, Any]:
+        """What sending ``content`` now would use: the phases up to the prompt run on a copy of
+        the chat; nothing is stored and no model is called (``pipeline_llm`` is not run, since
+        a plugin may call a model there)."""
+        data = await self.memory.load_chat(chat_id)
+        history = [m for m in data.get("messages") or [] if isinstance(m, dict)]
+        ctx = PipelineContext(
+            message=content,
+            original_message=content,
+            history=history,
+            metadata={"chat_id": chat_id, "dry_run": True},
+        )
+        for phase in ("pipeline_input", "pipeline_context", "pipeline_prompt"):
+            await call_hook(self.pm, phase, ctx=ctx)
+            if ctx.should_abort:
+                break
+        metadata = ctx.metadata if isinstance(ctx.metadata, dict) else {}
+        out: dict[str, Any] = {
+            "smart_context": json_safe(metadata.get("smart_context")),
+            "request_context": json_safe(metadata.get("request_context")),
+            "messages": prompt_messages(ctx),
+            "tools": json_safe(metadata.get("tools") or []),
+        }
+        if ctx.should_abort:
+            out["aborted"] = ctx.abort_reason or "a plugin stopped this message"
+        return out
+
     async def _generate(self, ctx: PipelineContext, reply: Reply) -> AsyncIterator[str]:
         if not self.llm.chat_configured:
             reply.notice = "no_model"

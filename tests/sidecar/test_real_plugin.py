@@ -142,6 +142,19 @@ async def test_the_reply_is_sent_with_the_vaults_rules_and_says_which(
         assert session == [{"type": "rule", "name": "never", "include_mode": "manual"}]
         assert (await command("add_item", **rule, name="nothing")).status_code == 400
         await client.post("/api/chats/trip/messages", json={"content": "And the gardens?"})
+        # a dry run shows what the next message would be sent with, and changes nothing
+        calls = len(openai_server.requests)
+        before = chat_on_disk(vault, "trip")["messages"]
+        preview = await client.post("/api/chats/trip/context", json={"content": "Gardens too?"})
+        assert preview.status_code == 200, preview.text
+        shown = preview.json()
+        assert shown["messages"][0]["role"] == "system"
+        assert "manual rule" in shown["messages"][0]["content"]
+        assert shown["messages"][-1] == {"role": "user", "content": "Gardens too?"}
+        assert shown["smart_context"]["mode"] == "full" and shown["request_context"]["items"]
+        assert chat_on_disk(vault, "trip")["messages"] == before  # no message stored
+        assert not any(p.endswith("/chat/completions") for p, _ in openai_server.requests[calls:])
+        assert (await client.post("/api/chats/trip/context", json={})).status_code == 400
     system = [b for p, b in openai_server.requests if p.endswith("/chat/completions")][-1]
     text = system["messages"][0]["content"]
     assert "manual rule" in text and "British English" not in text
