@@ -20,7 +20,6 @@ from smart_context.items.select import Limits
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
 from smart_context.services import Services
-from smart_context.store import VectorStore
 
 
 async def assemble(
@@ -57,16 +56,8 @@ async def request_items(
 ) -> tuple[list[dict[str, Any]], RequestContext]:
     """The rules and references this request is sent with (CONTRACT §8), and the history with
     their text as the system message that comes before it (CONTRACT §9)."""
-    store: VectorStore | None = None
-    error: str | None = None
-    try:
-        store = await services.store()
-    except SmartContextError as exc:  # no embedder: the always items still go
-        error = f"Agent selection skipped: {exc}"
     view = await services.chats.view(chat_id)
-    request = await build(services.items, store, message, Limits(), view.session)
-    if error and not request.error:
-        request = RequestContext(request.items, error, request.timestamp)
+    request = await build(services.items, services.store, message, Limits(), view.session)
     text = request.system_text()
     sent = [{"role": "system", "content": text}, *history] if text else list(history)
     return sent, request

@@ -11,7 +11,7 @@ items; a chat that never changed its session has the vault's ``always`` items.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -75,22 +75,23 @@ class RequestContext:
 
 async def build(
     catalog: ItemCatalog,
-    store: VectorStore | None,
+    store: Callable[[], Awaitable[VectorStore]],
     message: str,
     limits: Limits,
     session: Any = None,
 ) -> RequestContext:
     """The request context of ``message``: the session's items (``session`` is the chat's
     ``context_items`` as stored, ``None`` for the vault's seed), then what agent selection adds.
-    A failed search costs the agent items only, and the record says why."""
+    ``store`` is asked for only when the vault has agent items. A failed search (or no
+    embedder) costs the agent items only, and the record says why."""
     current = await catalog.current()
     entries = session_of({} if session is None else {SESSION_KEY: session}, current.items)
     chosen = [Chosen(item, mode) for item, mode in resolve(entries, current.items)]
     found: Sequence[Found] = ()
     error = None
-    if store is not None:
+    if any(i.enabled and i.include == "agent" for i in current.items):
         try:
-            found = await catalog.search(store, message, limits)
+            found = await catalog.search(await store(), message, limits)
         except SmartContextError as exc:
             error = f"Agent selection skipped: {exc}"
     present = {c.item.key for c in chosen}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from smart_context.items.catalog import ItemCatalog
@@ -12,12 +13,29 @@ from tests.fakes import FakeEmbedder
 from tests.items.test_catalog import write
 
 
+def given(store: VectorStore) -> Callable[[], Awaitable[VectorStore]]:
+    async def get() -> VectorStore:
+        return store
+
+    return get
+
+
+async def test_a_vault_without_agent_items_never_asks_for_the_store(tmp_path: Path) -> None:
+    write(tmp_path, "rules/a.md", "---\ninclude: always\n---\nFirst rule.\n")
+
+    async def no_store() -> VectorStore:
+        raise AssertionError("the store was built for nothing")
+
+    request = await build(ItemCatalog(tmp_path), no_store, "anything", Limits())
+    assert [c.item.name for c in request.items] == ["a"]
+
+
 async def test_always_items_then_agent_items_and_the_models_text(tmp_path: Path) -> None:
     write(tmp_path, "rules/b.md", "---\ninclude: always\npriority: 2\n---\nSecond rule.\n")
     write(tmp_path, "rules/a.md", "---\ninclude: always\npriority: 1\n---\nFirst rule.\n")
     write(tmp_path, "references/bread.md", "---\ninclude: agent\n---\nsourdough starter\n")
     store = VectorStore(tmp_path, FakeEmbedder())
-    request = await build(ItemCatalog(tmp_path), store, "sourdough starter", Limits(top_n=1))
+    request = await build(ItemCatalog(tmp_path), given(store), "sourdough starter", Limits(top_n=1))
     record = request.record()
     assert [(i["name"], i["include_mode"]) for i in record["items"]] == [
         ("a", "always"),
@@ -35,7 +53,8 @@ async def test_a_failed_search_keeps_the_always_items_and_says_why(tmp_path: Pat
     write(tmp_path, "rules/b.md", "---\ninclude: agent\n---\nbread\n")
     embedder = FakeEmbedder()
     embedder.fail_with = "the embedding endpoint is unreachable"
-    request = await build(ItemCatalog(tmp_path), VectorStore(tmp_path, embedder), "bread", Limits())
+    store = VectorStore(tmp_path, embedder)
+    request = await build(ItemCatalog(tmp_path), given(store), "bread", Limits())
     record = request.record()
     assert [i["name"] for i in record["items"]] == ["a"]
     assert "unreachable" in record["error"]
