@@ -27,11 +27,9 @@ async def drain(sub: Subscription, quiet: float = 0.5) -> AsyncIterator[ServerEv
 PLUGIN_TABLE = '[plugins.smart_context]\nembedder = "host"\ntopic_extractor = "offline"\n'
 
 
-async def test_entry_point_plugin_end_to_end(
-    vault: Path,
-    openai_server: OpenAIStub,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def stub_settings(vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vault's settings: the plugin offline-mapped, the model and embeddings of the stub."""
     monkeypatch.setenv("STUB_KEY", openai_server.api_key)
     write_settings(
         vault,
@@ -40,6 +38,11 @@ async def test_entry_point_plugin_end_to_end(
             openai_server.base_url, "STUB_KEY", chat="stub-chat", embedding="stub-embedding"
         ),
     )
+
+
+async def test_entry_point_plugin_end_to_end(
+    vault: Path, openai_server: OpenAIStub, stub_settings: None
+) -> None:
     sidecar = Sidecar(vault)
     assert isinstance(sidecar.pm.get_plugin("smart_context"), SmartContextPlugin)
     assert sidecar.plugin_report.errors == []
@@ -88,18 +91,8 @@ async def test_entry_point_plugin_end_to_end(
 
 
 async def test_the_reply_is_sent_with_the_vaults_rules_and_says_which(
-    vault: Path,
-    openai_server: OpenAIStub,
-    monkeypatch: pytest.MonkeyPatch,
+    vault: Path, openai_server: OpenAIStub, stub_settings: None
 ) -> None:
-    monkeypatch.setenv("STUB_KEY", openai_server.api_key)
-    write_settings(
-        vault,
-        PLUGIN_TABLE
-        + llm_table(
-            openai_server.base_url, "STUB_KEY", chat="stub-chat", embedding="stub-embedding"
-        ),
-    )
     (vault / "rules").mkdir()
     (vault / "rules" / "spelling.md").write_text(
         "---\ninclude: always\npriority: 1\n---\nWrite British English.\n", encoding="utf-8"
