@@ -116,7 +116,7 @@ async def show_topics(vault: Path, chat_id: ChatId, out: TextIO) -> None:
 
 async def show_items(vault: Path, query: str | None, as_json: bool, out: TextIO) -> None:
     """Print the vault's items and their problems; with ``query``, what agent selection adds."""
-    from smart_context.items.catalog import found_rows
+    from smart_context.items.catalog import found_rows, item_row, problem_rows
     from smart_context.items.select import Limits
 
     async with running_services(vault) as services:
@@ -124,21 +124,11 @@ async def show_items(vault: Path, query: str | None, as_json: bool, out: TextIO)
         found = None
         if query is not None:
             found = await services.items.search(await services.store(), query, Limits())
-    problems = [{"source": p.source, "message": p.message} for p in catalog.problems]
     if as_json:
-        listed = [
-            {
-                "type": i.type,
-                "name": i.name,
-                "description": i.description,
-                "priority": i.priority_label,
-                "include": i.include,
-                "enabled": i.enabled,
-                "source": i.source,
-            }
-            for i in catalog.items
-        ]
-        result: dict[str, Any] = {"items": listed, "problems": problems}
+        result: dict[str, Any] = {
+            "items": [item_row(i) for i in catalog.items],
+            "problems": problem_rows(catalog.problems),
+        }
         if found is not None:
             result["selected"] = found_rows(found)
         print(json.dumps(result, indent=2, ensure_ascii=False), file=out)

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from smart_context.commands.guard import BadArguments, Result, chat_id_argument
 from smart_context.events import ITEMS_CHANGED
 from smart_context.host import resolve
-from smart_context.items.catalog import found_rows
+from smart_context.items.catalog import found_rows, item_row, problem_rows
 from smart_context.items.model import Item
 from smart_context.items.select import Limits
 from smart_context.items.session import (
@@ -37,19 +38,10 @@ async def list_items(services: Services, chat_id: Any = None) -> Result:
         session = {identity(e) for e in session_of(raw, catalog.items)}
     return {
         "items": [
-            {
-                "type": i.type,
-                "name": i.name,
-                "server_name": i.server_name,
-                "description": i.description,
-                "priority": i.priority_label,
-                "include": i.include,
-                "enabled": i.enabled,
-                "in_session": (i.type, i.name, i.server_name) in session,
-            }
+            item_row(i) | {"in_session": (i.type, i.name, i.server_name) in session}
             for i in catalog.items
         ],
-        "problems": [{"source": p.source, "message": p.message} for p in catalog.problems],
+        "problems": problem_rows(catalog.problems),
     }
 
 
@@ -94,7 +86,7 @@ async def search_items(services: Services, query: Any = None, chat_id: Any = Non
     catalog = await services.items.current()
     return {
         "items": found_rows(found),
-        "problems": [{"source": p.source, "message": p.message} for p in catalog.problems],
+        "problems": problem_rows(catalog.problems),
     }
 
 
@@ -119,13 +111,14 @@ async def _item_argument(services: Services, kind: Any, name: Any, server_name: 
     raise BadArguments(f"The vault has no {key[0]} named {key[1]!r}.")
 
 
-async def _change_session(services: Services, chat: ChatId, change: Any) -> Result:
+async def _change_session(
+    services: Services, chat: ChatId, change: Callable[[list[Entry]], list[Entry]]
+) -> Result:
     catalog = await services.items.current()
     clicks = services.chats.clicks(chat)
 
     def put(data: dict[str, Any]) -> dict[str, Any]:
-        entries: list[Entry] = change(session_of(data, catalog.items))
-        return {**data, SESSION_KEY: entries}
+        return {**data, SESSION_KEY: change(session_of(data, catalog.items))}
 
     latest: Any = await resolve(services.host.memory.update_chat(chat, put))
     if isinstance(latest, dict):

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -85,12 +86,12 @@ class ItemCatalog:
         sentences = query_chunks(message) or ([message] if message.strip() else [])
         if not wanted or not sentences:
             return []
-        index = await store.text_vectors(COLLECTION, items_vectors_file(self.vault), catalog.chunks)
+        index = await self._vectors(store, catalog)
         queries = await store.embed(sentences)
-        rows = np.flatnonzero(np.isin(catalog.owner, wanted))
-        local = {item: n for n, item in enumerate(wanted)}
-        owner = np.array([local[int(i)] for i in catalog.owner[rows]], dtype=np.intp)
-        chosen = select(scores_of(queries, index[rows]), owner, len(wanted), limits)
+        number = np.full(len(catalog.items), -1, dtype=np.intp)  # item -> its place in wanted
+        number[wanted] = np.arange(len(wanted))
+        rows = np.flatnonzero(number[catalog.owner] >= 0)
+        chosen = select(queries @ index[rows].T, number[catalog.owner[rows]], len(wanted), limits)
         return [Found(catalog.items[wanted[c.item]], c.score) for c in chosen]
 
     async def _vectors(self, store: VectorStore, catalog: Catalog) -> Matrix:
@@ -115,23 +116,25 @@ def catalog_of(items: Sequence[Item], problems: Sequence[ItemProblem]) -> Catalo
     return Catalog(tuple(items), tuple(problems), tuple(chunks), np.array(owner, dtype=np.intp))
 
 
-def scores_of(queries: Matrix, index: Matrix) -> Matrix:
-    """``(query chunks, item chunks)`` cosine similarities of unit rows."""
-    out: Matrix = queries @ index.T
-    return out
+def item_row(item: Item) -> dict[str, Any]:
+    """An item as commands answer and ``smart-context items --json`` prints it."""
+    return {
+        "type": item.type,
+        "name": item.name,
+        "server_name": item.server_name,
+        "description": item.description,
+        "priority": item.priority_label,
+        "include": item.include,
+        "enabled": item.enabled,
+        "source": item.source,
+    }
 
 
-def found_rows(found: Sequence[Found]) -> list[dict[str, object]]:
-    """Found items as command results and ``--json`` print them."""
-    return [
-        {
-            "type": f.item.type,
-            "name": f.item.name,
-            "server_name": f.item.server_name,
-            "description": f.item.description,
-            "priority": f.item.priority_label,
-            "include": f.item.include,
-            "similarity_score": round(f.score, 3),
-        }
-        for f in found
-    ]
+def found_rows(found: Sequence[Found]) -> list[dict[str, Any]]:
+    """Found items with their scores, best first."""
+    return [item_row(f.item) | {"similarity_score": round(f.score, 3)} for f in found]
+
+
+def problem_rows(problems: Sequence[ItemProblem]) -> list[dict[str, str]]:
+    """The vault's problems with its items, by file."""
+    return [{"source": p.source, "message": p.message} for p in problems]
