@@ -134,6 +134,15 @@ async def test_the_reply_is_sent_with_the_vaults_rules_and_says_which(
         session = (await command("remove_item", **rule, name="spelling")).json()["items"]
         assert session == [{"type": "rule", "name": "never", "include_mode": "manual"}]
         assert (await command("add_item", **rule, name="nothing")).status_code == 400
+        for bad in (
+            {"chat_id": "trip", "type": "note", "name": "never"},
+            {"chat_id": "trip", "type": "tool", "name": "read_file"},  # a tool needs its server
+            {"chat_id": "trip", "type": "rule", "name": "  "},
+        ):
+            assert (await command("remove_item", **bad)).status_code == 400
+        assert (await command("list_items", chat_id="../../etc")).status_code == 400
+        hostile = await client.post("/api/chats/..%2E/context", json={"content": "x"})
+        assert hostile.status_code in (400, 404)
         await client.post("/api/chats/trip/messages", json={"content": "And the gardens?"})
         # a dry run shows what the next message would be sent with, and changes nothing
         calls = len(openai_server.requests)
