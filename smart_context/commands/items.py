@@ -10,10 +10,9 @@ from smart_context.commands.guard import BadArguments, Result, chat_id_argument
 from smart_context.events import ITEMS_CHANGED
 from smart_context.host import resolve
 from smart_context.items.catalog import found_rows, item_row, problem_rows
-from smart_context.items.model import Item
+from smart_context.items.model import ITEM_TYPES, Item
 from smart_context.items.select import Limits
 from smart_context.items.session import (
-    ITEM_TYPES,
     SESSION_KEY,
     Entry,
     identity,

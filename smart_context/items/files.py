@@ -129,7 +129,7 @@ def _load_file(
         if isinstance(parsed, str):
             return None, [ItemProblem(source, f"{parsed}; skipped", skipped=True)]
         raw = parsed
-    elif text.startswith("---\n"):
+    elif re.match(r"---[ \t]*\n", text):
         message = "starts with --- but has no closing --- line: read as a file without properties"
         problems.append(ItemProblem(source, message))
     props, trouble = read_properties(raw, stem)

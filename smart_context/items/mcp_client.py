@@ -390,7 +390,7 @@ def load_tool_list(vault: Path, server_name: str) -> list[ToolInfo] | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         logger.warning("Ignoring the damaged tool list %s: %s", path, exc)
         return None
     try:

@@ -26,8 +26,7 @@ from types import MappingProxyType
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
-IncludeMode = Literal["always", "manual", "agent"]
-INCLUDE_MODES: tuple[IncludeMode, ...] = ("always", "manual", "agent")
+from smart_context.items.model import INCLUDE_MODES, TOOL_INCLUDE, IncludeMode
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a server may take to start and answer one request: enough for ``npx``/``uvx`` servers
@@ -62,7 +61,7 @@ class McpServer:
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=_no_entries, hash=False)
     url: str | None = None
-    include: IncludeMode = "always"
+    include: IncludeMode = TOOL_INCLUDE
     auto_approve: bool = False
     tools: Mapping[str, IncludeMode] = field(default_factory=_no_entries, hash=False)
     timeout: float = DEFAULT_TIMEOUT
@@ -184,7 +183,7 @@ def _parse_server(name: str, table: Any, environ: Mapping[str, str]) -> McpServe
         args=_args(table.get("args", [])),
         env=MappingProxyType(_env(table.get("env", {}), environ)),
         url=None if url is None else _url(url),
-        include=_mode("include", table.get("include", "always")),
+        include=_mode("include", table.get("include", TOOL_INCLUDE)),
         auto_approve=_bool("auto_approve", table.get("auto_approve", False)),
         tools=MappingProxyType(_tools(table.get("tools", {}))),
         timeout=_timeout(table.get("timeout", DEFAULT_TIMEOUT)),

@@ -8,11 +8,11 @@ covers only the indexed text, so a new priority or include mode never costs an e
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from smart_context.items.chunks import index_text
-from smart_context.vectors.codec import content_hash
 
 ItemType = Literal["rule", "reference", "tool"]
 IncludeMode = Literal["always", "manual", "agent"]
@@ -40,7 +40,6 @@ class Item:
     text: str = ""  # the body of a file; a tool's parameters, one per line
     source: str = ""  # the file's path in the vault (``rules/style.md``), a tool's server name
     server_name: str | None = None  # tools only
-    content_hash: str = field(init=False, repr=False)  # blake3 of index_text(item)
 
     def __post_init__(self) -> None:
         if self.type not in ITEM_TYPES:
@@ -49,7 +48,13 @@ class Item:
             raise ValueError(f"include must be one of {INCLUDE_MODES}, got {self.include!r}")
         if (self.type == "tool") != (self.server_name is not None):
             raise ValueError("a tool needs its server_name, and only a tool has one")
-        object.__setattr__(self, "content_hash", content_hash(index_text(self)))
+
+    @cached_property
+    def content_hash(self) -> str:
+        """blake3 of :func:`index_text`: what would be embedded, computed when asked for."""
+        from smart_context.vectors.codec import content_hash  # numpy: not for every import
+
+        return content_hash(index_text(self))
 
     @property
     def key(self) -> str:

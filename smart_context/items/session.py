@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from smart_context.items.model import Item
+from smart_context.items.model import ITEM_TYPES, Item
 
 SESSION_KEY = "context_items"
 SESSION_MODES = ("always", "manual")
-ITEM_TYPES = ("rule", "reference", "tool")
 
 Entry = dict[str, Any]
 

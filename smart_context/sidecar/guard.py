@@ -82,7 +82,10 @@ class LocalGuard:
         origin = headers.get("origin")
         if scope["method"] in SAFE_METHODS or origin is None:
             return None
-        origin_host = urlsplit(origin).netloc.lower()
+        try:
+            origin_host = urlsplit(origin).netloc.lower()
+        except ValueError:  # "http://[::1" and the like: no origin at all
+            return f"Origin {origin[:80]!r} is not a valid origin."
         if origin_host != host.lower():
             return f"Requests from {origin!r} are not allowed: use the sidecar's own page."
         return None

@@ -117,6 +117,15 @@ async def test_the_dns_rebinding_bypass_is_refused(api: ClientFactory) -> None:
     assert (await client.post("/api/commands/test.count", json={})).json()["calls"] == 1
 
 
+async def test_a_malformed_origin_is_refused_not_a_500(api: ClientFactory) -> None:
+    plugin = CountingPlugin()
+    client, _ = await api(plugin)
+    answer = await client.post(
+        "/api/commands/test.count", json={}, headers={"Origin": "http://[::1"}
+    )
+    assert answer.status_code == 403 and "not a valid origin" in answer.json()["error"]
+
+
 async def test_a_request_with_two_hosts_is_refused(api: ClientFactory) -> None:
     client, _ = await api()
     twice = [("Host", "127.0.0.1:8765"), ("Host", "evil.example")]
