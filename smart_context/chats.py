@@ -39,6 +39,8 @@ class ChatView:
     queries: tuple[TopicQuery, ...] = ()
     # the chat's ``context_items`` as stored (None: not yet written, the vault's seed applies)
     session: Any = None
+    # the chat's ``context_settings`` as stored: its overrides of the selection settings
+    context_settings: Any = None
 
     @property
     def total_messages(self) -> int:
@@ -70,8 +72,15 @@ def view_of(data: Mapping[str, Any]) -> ChatView:
         if not t.get("sticky")
         for ids in (t.get("message_ids"),)
     )
-    session = data.get("context_items")
-    return ChatView(topics, sticky, active_topics, conversation(messages), queries, session)
+    return ChatView(
+        topics,
+        sticky,
+        active_topics,
+        conversation(messages),
+        queries,
+        data.get("context_items"),
+        data.get("context_settings"),
+    )
 
 
 class ChatViews:

@@ -23,8 +23,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from smart_context.context.assemble import assemble
+from smart_context.context.assemble import assemble, request_items
 from smart_context.errors import SmartContextError
+from smart_context.items.request import RequestContext
 from smart_context.messages import History, conversation
 from smart_context.paths import ChatId, check_chat_id
 from smart_context.record import included_ids
@@ -39,8 +40,10 @@ EXIT_CLOSED_PIPE = 141
 
 
 @asynccontextmanager
-async def running_services(vault: Path) -> AsyncIterator[Services]:
-    """The plugin's services, started inside the reference host for ``vault``."""
+async def running_services(vault: Path, list_tools: bool = False) -> AsyncIterator[Services]:
+    """The plugin's services, started inside the reference host for ``vault``; with
+    ``list_tools`` the MCP servers are asked for their tools first (a one-shot command should
+    show them as they are now, and say which server fails)."""
     from smart_context.plugin import SmartContextPlugin
     from smart_context.sidecar.runtime import Sidecar
 
@@ -55,6 +58,8 @@ async def running_services(vault: Path) -> AsyncIterator[Services]:
         assert plugin.services is not None
         if plugin.services.config_error:
             raise SmartContextError(plugin.services.config_error)
+        if list_tools:
+            await plugin.services.items.servers.refresh()
         yield plugin.services
     finally:
         await sidecar.stop()
@@ -66,14 +71,35 @@ def _preview(text: Any) -> str:
 
 
 async def show_context(
-    vault: Path, chat_id: ChatId, topics: Sequence[str] | None, out: TextIO
+    vault: Path,
+    chat_id: ChatId,
+    topics: Sequence[str] | None,
+    out: TextIO,
+    message: str | None = None,
+    as_json: bool = False,
 ) -> None:
-    """Print which messages the next request of ``chat_id`` would send, and why."""
-    async with running_services(vault) as services:
+    """Print which messages the next request of ``chat_id`` would send, and why; with
+    ``message``, also the rules, references and tools it would be sent with (CONTRACT §8)."""
+    async with running_services(vault, list_tools=message is not None) as services:
         data = await services.chats.load(chat_id)
         history = conversation(data.get("messages"))
         decision = await assemble(services, chat_id, History(history), topics)
+        request = None
+        prompt: list[dict[str, Any]] = []
+        if message is not None:
+            prompt, request = await request_items(services, chat_id, message, decision.history)
     record = decision.record.as_dict()
+    if as_json:
+        result: dict[str, Any] = {"smart_context": record}
+        if request is not None:
+            prompt.append({"role": "user", "content": message})
+            result |= {
+                "request_context": request.record(),
+                "tools": request.tools(),
+                "messages": [{"role": m.get("role"), "content": m.get("content")} for m in prompt],
+            }
+        print(json.dumps(result, indent=2, ensure_ascii=False), file=out)
+        return
     sent = set(included_ids(record, [m.get("id") for m in history]))
     sticky = set(record["sticky_ids"])
     scores = record.get("scores", {})
@@ -98,6 +124,26 @@ async def show_context(
             f"{mark} {mid!s:<10} {m.get('role')!s:<9} {why:>6}  {_preview(m.get('content'))}",
             file=out,
         )
+    if request is not None:
+        print(f"\nsent with, for {_preview(message)!r}:", file=out)
+        _print_request(request, out)
+
+
+def _print_request(request: RequestContext, out: TextIO) -> None:
+    """The request context's items by type, as View context groups them."""
+    headings = {"rule": "rules", "reference": "references", "tool": "tools"}
+    for kind, heading in headings.items():
+        chosen = sorted(
+            (c for c in request.items if c.item.type == kind), key=lambda c: c.item.sort_key()
+        )
+        print(f"  {heading}:" + ("" if chosen else " none"), file=out)
+        for c in chosen:
+            name = f"{c.item.server_name}.{c.item.name}" if c.item.server_name else c.item.name
+            score = f"  {c.score:.2f}" if c.score is not None else ""
+            priority = "   " if kind == "tool" else c.item.priority_label
+            print(f"    {priority} {c.mode:<9} {name}{score}", file=out)
+    if request.error:
+        print(f"  note: {request.error}", file=out)
 
 
 async def show_topics(vault: Path, chat_id: ChatId, out: TextIO) -> None:
@@ -114,37 +160,39 @@ async def show_topics(vault: Path, chat_id: ChatId, out: TextIO) -> None:
             print(f"  {topic['label']:<32} {topic.get('count', 0):>4} messages", file=out)
 
 
-async def show_items(vault: Path, query: str | None, as_json: bool, out: TextIO) -> None:
-    """Print the vault's items and their problems; with ``query``, what agent selection adds."""
-    from smart_context.items.catalog import found_rows, item_row, problem_rows
-    from smart_context.items.select import Limits
+async def show_items(
+    vault: Path, query: str | None, as_json: bool, out: TextIO, chat_id: ChatId | None = None
+) -> None:
+    """Print the vault's items and their problems (with ``chat_id``: whether its session holds
+    each); with ``query``, what agent selection adds, within that chat's settings."""
+    from smart_context.commands import items as commands
 
-    async with running_services(vault) as services:
-        catalog = await services.items.current()
-        found = None
+    async with running_services(vault, list_tools=True) as services:
+        result = await commands.list_items(services, chat_id)
         if query is not None:
-            found = await services.items.search(await services.store(), query, Limits())
+            result["selected"] = (await commands.search_items(services, query, chat_id))["items"]
     if as_json:
-        result: dict[str, Any] = {
-            "items": [item_row(i) for i in catalog.items],
-            "problems": problem_rows(catalog.problems),
-        }
-        if found is not None:
-            result["selected"] = found_rows(found)
         print(json.dumps(result, indent=2, ensure_ascii=False), file=out)
         return
-    for i in catalog.items:
-        off = "" if i.enabled else "  (disabled)"
+    for row in result["items"]:
+        off = "" if row["enabled"] else "  (disabled)"
+        mark = "* " if row.get("in_session") else ""
+        name = f"{row['server_name']}.{row['name']}" if row["server_name"] else row["name"]
+        priority = "   " if row["type"] == "tool" else row["priority"]
         print(
-            f"{i.priority_label} {i.type:<9} {i.include:<6} {i.name}{off}  [{i.source}]", file=out
+            f"{priority} {row['type']:<9} {row['include']:<9} {mark}{name}{off}  [{row['source']}]",
+            file=out,
         )
-    for p in catalog.problems:
-        print(f"problem: {p.source}: {p.message}", file=out)
-    if found is not None:
+    for problem in result["problems"]:
+        print(f"problem: {problem['source']}: {problem['message']}", file=out)
+    if chat_id is not None:
+        print(f"\n* in the session of chat {chat_id}", file=out)
+    if query is not None:
         print(f"\nagent selection for {_preview(query)!r}:", file=out)
-        for f in found:
-            print(f"  {f.score:.2f}  {f.item.type:<9} {f.item.name}", file=out)
-        if not found:
+        for row in result["selected"]:
+            name = f"{row['server_name']}.{row['name']}" if row["server_name"] else row["name"]
+            print(f"  {row['similarity_score']:.2f}  {row['type']:<9} {name}", file=out)
+        if not result["selected"]:
             print("  nothing: no agent item is close enough", file=out)
 
 
@@ -198,9 +246,16 @@ def build_parser() -> argparse.ArgumentParser:
     top = sub.add_parser("topics", help="extract and print a chat's topics")
     top.add_argument("vault", type=Path)
     top.add_argument("chat_id")
-    items = sub.add_parser("items", help="list the vault's rules and references, or search them")
+    ctx.add_argument(
+        "--message", help="also show the rules, references and tools this message would get"
+    )
+    ctx.add_argument("--json", action="store_true", help="print JSON")
+    items = sub.add_parser(
+        "items", help="list the vault's rules, references and tools, or search them"
+    )
     items.add_argument("vault", type=Path)
     items.add_argument("--query", help="also show what agent selection adds for this message")
+    items.add_argument("--chat", help="mark the items in this chat's session; use its settings")
     items.add_argument("--json", action="store_true", help="print JSON")
     doctor = sub.add_parser("doctor", help="list damaged files and crash leftovers in a vault")
     doctor.add_argument("vault", type=Path)
@@ -251,14 +306,17 @@ def run_command(args: argparse.Namespace) -> int:
         if args.command == "doctor":
             return show_doctor(args.vault, sys.stdout)
         if args.command == "items":
-            asyncio.run(show_items(args.vault, args.query, args.json, sys.stdout))
+            chat = None if args.chat is None else check_chat_id(args.chat)
+            asyncio.run(show_items(args.vault, args.query, args.json, sys.stdout, chat))
             return 0
         chat_id = check_chat_id(args.chat_id)  # refuse a hostile id before touching anything
         if args.command == "context":
             topics = (
                 [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
             )
-            asyncio.run(show_context(args.vault, chat_id, topics, sys.stdout))
+            asyncio.run(
+                show_context(args.vault, chat_id, topics, sys.stdout, args.message, args.json)
+            )
         else:
             asyncio.run(show_topics(args.vault, chat_id, sys.stdout))
     except SmartContextError as exc:

@@ -44,6 +44,18 @@ class Settings:
     extraction_category: str = "fast"
     extraction_max_chars: int = 12000
     extraction_timeout: float = 60.0
+    # context items (CONTRACT §8): agent selection for rules and references, then for tools
+    context_top_k: int = 20
+    context_top_n: int = 5
+    context_include_score: float = 0.7
+    context_tools_top_k: int = 20
+    context_tools_top_n: int = 5
+    context_tools_include_score: float = 0.7
+    context_expansion_depth: int = 0
+    context_expansion_threshold: float = 0.75
+    context_expansion_top_n: int = 3
+    rules_dir: str = "rules"
+    references_dir: str = "references"
 
 
 def _check_bool(key: str, value: Any) -> bool:
@@ -83,7 +95,41 @@ def _check_text(key: str, value: Any) -> str:
     return value.strip()
 
 
+def _check_folder(key: str, value: Any) -> str:
+    """A folder inside the vault, written relative to it."""
+    text = _check_text(key, value)
+    parts = Path(text).parts
+    if Path(text).is_absolute() or ".." in parts or text.startswith("~"):
+        raise ConfigError(key, value, 'expected a folder inside the vault, like "rules"')
+    return text
+
+
+def _count(high: int, low: int = 0) -> Any:
+    return lambda k, v: _check_number(k, v, low, high, int)
+
+
+def _share(k: str, v: Any) -> float:
+    number: float = _check_number(k, v, 0.0, 1.0)
+    return number
+
+
+# The selection settings a chat may override (``context_settings`` on the chat, CONTRACT §8).
+SELECTION_CHECKS: dict[str, Any] = {
+    "context_top_k": _count(500, 1),
+    "context_top_n": _count(100),
+    "context_include_score": _share,
+    "context_tools_top_k": _count(500, 1),
+    "context_tools_top_n": _count(100),
+    "context_tools_include_score": _share,
+    "context_expansion_depth": _count(5),
+    "context_expansion_threshold": _share,
+    "context_expansion_top_n": _count(50),
+}
+
 _CHECKS: dict[str, Any] = {
+    **SELECTION_CHECKS,
+    "rules_dir": _check_folder,
+    "references_dir": _check_folder,
     "enabled": _check_bool,
     "embedding_search": _check_bool,
     "similarity_threshold": _check_threshold,

@@ -44,6 +44,7 @@ class SmartContextPlugin:
             log.error("Smart Context is off until the setting is fixed: %s", exc)
             settings = Settings(embedding_search=False)
         self.services = Services(host, settings, self.embedder, error)
+        self.services.items.servers.refresh_soon()  # list the MCP servers' tools meanwhile
 
     @hookimpl
     def sidecar_register_commands(self, commands: Commands) -> None:
@@ -83,6 +84,9 @@ class SmartContextPlugin:
         ctx.history = sent
         ctx.metadata["smart_context"] = decision.record.as_dict()
         ctx.metadata["request_context"] = request.record()
+        tools = request.tools()
+        if tools:
+            ctx.metadata["tools"] = tools
 
     @hookimpl
     def pipeline_output(self, ctx: PipelineContext) -> None:

@@ -35,7 +35,7 @@ class Services:
         # a bad setting: the filter is off and every record and the panel say why
         self.config_error = config_error
         self.chats = ChatViews(host.memory)
-        self.items = ItemCatalog(host.vault_path)
+        self.items = ItemCatalog(host.vault_path, settings.rules_dir, settings.references_dir)
         self.current_chat_id: ChatId | None = None
         self.background: Coalescer[ChatId] = Coalescer(lambda chat_id: refresh(self, chat_id))
         self._embedder = embedder
@@ -63,6 +63,7 @@ class Services:
 
     async def close(self) -> None:
         """Finish background work and save every changed embedding file."""
+        await self.items.servers.close()
         await self.settle()
         if self._store is not None:
             self._store.flush()

@@ -18,6 +18,8 @@ COMMANDS: dict[str, Command] = {
     "smart_context.add_item": items.add_item,
     "smart_context.remove_item": items.remove_item,
     "smart_context.search_items": items.search_items,
+    "smart_context.set_session_settings": items.set_session_settings,
+    "smart_context.call_tool": items.call_tool,
 }
 
 

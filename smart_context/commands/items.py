@@ -1,8 +1,9 @@
 """The item commands of CONTRACT §8: ``list_items``, ``add_item``, ``remove_item``,
-``search_items``."""
+``search_items``, ``set_session_settings`` and ``call_tool``."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +12,18 @@ from smart_context.events import ITEMS_CHANGED
 from smart_context.host import resolve
 from smart_context.items.catalog import found_rows, item_row, problem_rows
 from smart_context.items.model import ITEM_TYPES, Item
-from smart_context.items.select import Limits
+from smart_context.items.request import DOCUMENT_TYPES
+from smart_context.items.selection import (
+    SETTINGS_KEY,
+    BadSelectionSettings,
+    checked_overrides,
+    document_limits,
+    effective,
+    preset_of,
+    stored_overrides,
+    tool_limits,
+    vault_defaults,
+)
 from smart_context.items.session import (
     SESSION_KEY,
     Entry,
@@ -24,24 +36,27 @@ from smart_context.paths import ChatId
 from smart_context.services import Services
 
 MAX_QUERY_CHARS = 20_000
+MAX_ARGUMENTS_CHARS = 100_000
 
 
 async def list_items(services: Services, chat_id: Any = None) -> Result:
     """Every item of the vault, and whether the chat's session holds it (with a chat open)."""
     catalog = await services.items.current()
     session: set[tuple[str, str, str | None]] = set()
+    overrides: dict[str, Any] = {}
     if chat_id is not None or services.current_chat_id is not None:
         chat = chat_id_argument(services, chat_id)
         view = await services.chats.view(chat)
         raw = {} if view.session is None else {SESSION_KEY: view.session}
         session = {identity(e) for e in session_of(raw, catalog.items)}
+        overrides = stored_overrides(view.context_settings)
     return {
         "items": [
             item_row(i) | {"in_session": (i.type, i.name, i.server_name) in session}
             for i in catalog.items
         ],
         "problems": problem_rows(catalog.problems),
-    }
+    } | _settings_answer(services, overrides)
 
 
 async def add_item(
@@ -71,21 +86,91 @@ async def remove_item(
 
 
 async def search_items(services: Services, query: Any = None, chat_id: Any = None) -> Result:
-    """What agent selection would add for ``query``, with scores, best first.
-
-    ``chat_id`` is accepted for the contract's sake; per-chat selection settings come with
-    ``set_session_settings``, until then the vault's defaults apply.
-    """
+    """What agent selection would add for ``query``, with scores, best first: rules and
+    references, then tools, each within the chat's selection settings (the vault's without a
+    chat)."""
     if not isinstance(query, str) or not query.strip():
         raise BadArguments("query is required: the message to select items for.")
     if len(query) > MAX_QUERY_CHARS:
         raise BadArguments(f"query is longer than {MAX_QUERY_CHARS} characters.")
+    overrides: dict[str, Any] = {}
+    if chat_id is not None:
+        view = await services.chats.view(chat_id_argument(services, chat_id))
+        overrides = stored_overrides(view.context_settings)
+    values = effective(services.settings, overrides)
     store = await services.store()
-    found = await services.items.search(store, query, Limits())
+    queries = await services.items.query_vectors(store, query)
+    found = [
+        *await services.items.search(
+            store, query, document_limits(values), types=DOCUMENT_TYPES, queries=queries
+        ),
+        *await services.items.search(
+            store, query, tool_limits(values), types=("tool",), queries=queries
+        ),
+    ]
     catalog = await services.items.current()
     return {
         "items": found_rows(found),
         "problems": problem_rows(catalog.problems),
+    }
+
+
+async def set_session_settings(
+    services: Services, chat_id: Any = None, settings: Any = None
+) -> Result:
+    """Override the chat's selection settings (``null`` for a key: back to the vault's value;
+    ``preset``: aggressive, normal or conservative); returns the effective ``settings``."""
+    chat = chat_id_argument(services, chat_id)
+    try:
+        checked_overrides(settings)  # refuse bad input before touching the file
+    except BadSelectionSettings as exc:
+        raise BadArguments(str(exc)) from None
+    clicks = services.chats.clicks(chat)
+
+    def put(data: dict[str, Any]) -> dict[str, Any]:
+        merged = checked_overrides(settings, stored_overrides(data.get(SETTINGS_KEY)))
+        return {**data, SETTINGS_KEY: merged}
+
+    latest: Any = await resolve(services.host.memory.update_chat(chat, put))
+    if isinstance(latest, dict):
+        services.chats.adopt(chat, latest, clicks)
+    else:
+        await services.chats.load(chat)
+    view = await services.chats.view(chat)
+    return _settings_answer(services, stored_overrides(view.context_settings))
+
+
+async def call_tool(
+    services: Services, server_name: Any = None, name: Any = None, arguments: Any = None
+) -> Result:
+    """Run one tool of a declared MCP server; ``result`` is ``{ok, text, structured,
+    summary}`` (``ok`` false: the tool reported an error, for the model to read)."""
+    if not isinstance(server_name, str) or not server_name.strip():
+        raise BadArguments("server_name is required: the MCP server, as named in .vault.toml.")
+    if not isinstance(name, str) or not name.strip():
+        raise BadArguments("name is required: the tool's name.")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise BadArguments("arguments must be an object of the tool's parameters.")
+    if len(json.dumps(arguments, default=str)) > MAX_ARGUMENTS_CHARS:
+        raise BadArguments(f"arguments are longer than {MAX_ARGUMENTS_CHARS} characters.")
+    try:
+        result = await services.items.servers.call(server_name, name, arguments)
+    except LookupError as exc:
+        raise BadArguments(str(exc)) from None
+    return {"result": result.as_dict()}
+
+
+def _settings_answer(services: Services, overrides: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` (effective), the chat's ``overrides``, the ``vault_settings`` they
+    inherit from, and the ``preset`` the effective values match (or ``custom``)."""
+    values = effective(services.settings, overrides)
+    return {
+        "settings": values,
+        "overrides": overrides,
+        "vault_settings": vault_defaults(services.settings),
+        "preset": preset_of(values),
     }
 
 

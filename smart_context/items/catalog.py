@@ -2,9 +2,11 @@
 once, embedded once per chunk text, and searched for one message.
 
 Rules and references come from the vault's folders (:mod:`.files`); an edit on disk is seen on
-the next call (one ``stat`` per file). Chunk vectors are the store's ``items`` collection,
-saved in ``.memory/smart_context/items.embeddings.json`` and keyed by chunk content, so an
-edited item is embedded again and nothing else is (seed 000's incremental updates).
+the next call (one ``stat`` per file). Tools come from the MCP servers' last known tool
+lists (:mod:`.servers`), which are refreshed in the background. Chunk vectors are the store's
+``items`` collection, saved in ``.memory/smart_context/items.embeddings.json`` and keyed by
+chunk content, so an edited item is embedded again and nothing else is (seed 000's
+incremental updates).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import numpy as np
 
 from smart_context.items.chunks import chunk, index_text, query_chunks
 from smart_context.items.files import Stamp, folder_stamp, load_items
-from smart_context.items.model import Item, ItemProblem
+from smart_context.items.model import ITEM_TYPES, Item, ItemProblem
 from smart_context.items.select import Limits, select
+from smart_context.items.servers import ToolServers
 from smart_context.paths import memory_dir
 from smart_context.store import VectorStore
 from smart_context.vectors.ops import Matrix
@@ -54,10 +57,17 @@ class Found:
 class ItemCatalog:
     """The vault's rules and references, kept current (see the module docstring)."""
 
-    def __init__(self, vault: Path, rules_dir: str = "rules", references_dir: str = "references"):
+    def __init__(
+        self,
+        vault: Path,
+        rules_dir: str = "rules",
+        references_dir: str = "references",
+        servers: ToolServers | None = None,
+    ):
         self.vault = Path(vault)
         self.dirs = (rules_dir, references_dir)
-        self._stamp: Stamp | None = None
+        self.servers = servers or ToolServers(self.vault)
+        self._stamp: tuple[Stamp, Any] | None = None
         self._catalog = Catalog((), (), (), np.zeros(0, dtype=np.intp))
         self._lock = asyncio.Lock()
         # the chunk vectors of the current catalog, for the model that made them: a request
@@ -67,32 +77,55 @@ class ItemCatalog:
     async def current(self) -> Catalog:
         """The items as the files are now: loaded again only when one changed."""
         async with self._lock:
-            stamp = await asyncio.to_thread(folder_stamp, self.vault, *self.dirs)
+            files = await asyncio.to_thread(folder_stamp, self.vault, *self.dirs)
+            stamp = (files, self.servers.stamp())
+            self.servers.refresh_soon()
             if stamp != self._stamp:
-                items, problems = await asyncio.to_thread(load_items, self.vault, *self.dirs)
-                self._catalog = catalog_of(items, problems)
+                self._catalog = await asyncio.to_thread(self._load)
                 self._stamp = stamp
             return self._catalog
 
+    def _load(self) -> Catalog:
+        items, problems = load_items(self.vault, *self.dirs)
+        tools, tool_problems = self.servers.items()
+        return catalog_of([*items, *tools], [*problems, *tool_problems])
+
     async def search(
-        self, store: VectorStore, message: str, limits: Limits, modes: Sequence[str] = ("agent",)
+        self,
+        store: VectorStore,
+        message: str,
+        limits: Limits,
+        modes: Sequence[str] = ("agent",),
+        types: Sequence[str] = ITEM_TYPES,
+        queries: Matrix | None = None,
     ) -> list[Found]:
-        """What agent selection adds for ``message``: enabled items whose mode is in ``modes``,
-        best first. Embeds the chunks no one embedded yet and the message's sentences."""
+        """What agent selection adds for ``message``: enabled items of ``types`` whose mode is
+        in ``modes``, best first. Embeds the chunks no one embedded yet and, unless
+        ``queries`` holds them (:meth:`query_vectors`), the message's sentences."""
         catalog = await self.current()
         wanted = [
-            i for i, item in enumerate(catalog.items) if item.enabled and item.include in modes
+            i
+            for i, item in enumerate(catalog.items)
+            if item.enabled and item.include in modes and item.type in types
         ]
-        sentences = query_chunks(message) or ([message] if message.strip() else [])
-        if not wanted or not sentences:
+        if not wanted or not message.strip():
             return []
         index = await self._vectors(store, catalog)
-        queries = await store.embed(sentences)
+        if queries is None:
+            queries = await self.query_vectors(store, message)
         number = np.full(len(catalog.items), -1, dtype=np.intp)  # item -> its place in wanted
         number[wanted] = np.arange(len(wanted))
         rows = np.flatnonzero(number[catalog.owner] >= 0)
         chosen = select(queries @ index[rows].T, number[catalog.owner[rows]], len(wanted), limits)
         return [Found(catalog.items[wanted[c.item]], c.score) for c in chosen]
+
+    @staticmethod
+    async def query_vectors(store: VectorStore, message: str) -> Matrix:
+        """The vectors of the message's sentences (seed 000's query chunking), one row each."""
+        sentences = query_chunks(message) or ([message] if message.strip() else [])
+        if not sentences:
+            return np.zeros((0, 0), dtype=np.float32)
+        return await store.embed(sentences)
 
     async def _vectors(self, store: VectorStore, catalog: Catalog) -> Matrix:
         memo = self._index

@@ -26,6 +26,8 @@ import json
 import logging
 import math
 import os
+import shutil
+import sys
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -239,9 +241,20 @@ def _client(server: McpServer, stderr: _StderrLog | None) -> Client:
         return Client(server.url, cache=None)
     assert stderr is not None
     params = StdioServerParameters(
-        command=server.command, args=list(server.args), env=dict(server.env) or None
+        command=resolve_command(server.command),
+        args=list(server.args),
+        env=dict(server.env) or None,
     )
     return Client(stdio_client(params, errlog=stderr.file), cache=None)
+
+
+def resolve_command(command: str) -> str:
+    """A bare command name found on ``PATH``, else beside the running Python: a server
+    installed in the sidecar's own virtual environment starts without activating it."""
+    if os.sep in command or shutil.which(command) is not None:
+        return command
+    beside = Path(sys.executable).parent / command
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else command
 
 
 def _describe(server: McpServer, exc: BaseException) -> str:

@@ -8,9 +8,10 @@ covers only the indexed text, so a new priority or include mode never costs an e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 from smart_context.items.chunks import index_text
 
@@ -40,6 +41,10 @@ class Item:
     text: str = ""  # the body of a file; a tool's parameters, one per line
     source: str = ""  # the file's path in the vault (``rules/style.md``), a tool's server name
     server_name: str | None = None  # tools only
+    # a tool's JSON schema as its server sent it: what the model gets, never indexed or compared
+    input_schema: Mapping[str, Any] | None = field(
+        default=None, compare=False, hash=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if self.type not in ITEM_TYPES:

@@ -11,19 +11,23 @@ items; a chat that never changed its session has the vault's ``always`` items.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from smart_context.errors import SmartContextError
 from smart_context.items.catalog import Found, ItemCatalog
+from smart_context.items.mcp_config import function_name
 from smart_context.items.model import Item
 from smart_context.items.select import Limits
 from smart_context.items.session import SESSION_KEY, resolve, session_of
 from smart_context.store import VectorStore
 
 SECTION_TITLES = {"rule": "Rules to follow", "reference": "Reference material"}
+DOCUMENT_TYPES = ("rule", "reference")
+MAX_TOOL_DESCRIPTION = 1024  # what OpenAI-compatible servers reliably accept
+EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,28 @@ class RequestContext:
             out["error"] = self.error
         return out
 
+    def tools(self) -> list[dict[str, Any]]:
+        """The tools the record names, as OpenAI-format function definitions (CONTRACT §8):
+        ``{server}__{tool}``, the description, and the server's schema when it is an object
+        schema (anything else would make the endpoint refuse the whole request)."""
+        out = []
+        for chosen in sorted(self.items, key=lambda c: c.item.sort_key()):
+            item = chosen.item
+            name = function_name(item.server_name or "", item.name)
+            if item.type != "tool" or name is None:
+                continue
+            schema = item.input_schema
+            parameters = (
+                dict(schema)
+                if isinstance(schema, Mapping) and schema.get("type", "object") == "object"
+                else EMPTY_PARAMETERS
+            )
+            function: dict[str, Any] = {"name": name, "parameters": parameters}
+            if item.description:
+                function["description"] = item.description[:MAX_TOOL_DESCRIPTION]
+            out.append({"type": "function", "function": function})
+        return out
+
     def system_text(self) -> str:
         """The rules and references as the model reads them, rules first, by priority."""
         sections = []
@@ -79,21 +105,34 @@ async def build(
     message: str,
     limits: Limits,
     session: Any = None,
+    tool_limits: Limits | None = None,
 ) -> RequestContext:
     """The request context of ``message``: the session's items (``session`` is the chat's
-    ``context_items`` as stored, ``None`` for the vault's seed), then what agent selection adds.
+    ``context_items`` as stored, ``None`` for the vault's seed), then what agent selection adds:
+    rules and references within ``limits``, tools within ``tool_limits`` (default the same).
     ``store`` is asked for only when the vault has agent items. A failed search (or no
     embedder) costs the agent items only, and the record says why."""
     current = await catalog.current()
     entries = session_of({} if session is None else {SESSION_KEY: session}, current.items)
     chosen = [Chosen(item, mode) for item, mode in resolve(entries, current.items)]
-    found: Sequence[Found] = ()
+    found: list[Found] = []
     error = None
-    if any(i.enabled and i.include == "agent" for i in current.items):
+    agent_types = {i.type for i in current.items if i.enabled and i.include == "agent"}
+    if agent_types:
         try:
-            found = await catalog.search(await store(), message, limits)
+            vectors = await store()
+            queries = await catalog.query_vectors(vectors, message)  # once for both searches
+            if agent_types & set(DOCUMENT_TYPES):
+                found += await catalog.search(
+                    vectors, message, limits, types=DOCUMENT_TYPES, queries=queries
+                )
+            if "tool" in agent_types:
+                found += await catalog.search(
+                    vectors, message, tool_limits or limits, types=("tool",), queries=queries
+                )
         except SmartContextError as exc:
             error = f"Agent selection skipped: {exc}"
+            found = []
     present = {c.item.key for c in chosen}
     agent = [Chosen(f.item, "agent", f.score) for f in found if f.item.key not in present]
     return RequestContext((*chosen, *agent), error)

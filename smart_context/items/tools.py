@@ -34,6 +34,7 @@ def tool_item(
         text=parameters_text(input_schema),
         source=server_name,
         server_name=server_name,
+        input_schema=input_schema if isinstance(input_schema, Mapping) else None,
     )
 
 
