@@ -110,3 +110,33 @@ def test_bad_setting_is_reported_by_key(
     )
     assert main(["context", str(cli_vault), "c1"]) == 2
     assert "similarity_threshold" in capsys.readouterr().err
+
+
+def test_context_with_a_message_shows_its_rules_references_and_tools(
+    cli_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    (cli_vault / "rules").mkdir()
+    (cli_vault / "rules" / "grams.md").write_text(
+        "---\ninclude: always\npriority: 3\n---\nWeigh flour in grams.\n", encoding="utf-8"
+    )
+    (cli_vault / "references").mkdir()
+    (cli_vault / "references" / "starter.md").write_text(
+        "---\ninclude: agent\n---\nFeed the sourdough starter twice a day.\n", encoding="utf-8"
+    )
+    message = "My sourdough starter smells like acetone. What should I feed it?"
+    assert main(["context", str(cli_vault), "c1", "--message", message]) == 0
+    out = capsys.readouterr().out.split("sent with, for")[1]
+    assert "003 always    grams" in out and "agent     starter" in out and "tools: none" in out
+    assert main(["context", str(cli_vault), "c1", "--message", message, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["messages"][0]["role"] == "system" and "grams" in shown["messages"][0]["content"]
+    assert shown["messages"][-1] == {"role": "user", "content": message}
+    assert {i["name"] for i in shown["request_context"]["items"]} == {"grams", "starter"}
+    assert shown["tools"] == [] and shown["smart_context"]["mode"] == "full"
+    # the chat's session, marked in `items --chat`
+    assert main(["items", str(cli_vault), "--chat", "c1"]) == 0
+    listing = capsys.readouterr().out
+    assert "* grams" in listing and "* starter" not in listing
+    assert main(["items", str(cli_vault), "--chat", "../../etc"]) == 2

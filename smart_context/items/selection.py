@@ -115,6 +115,8 @@ def stored_overrides(raw: Any) -> dict[str, Any]:
         return {}
     out = {}
     for key, value in raw.items():
+        if key == PRESET_KEY:  # never stored: a preset is written as its values
+            continue
         try:
             out.update(checked_overrides({key: value}))
         except BadSelectionSettings as exc:

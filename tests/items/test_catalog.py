@@ -76,3 +76,6 @@ def test_items_command_on_the_example_vault_with_the_local_model(
     assert {i["name"] for i in result["items"]} >= {"Sourdough Schedule", "Python Code Style"}
     assert result["selected"][0]["name"] == "Sourdough Schedule"
     assert all(i["include"] == "agent" for i in result["selected"])
+    # the example vault's own MCP server, started from the package, offers its tools
+    tools = [i["name"] for i in result["selected"] if i["type"] == "tool"]
+    assert "hydration" in tools[:2] and "convert_units" in tools

@@ -58,3 +58,48 @@ async def test_a_failed_search_keeps_the_always_items_and_says_why(tmp_path: Pat
     record = request.record()
     assert [i["name"] for i in record["items"]] == ["a"]
     assert "unreachable" in record["error"]
+
+
+def test_tools_go_to_the_model_as_function_definitions() -> None:
+    from smart_context.items.request import Chosen, RequestContext
+    from smart_context.items.tools import tool_item
+
+    schema = {"type": "object", "properties": {"yen": {"type": "number"}}, "required": ["yen"]}
+    request = RequestContext(
+        (
+            Chosen(tool_item("example", "yen_to_euro", "Yen to euro.", schema), "agent", 0.7),
+            Chosen(tool_item("example", "odd", "x" * 5000, ["not", "a", "schema"]), "always"),
+            Chosen(tool_item("example", "array", None, {"type": "array"}), "always"),
+            Chosen(tool_item("example", "bad name!", "d"), "always"),
+        )
+    )
+    by_name = {t["function"]["name"]: t for t in request.tools()}
+    assert set(by_name) == {"example__yen_to_euro", "example__odd", "example__array"}
+    assert all(t["type"] == "function" for t in by_name.values())
+    assert by_name["example__yen_to_euro"]["function"]["parameters"] == schema
+    assert by_name["example__odd"]["function"]["parameters"] == {"type": "object", "properties": {}}
+    assert len(by_name["example__odd"]["function"]["description"]) <= 1024
+    assert by_name["example__array"]["function"]["parameters"]["type"] == "object"
+    assert "description" not in by_name["example__array"]["function"]
+    assert request.system_text() == ""  # tools never reach the system message
+
+
+async def test_tools_and_documents_are_selected_within_their_own_limits(tmp_path: Path) -> None:
+    from smart_context.items.mcp_client import ToolInfo, save_tool_list
+
+    (tmp_path / ".vault.toml").write_text(
+        '[mcp.servers.kit]\ncommand = "kit-server"\ninclude = "agent"\n', encoding="utf-8"
+    )
+    save_tool_list(tmp_path, "kit", [ToolInfo("bread_tool", "sourdough starter")])
+    write(tmp_path, "references/bread.md", "---\ninclude: agent\n---\nsourdough starter\n")
+    write(tmp_path, "references/more.md", "---\ninclude: agent\n---\nsourdough starter too\n")
+    store = VectorStore(tmp_path, FakeEmbedder())
+    catalog = ItemCatalog(tmp_path)
+    one = Limits(top_n=1, include_score=2.0)
+    try:
+        request = await build(catalog, given(store), "sourdough starter", one, None, one)
+    finally:
+        await catalog.servers.close()
+    kinds = sorted(c.item.type for c in request.items if c.mode == "agent")
+    assert kinds == ["reference", "tool"]  # one each: the tool did not take the document's place
+    assert [t["function"]["name"] for t in request.tools()] == ["kit__bread_tool"]

@@ -161,3 +161,67 @@ async def test_the_reply_is_sent_with_the_vaults_rules_and_says_which(
     text = system["messages"][0]["content"]
     assert "manual rule" in text and "British English" not in text
     assert chat_on_disk(vault, "trip")["context_items"] == session
+
+
+async def test_tools_of_the_vaults_mcp_server_are_chosen_previewed_and_called(
+    vault: Path, openai_server: OpenAIStub, stub_settings: None
+) -> None:
+    import sys
+
+    settings = (vault / ".vault.toml").read_text(encoding="utf-8")
+    write_settings(
+        vault,
+        settings
+        + "[mcp.servers.example]\n"
+        + f'command = "{sys.executable}"\n'
+        + 'args = ["-m", "smart_context.example_mcp"]\ninclude = "agent"\n',
+    )
+    sidecar = Sidecar(vault)
+    plugin = sidecar.pm.get_plugin("smart_context")
+    assert isinstance(plugin, SmartContextPlugin)
+    async with running_app(create_app(sidecar)) as client:
+        assert plugin.services is not None
+        await plugin.services.items.servers.settle()  # listed in the background at start
+
+        async def command(command_name: str, **args: object) -> httpx.Response:
+            return await client.post(f"/api/commands/smart_context.{command_name}", json=args)
+
+        await client.post("/api/chats", json={"title": "Money"})
+        created = (await client.get("/api/chats")).json()["chats"][0]["id"]
+        listed = (await command("list_items", chat_id=created)).json()
+        tools = {i["name"] for i in listed["items"] if i["type"] == "tool"}
+        assert {"yen_to_euro", "convert_units"} <= tools and listed["problems"] == []
+        assert listed["settings"]["context_tools_top_n"] == 5 and listed["preset"] == "normal"
+
+        # the chat asks for fewer tools; the dry run shows exactly those, as the model gets them
+        answer = await command(
+            "set_session_settings", chat_id=created, settings={"context_tools_top_n": 1}
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["settings"]["context_tools_top_n"] == 1
+        assert chat_on_disk(vault, created)["context_settings"] == {"context_tools_top_n": 1}
+        preview = await client.post(
+            f"/api/chats/{created}/context", json={"content": "How much is 16000 yen in euro?"}
+        )
+        shown = preview.json()
+        assert [t["function"]["name"] for t in shown["tools"]] == ["example__yen_to_euro"]
+        assert shown["tools"][0]["function"]["parameters"]["type"] == "object"
+        chosen = [i for i in shown["request_context"]["items"] if i["type"] == "tool"]
+        assert chosen[0]["server_name"] == "example" and chosen[0]["include_mode"] == "agent"
+
+        called = await command(
+            "call_tool", server_name="example", name="yen_to_euro", arguments={"yen": 16000}
+        )
+        assert called.status_code == 200, called.text
+        assert called.json()["result"]["ok"] and "100" in called.json()["result"]["text"]
+        for bad in (
+            {"server_name": "nope", "name": "x"},
+            {"server_name": "example", "name": "yen_to_euro", "arguments": [1]},
+            {"server_name": "example"},
+        ):
+            refused = await command("call_tool", **bad)
+            assert refused.status_code == 400 and refused.json()["status"] == "error"
+        bad_settings = await command(
+            "set_session_settings", chat_id=created, settings={"context_top_n": "all"}
+        )
+        assert bad_settings.status_code == 400 and "context_top_n" in bad_settings.json()["error"]
