@@ -38,6 +38,7 @@ MAX_SERVER_NAME = 32
 # ``{server}__{tool}``, so a server name may neither contain "__" nor end in "_", or the split
 # back into server and tool would be ambiguous.
 _SERVER_NAME = re.compile(r"[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*)|(\$))")
 
@@ -213,7 +214,9 @@ def _env(value: Any, environ: Mapping[str, str]) -> dict[str, str]:
         raise _bad("env", value, 'expected a table such as { TOKEN = "$MY_TOKEN" }')
     expanded: dict[str, str] = {}
     for key, raw in value.items():
-        if not isinstance(raw, str):
+        if not _ENV_NAME.fullmatch(str(key)):
+            raise _bad(f"env.{str(key)[:40]}", raw, "a variable name is letters, digits and '_'")
+        if not isinstance(raw, str) or "\0" in raw:
             raise _bad(f"env.{key}", raw, "expected a string")
         expanded[str(key)] = _expand(f"env.{key}", raw, environ)
     return expanded

@@ -137,6 +137,17 @@ def test_a_missing_environment_variable_is_named() -> None:
     assert "the environment variable GITHUB_TOKEN is not set" in errors[0]
 
 
+@pytest.mark.parametrize("name", ["A=B", "", "1ST", "X Y", "PATH\0"])
+def test_an_environment_name_a_process_cannot_take_is_refused(name: str) -> None:
+    loaded, errors = servers({"s": {"command": "x", "env": {name: "v"}}})
+    assert loaded == () and "a variable name is letters, digits and '_'" in errors[0]
+
+
+def test_a_nul_in_an_environment_value_is_refused() -> None:
+    loaded, errors = servers({"s": {"command": "x", "env": {"T": "a\0b"}}})
+    assert loaded == () and "env.T" in errors[0]
+
+
 def test_variables_come_from_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SMART_CONTEXT_TEST_TOKEN", "from-env")
     config = parse_mcp_servers(
