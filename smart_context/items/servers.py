@@ -6,6 +6,8 @@ show and can be chosen while a server is down or still starting. The lists are r
 background: when the plugin starts, when ``[mcp.servers]`` in ``.vault.toml`` changes, and again
 for a server that failed, at most every :data:`RETRY_AFTER` seconds while requests keep coming.
 
+Calls and listings share one connection per server (:mod:`.pool`), kept while it is used.
+
 A server that fails is reported by name (an :class:`ItemProblem` the panel and ``items`` show,
 and one log line per new failure), never fatal: its last known tools stay.
 """
@@ -30,6 +32,7 @@ from smart_context.items.mcp_config import (
     parse_mcp_servers,
 )
 from smart_context.items.model import Item, ItemProblem
+from smart_context.items.pool import ServerPool
 from smart_context.items.tools import tool_item
 
 log = logging.getLogger(__name__)
@@ -129,6 +132,7 @@ class ToolServers:
         self._pending: set[str] = set()  # servers to list in the next refresh
         self._version = 0  # bumped when a server's state changes
         self._task: asyncio.Task[None] | None = None
+        self.pool = ServerPool()
 
     def config(self) -> McpConfig:
         """The servers as ``.vault.toml`` declares them now (read again when it changed)."""
@@ -197,10 +201,10 @@ class ToolServers:
         await asyncio.gather(*(self._refresh_one(server) for server in wanted))
 
     async def _refresh_one(self, server: McpServer) -> None:
-        from smart_context.items.mcp_client import list_tools, save_tool_list
+        from smart_context.items.mcp_client import save_tool_list
 
         try:
-            tools = await list_tools(server)
+            tools = await self.pool.run(server, lambda session: session.list_tools())
             await asyncio.to_thread(save_tool_list, self.vault, server.name, tools)
         except (ToolServerError, OSError) as exc:
             message = exc.problem if isinstance(exc, ToolServerError) else str(exc)
@@ -233,7 +237,8 @@ class ToolServers:
             await asyncio.wait([self._task], timeout=timeout)
 
     async def close(self) -> None:
-        """Stop a refresh under way; its servers are stopped by the SDK's cancellation."""
+        """Stop a refresh under way and close every connection (stdio servers are stopped)."""
         if self._task is not None and not self._task.done():
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        await self.pool.close()
