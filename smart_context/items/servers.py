@@ -222,14 +222,12 @@ class ToolServers:
         self, server_name: str, name: str, arguments: Mapping[str, Any] | None
     ) -> ToolResult:
         """Run one tool on a declared server; :class:`ToolServerError` when it is down."""
-        from smart_context.items.mcp_client import call_tool
-
         server = self.config().server(server_name)
         if server is None:
             raise LookupError(
                 f"No MCP server named {server_name[:80]!r} is declared in {CONFIG_FILE}."
             )
-        return await call_tool(server, name, arguments)
+        return await self.pool.run(server, lambda session: session.call_tool(name, arguments))
 
     async def settle(self, timeout: float = 60.0) -> None:
         """Wait for a refresh under way (tests, and a tidy shutdown)."""

@@ -146,3 +146,17 @@ def test_a_server_installed_beside_python_starts_without_activating_its_venv() -
     assert resolve_command("smart-context-example-mcp") == str(here / "smart-context-example-mcp")
     assert resolve_command("no-such-command-anywhere") == "no-such-command-anywhere"
     assert resolve_command("/bin/sh") == "/bin/sh"
+
+
+async def test_calls_and_the_listing_share_one_running_server(tmp_path: Path) -> None:
+    script = Path(__file__).with_name("slow_mcp_server.py")
+    write_config(
+        tmp_path, f'[mcp.servers.slow]\ncommand = "{sys.executable}"\nargs = ["{script}"]\n'
+    )
+    servers = ToolServers(tmp_path)
+    try:
+        await servers.refresh()
+        first = (await servers.call("slow", "pid", {})).text
+        assert (await servers.call("slow", "pid", {})).text == first
+    finally:
+        await servers.close()
