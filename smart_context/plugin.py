@@ -44,7 +44,9 @@ class SmartContextPlugin:
             log.error("Smart Context is off until the setting is fixed: %s", exc)
             settings = Settings(embedding_search=False)
         self.services = Services(host, settings, self.embedder, error)
-        self.services.items.servers.refresh_soon()  # list the MCP servers' tools meanwhile
+        # meanwhile: list the MCP servers' tools, and embed the items no request has yet
+        self.services.items.servers.refresh_soon()
+        self.services.index_items()
 
     @hookimpl
     def sidecar_register_commands(self, commands: Commands) -> None:

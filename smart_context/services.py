@@ -8,16 +8,20 @@ background topic pass.
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from smart_context.background import Coalescer
 from smart_context.chats import ChatViews
 from smart_context.config import Settings
 from smart_context.embeddings.base import Embedder
+from smart_context.errors import SmartContextError
 from smart_context.host import Host
 from smart_context.items.catalog import ItemCatalog
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.topics.refresh import refresh
+
+log = logging.getLogger("smart_context")
 
 
 class Services:
@@ -38,6 +42,8 @@ class Services:
         self.items = ItemCatalog(host.vault_path, settings.rules_dir, settings.references_dir)
         self.current_chat_id: ChatId | None = None
         self.background: Coalescer[ChatId] = Coalescer(lambda chat_id: refresh(self, chat_id))
+        self.indexing: Coalescer[str] = Coalescer(lambda _: self._index_items())
+        self.items.servers.on_listed = self.index_items
         self._embedder = embedder
         self._store: VectorStore | None = None
         self._store_lock = asyncio.Lock()
@@ -52,6 +58,16 @@ class Services:
                 self._store = VectorStore(self.host.vault_path, embedder)
             return self._store
 
+    def index_items(self) -> None:
+        """Embed the vault's new items in the background, so no request waits for it."""
+        self.indexing.request("items")
+
+    async def _index_items(self) -> None:
+        try:
+            await self.items.index(await self.store())
+        except SmartContextError as exc:  # the request will say so, if it is still true then
+            log.warning("Smart Context: items not indexed ahead: %s", exc)
+
     def schedule_refresh(self, chat_id: ChatId) -> None:
         """Map the chat's topics again in the background (bursts coalesce)."""
         self.background.request(chat_id)
@@ -59,10 +75,13 @@ class Services:
     async def settle(self, timeout: float = 10.0) -> None:
         """Let background work (topic passes, saving selections) finish."""
         await self.background.drain(timeout)
+        await self.indexing.drain(timeout)
         await self.chats.settle(timeout)
 
     async def close(self) -> None:
-        """Finish background work and save every changed embedding file."""
+        """Finish background work and save every changed embedding file. Indexing items ahead
+        is only a head start: it is stopped, not waited for (the next start goes on)."""
+        await self.indexing.drain(timeout=0.5)
         await self.items.servers.close()
         await self.settle()
         if self._store is not None:

@@ -353,3 +353,15 @@ async def test_odd_members_on_the_chat_file_never_break_a_click(start: Any, vaul
         assert result["status"] == "success" and "m2" in result["included_ids"]  # sticky stays
         ctx = await running.context("c1", make_messages(TEXTS))
         assert "error" not in ctx.metadata["smart_context"]
+
+
+async def test_the_vaults_items_are_embedded_when_the_plugin_starts(
+    vault: Path, start: Any, embedder: FakeEmbedder
+) -> None:
+    (vault / "references").mkdir()
+    (vault / "references" / "oven.md").write_text(
+        "---\ninclude: agent\n---\nPreheat the Dutch oven for an hour.\n", encoding="utf-8"
+    )
+    running = await start()
+    await running.settle()
+    assert any("Preheat the Dutch oven" in t for t in embedder.embedded)  # before any request

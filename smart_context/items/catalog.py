@@ -119,6 +119,15 @@ class ItemCatalog:
         chosen = select(queries @ index[rows].T, number[catalog.owner[rows]], len(wanted), limits)
         return [Found(catalog.items[wanted[c.item]], c.score) for c in chosen]
 
+    async def index(self, store: VectorStore) -> int:
+        """Embed, ahead of any request, the chunks of the items agent selection can pick that
+        have no vectors yet (seed 000's incremental updates, off the request path). Returns
+        how many chunks the catalog has; a vault with nothing to select costs nothing."""
+        catalog = await self.current()
+        if not any(i.enabled and i.include not in ("always", "manual") for i in catalog.items):
+            return 0
+        return len(await self._vectors(store, catalog))
+
     @staticmethod
     async def query_vectors(store: VectorStore, message: str) -> Matrix:
         """The vectors of the message's sentences (seed 000's query chunking), one row each."""

@@ -74,6 +74,9 @@ class ServerPool:
             self._worker(server).queue.put_nowait(request)
             try:
                 result: T = await asyncio.shield(request.done)
+            except asyncio.CancelledError:  # the worker still answers; no one will read it
+                request.done.add_done_callback(_read)
+                raise
             except _NeverSent:
                 if attempt == 2:
                     raise ToolServerError(
@@ -138,15 +141,27 @@ class ServerPool:
             if request is not None:
                 _settle(request.done, exc if exc is not None else _NeverSent())
 
-    async def close(self) -> None:
-        """Close every connection (the SDK stops stdio servers within a few seconds)."""
+    async def close(self, grace: float = 1.0) -> None:
+        """Close every connection: idle ones at once, a request under way gets ``grace``
+        seconds, a server still starting is given up on. The SDK stops each stdio server
+        (stdin closed, then SIGTERM and SIGKILL, shielded from the cancellation)."""
         workers = list(self._workers.values())
         for worker in workers:
             worker.queue.put_nowait(None)
-        tasks = [w.task for w in workers if w.task is not None]
-        if tasks:
-            with contextlib.suppress(Exception):
-                await asyncio.gather(*tasks, return_exceptions=True)
+        tasks = [w.task for w in workers if w.task is not None and not w.task.done()]
+        if not tasks:
+            return
+        _, late = await asyncio.wait(tasks, timeout=grace)
+        for task in late:
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _read(future: asyncio.Future[Any]) -> None:
+    """Mark an answer no one awaits any more as read (asyncio would log it as lost)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _settle(future: asyncio.Future[Any], exc: BaseException) -> None:

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +133,8 @@ class ToolServers:
         self._version = 0  # bumped when a server's state changes
         self._task: asyncio.Task[None] | None = None
         self.pool = ServerPool()
+        # called after a listing brought tools (the plugin indexes them off the request path)
+        self.on_listed: Callable[[], None] | None = None
 
     def config(self) -> McpConfig:
         """The servers as ``.vault.toml`` declares them now (read again when it changed)."""
@@ -216,6 +218,8 @@ class ToolServers:
             if self._failures.pop(server.name, None) is not None:
                 log.info("MCP server %r answers again", server.name)
             log.info("MCP server %r: %d tools", server.name, len(tools))
+            if self.on_listed is not None:
+                self.on_listed()
         self._version += 1
 
     async def call(

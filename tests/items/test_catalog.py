@@ -79,3 +79,23 @@ def test_items_command_on_the_example_vault_with_the_local_model(
     # the example vault's own MCP server, started from the package, offers its tools
     tools = [i["name"] for i in result["selected"] if i["type"] == "tool"]
     assert "hydration" in tools[:2] and "convert_units" in tools
+
+
+async def test_items_are_indexed_ahead_so_a_request_embeds_only_its_message(
+    items_vault: Path,
+) -> None:
+    embedder = FakeEmbedder()
+    store = VectorStore(items_vault, embedder)
+    catalog = ItemCatalog(items_vault)
+    assert await catalog.index(store) == 4  # one chunk per item
+    assert any("python asyncio" in t for t in embedder.embedded)
+    before = len(embedder.embedded)
+    await catalog.search(store, "flour", Limits())
+    assert embedder.embedded[before:] == ["flour"]
+
+
+async def test_a_vault_with_nothing_to_select_indexes_nothing(tmp_path: Path) -> None:
+    write(tmp_path, "rules/always.md", "---\ninclude: always\n---\nalways sent\n")
+    embedder = FakeEmbedder()
+    assert await ItemCatalog(tmp_path).index(VectorStore(tmp_path, embedder)) == 0
+    assert embedder.embedded == []
