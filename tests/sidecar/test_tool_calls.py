@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from smart_context.hookspecs import hookimpl
 from smart_context.sidecar.app import create_app
 from smart_context.sidecar.events import Subscription
 from smart_context.sidecar.runtime import Sidecar
 from smart_context.sidecar.tools import DECLINED_TEXT, MAX_TOOL_ROUNDS, MODEL_RESULT_CHARS
+from tests.fakes import ToolPlugin
 from tests.openai_server import OpenAIStub, tool_calls
 from tests.sidecar.conftest import (
     ClientFactory,
@@ -35,43 +35,6 @@ SERVERS = (
     '[mcp.servers.web]\ncommand = "web-server"\n'
 )
 STREAM = {"Accept": "text/event-stream"}
-
-
-def function(name: str) -> dict[str, Any]:
-    """An OpenAI function definition, as the plugin puts it in ``ctx.metadata["tools"]``."""
-    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
-    return {
-        "type": "function",
-        "function": {"name": name, "description": f"{name} for tests", "parameters": schema},
-    }
-
-
-class ToolPlugin:
-    """Offers ``tools`` in ``pipeline_context`` and answers ``smart_context.call_tool``."""
-
-    def __init__(self, tools: Any = ("files__read", "web__fetch"), register: bool = True) -> None:
-        self.tools = tools
-        self.register = register
-        self.calls: list[tuple[str, str, dict[str, Any]]] = []
-        self.text = "contents of {path}"
-
-    @hookimpl
-    def sidecar_register_commands(self, commands: Any) -> None:
-        if self.register:
-            commands.register("smart_context.call_tool", self.call_tool)
-
-    @hookimpl
-    def pipeline_context(self, ctx: Any) -> None:
-        tools = self.tools
-        ctx.metadata["tools"] = [function(n) for n in tools] if isinstance(tools, tuple) else tools
-
-    async def call_tool(
-        self, server_name: str, name: str, arguments: dict[str, Any]
-    ) -> dict[str, Any]:
-        self.calls.append((server_name, name, arguments))
-        text = self.text.format(path=arguments.get("path", "?"))
-        result = {"ok": True, "text": text, "structured": None, "summary": f"read {len(text)}"}
-        return {"status": "success", "result": result}
 
 
 @pytest.fixture
