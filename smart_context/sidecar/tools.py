@@ -224,9 +224,11 @@ class ToolLoop:
             if not requested:
                 return
             if not params:  # asked for more after the last round, or without being offered any
-                if tools:
-                    async for event in self._limit_reached(reply):
-                        yield event
+                if not tools:
+                    log.warning("The model asked for tool calls, but none were offered.")
+                    return
+                async for event in self._limit_reached(reply):
+                    yield event
                 return
             messages.append(_assistant_turn(text, requested))
             for call in requested:
@@ -247,13 +249,9 @@ class ToolLoop:
         reply: ReplyDraft,
         messages: list[dict[str, Any]],
     ) -> AsyncIterator[Event]:
-        call_id = new_call_id()
-        split = split_function_name(call.function)
-        server, tool = split if split else ("", call.function)
-        arguments, problem = parse_arguments(call.arguments)
-        if call.function not in offered or split is None:
-            problem = f"There is no tool {call.function!r} here; use one of the tools offered."
+        server, tool, arguments, problem = resolve(call, offered)
         needs_approval = problem is None and not self.auto_approve(server)
+        call_id = new_call_id()
         announced = {
             "chat_id": chat_id,
             "call_id": call_id,
@@ -262,6 +260,7 @@ class ToolLoop:
             "arguments": call.arguments if problem else arguments,
             "needs_approval": needs_approval,
         }
+        # Registered before the event goes out, so no answer can arrive ahead of the question.
         waiting = self.approvals.pending(chat_id, call_id) if needs_approval else nullcontext()
         with waiting as question:
             self.emit("tool_call", announced)
@@ -271,18 +270,9 @@ class ToolLoop:
             elif question is None:
                 outcome = await self._call(server, tool, arguments)
             else:
-                outcome = await self._after_answer(
-                    await self.approvals.wait(question), server, tool, arguments
-                )
-        reply.tool_calls.append(
-            {
-                **{k: announced[k] for k in ("call_id", "server_name", "name", "arguments")},
-                "approved": outcome.approved,
-                "ok": outcome.ok,
-                "summary": outcome.summary,
-                "result": clip(outcome.text, STORED_RESULT_CHARS),
-            }
-        )
+                answer = await self.approvals.wait(question)
+                outcome = await self._after_answer(answer, server, tool, arguments)
+        reply.tool_calls.append(_record(announced, outcome))
         messages.append(
             {
                 "role": "tool",
@@ -320,6 +310,28 @@ class ToolLoop:
                     "not registered (is the Smart Context plugin installed and enabled?)."
                 )
             return failed(f"The tool call failed: {exc}")
+
+
+def resolve(call: RequestedCall, offered: set[str]) -> tuple[str, str, dict[str, Any], str | None]:
+    """``(server, tool, arguments, problem)`` of a call; ``problem`` (for the model) when it
+    names no tool offered or its arguments are not one JSON object."""
+    split = split_function_name(call.function)
+    server, tool = split if split else ("", call.function)
+    arguments, problem = parse_arguments(call.arguments)
+    if call.function not in offered or split is None:
+        problem = f"There is no tool {call.function!r} here; use one of the tools offered."
+    return server, tool, arguments, problem
+
+
+def _record(announced: Mapping[str, Any], outcome: Outcome) -> dict[str, Any]:
+    """What the chat file keeps of a call, for the page to show after a reload."""
+    return {
+        **{key: announced[key] for key in ("call_id", "server_name", "name", "arguments")},
+        "approved": outcome.approved,
+        "ok": outcome.ok,
+        "summary": outcome.summary,
+        "result": clip(outcome.text, STORED_RESULT_CHARS),
+    }
 
 
 def _assistant_turn(text: str, calls: list[RequestedCall]) -> dict[str, Any]:
