@@ -167,7 +167,7 @@ class Pipeline:
             "smart_context": json_safe(metadata.get("smart_context")),
             "request_context": json_safe(metadata.get("request_context")),
             "messages": prompt_messages(ctx),
-            "tools": json_safe(metadata.get("tools") or []),
+            "tools": offered_tools(json_safe(metadata.get("tools"))),  # as the model gets them
         }
         if ctx.should_abort:
             out["aborted"] = ctx.abort_reason or "a plugin stopped this message"

@@ -18,7 +18,7 @@ from smart_context.sidecar.app import create_app
 from smart_context.sidecar.events import Subscription
 from smart_context.sidecar.runtime import Sidecar
 from smart_context.sidecar.tools import DECLINED_TEXT, MAX_TOOL_ROUNDS, MODEL_RESULT_CHARS
-from tests.fakes import ToolPlugin
+from tests.fakes import ToolPlugin, function_definition
 from tests.openai_server import OpenAIStub, tool_calls
 from tests.sidecar.conftest import (
     ClientFactory,
@@ -308,6 +308,17 @@ async def test_no_valid_tools_means_a_plain_request(
 
     assert events[-1][0] == "done"
     assert "tools" not in chat_requests(openai_server)[-1]
+
+
+async def test_the_dry_run_shows_the_tools_the_model_would_get(
+    api: ClientFactory, settings: str
+) -> None:
+    good = function_definition("files__read")
+    client, _ = await api(ToolPlugin(tools=[good, {"type": "function"}, "x"]), settings=settings)
+
+    answer = await client.post("/api/chats/c13/context", json={"content": "hi"})
+
+    assert answer.status_code == 200 and answer.json()["tools"] == [good]
 
 
 async def test_the_approval_endpoint_refuses_what_it_cannot_answer(
