@@ -216,6 +216,7 @@ class ToolPlugin:
         self.register = register
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
         self.text = "contents of {path}"
+        self.answer: Any = None  # when set: call_tool's answer, or raised if an exception
 
     @hookimpl
     def sidecar_register_commands(self, commands: Any) -> None:
@@ -232,7 +233,13 @@ class ToolPlugin:
     async def call_tool(
         self, server_name: str, name: str, arguments: dict[str, Any]
     ) -> dict[str, Any]:
+        """Like the plugin's command (CONTRACT §8): ``{"status", "result": {"ok", "text",
+        "structured", "summary"}}``."""
         self.calls.append((server_name, name, arguments))
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        if self.answer is not None:
+            return dict(self.answer)
         text = self.text.format(path=arguments.get("path", "?"))
         result = {"ok": True, "text": text, "structured": None, "summary": f"read {len(text)}"}
         return {"status": "success", "result": result}

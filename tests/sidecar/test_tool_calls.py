@@ -16,8 +16,14 @@ import pytest
 
 from smart_context.sidecar.app import create_app
 from smart_context.sidecar.events import Subscription
+from smart_context.sidecar.llm import ToolCallDelta
 from smart_context.sidecar.runtime import Sidecar
-from smart_context.sidecar.tools import DECLINED_TEXT, MAX_TOOL_ROUNDS, MODEL_RESULT_CHARS
+from smart_context.sidecar.tools import (
+    DECLINED_TEXT,
+    MAX_TOOL_ROUNDS,
+    MODEL_RESULT_CHARS,
+    CallAssembler,
+)
 from tests.fakes import ToolPlugin, function_definition
 from tests.openai_server import OpenAIStub, tool_calls
 from tests.sidecar.conftest import (
@@ -260,6 +266,46 @@ async def test_without_the_call_tool_command_the_model_is_told_why(
     assert "smart_context.call_tool" in chat_requests(openai_server)[-1]["messages"][-1]["content"]
 
 
+@pytest.mark.parametrize(
+    ("answer", "summary", "model_reads"),
+    [
+        (
+            {"status": "error", "error": "notes is down", "reason": "unavailable"},
+            "The tool call failed: notes is down",
+            "The tool call failed: notes is down",
+        ),
+        (RuntimeError("kaput"), "The tool call failed: Command", "RuntimeError: kaput"),
+        (
+            {"status": "success", "result": {"ok": False, "text": "No such file: a.md\nTry b.md"}},
+            "No such file: a.md",
+            "No such file: a.md\nTry b.md",
+        ),
+        ({"status": "success"}, "smart_context.call_tool answered without", "without a result"),
+        ({"status": "success", "result": {"ok": True, "text": ""}}, "", "(no output)"),
+    ],
+)
+async def test_what_the_tool_command_answers_is_what_the_model_reads(
+    api: ClientFactory,
+    openai_server: OpenAIStub,
+    settings: str,
+    answer: Any,
+    summary: str,
+    model_reads: str,
+) -> None:
+    plugin = ToolPlugin()
+    plugin.answer = answer
+    openai_server.chat_replies += [tool_calls(("files__read", {"path": "a.md"})), "I see."]
+    client, _ = await api(plugin, settings=settings)
+
+    events = dict(await streamed(client, "c14", "go"))
+
+    ok = isinstance(answer, dict) and answer.get("result", {}).get("ok") is True
+    assert events["tool_result"]["ok"] is ok
+    assert events["tool_result"]["summary"].startswith(summary)
+    assert model_reads in chat_requests(openai_server)[-1]["messages"][-1]["content"]
+    assert events["done"]["assistant_message"]["tool_calls"][0]["approved"] is True
+
+
 async def test_tool_rounds_are_bounded(
     api: ClientFactory, openai_server: OpenAIStub, settings: str
 ) -> None:
@@ -376,3 +422,19 @@ async def test_stopping_the_sidecar_declines_a_waiting_call_so_the_reply_is_stor
     assert time.monotonic() - started < 10  # not the 300 s of the approval timeout
     assert reply.json()["assistant_message"]["tool_calls"][0]["summary"] == "Declined."
     assert chat_on_disk(vault, "c12")["messages"][-1]["content"] == "Stopped."
+
+
+def test_pieces_join_by_index_and_a_call_without_an_id_gets_one() -> None:
+    assembler = CallAssembler()
+    assembler.add(ToolCallDelta(index=1, name="web__fetch", arguments='{"a"'))
+    assembler.add(ToolCallDelta(index=0, name="files__read"))
+    assembler.add(ToolCallDelta(index=1, arguments=": 1}"))
+
+    calls = assembler.calls()
+
+    assert [(c.function, c.arguments) for c in calls] == [
+        ("files__read", ""),
+        ("web__fetch", '{"a": 1}'),
+    ]
+    assert all(c.model_id.startswith("call_") for c in calls)
+    assert calls[0].model_id != calls[1].model_id
