@@ -5,9 +5,9 @@ Order of work, chosen so that nothing is ever lost:
 1. the user's message is appended to the chat file *first*;
 2. the phases run on a :class:`PipelineContext` (``history`` is a copy of the chat before the
    message; ``metadata["chat_id"]`` names the chat);
-3. the reply streams from the chat model, piece by piece, unless a plugin supplied
-   ``ctx.response`` in ``pipeline_llm``;
-   with the tool calls the model asks for run in between (:mod:`.tools`);
+3. the reply streams from the chat model, piece by piece, with the tool calls the model asks
+   for run in between (:mod:`.tools`), unless a plugin supplied ``ctx.response`` in
+   ``pipeline_llm``;
 4. the assistant message is appended, carrying
    ``ctx.metadata["smart_context"]`` so what the reply was sent with can be rebuilt, and a
    record of its tool calls (``tool_calls``) for the page, never for later prompts.
