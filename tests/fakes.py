@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from smart_context.errors import EmbeddingError
+from smart_context.hookspecs import hookimpl
 from smart_context.paths import chat_file, check_chat_id
 from smart_context.vectors.ops import Matrix, normalize_rows
 
@@ -195,3 +196,50 @@ def make_messages(texts: Sequence[str], prefix: str = "m") -> list[dict[str, Any
         {"id": f"{prefix}{i}", "role": "user" if i % 2 == 0 else "assistant", "content": t}
         for i, t in enumerate(texts)
     ]
+
+
+def function_definition(name: str) -> dict[str, Any]:
+    """An OpenAI function definition, as the plugin puts it in ``ctx.metadata["tools"]``."""
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": f"{name} for tests", "parameters": schema},
+    }
+
+
+class ToolPlugin:
+    """The tool side of the Smart Context plugin (CONTRACT §8), in small: offers ``tools`` in
+    ``pipeline_context``, answers ``smart_context.call_tool`` and records each call."""
+
+    def __init__(self, tools: Any = ("files__read", "web__fetch"), register: bool = True) -> None:
+        self.tools = tools
+        self.register = register
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+        self.text = "contents of {path}"
+        self.answer: Any = None  # when set: call_tool's answer, or raised if an exception
+
+    @hookimpl
+    def sidecar_register_commands(self, commands: Any) -> None:
+        if self.register:
+            commands.register("smart_context.call_tool", self.call_tool)
+
+    @hookimpl
+    def pipeline_context(self, ctx: Any) -> None:
+        tools = self.tools
+        ctx.metadata["tools"] = (
+            [function_definition(n) for n in tools] if isinstance(tools, tuple) else tools
+        )
+
+    async def call_tool(
+        self, server_name: str, name: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Like the plugin's command (CONTRACT §8): ``{"status", "result": {"ok", "text",
+        "structured", "summary"}}``."""
+        self.calls.append((server_name, name, arguments))
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        if self.answer is not None:
+            return dict(self.answer)
+        text = self.text.format(path=arguments.get("path", "?"))
+        result = {"ok": True, "text": text, "structured": None, "summary": f"read {len(text)}"}
+        return {"status": "success", "result": result}

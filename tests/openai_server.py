@@ -8,7 +8,9 @@ record what it saw:
   any other gets a 401 like OpenAI's);
 - ``requests``: ``(path, json_body)`` of every request, in arrival order (``{}`` for GET);
 - ``chat_replies``: queued replies for ``/v1/chat/completions``; when empty the reply is
-  ``"echo: <last user message>"``;
+  ``"echo: <last user message>"``. A :class:`ToolCallReply` (made with :func:`tool_calls`)
+  answers with tool calls instead, streamed as OpenAI streams them: the id and name first, the
+  arguments in slices, ``finish_reason: "tool_calls"``;
 - ``fail_next``: HTTP statuses to fail the next requests with, one per request, with an
   OpenAI-style JSON error body. The ``openai`` client retries 408/409/429/5xx ``max_retries``
   times, so queue ``max_retries + 1`` of them to make one call fail; failures carry
@@ -45,6 +47,26 @@ MODELS = ("stub-embedding", "stub-chat")
 EMBEDDING_DIM = 64
 
 Payload = dict[str, Any]
+ARGUMENT_SLICE = 7  # characters of arguments JSON per streamed chunk, so assembly is tested
+
+
+@dataclass(frozen=True)
+class ToolCallReply:
+    """A scripted reply asking for tool calls: ``calls`` are (function name, arguments text);
+    ``text`` streams before them."""
+
+    calls: tuple[tuple[str, str], ...]
+    text: str = ""
+
+
+def tool_calls(*calls: tuple[str, Any], text: str = "") -> ToolCallReply:
+    """A :class:`ToolCallReply`; an argument that is not a string is sent as its JSON."""
+    return ToolCallReply(
+        tuple((name, a if isinstance(a, str) else json.dumps(a)) for name, a in calls), text
+    )
+
+
+Reply = str | ToolCallReply
 
 
 @dataclass
@@ -54,7 +76,7 @@ class OpenAIStub:
     base_url: str
     api_key: str = API_KEY
     requests: list[tuple[str, Payload]] = field(default_factory=list)
-    chat_replies: list[str] = field(default_factory=list)
+    chat_replies: list[Reply] = field(default_factory=list)
     fail_next: list[int] = field(default_factory=list)
     delay: float = 0.0
 
@@ -139,7 +161,7 @@ def _text_of(content: Any) -> str:
     return str(content or "")
 
 
-def _chat_reply(stub: OpenAIStub, body: Payload) -> tuple[str, str]:
+def _chat_reply(stub: OpenAIStub, body: Payload) -> tuple[str, Reply]:
     model = _check_model(body)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
@@ -151,9 +173,24 @@ def _chat_reply(stub: OpenAIStub, body: Payload) -> tuple[str, str]:
         return model, "echo: " + (_text_of(users[-1].get("content")) if users else "")
 
 
-def _completion(stub: OpenAIStub, body: Payload, model: str, reply: str) -> Payload:
+def _call_id(stub: OpenAIStub, index: int) -> str:
+    return f"call_{len(stub.requests)}_{index}"
+
+
+def _completion(stub: OpenAIStub, body: Payload, model: str, reply: Reply) -> Payload:
     prompt_tokens = sum(len(_text_of(m.get("content")).split()) for m in body["messages"])
-    completion_tokens = len(reply.split())
+    text = reply.text if isinstance(reply, ToolCallReply) else reply
+    message: Payload = {"role": "assistant", "content": text}
+    if isinstance(reply, ToolCallReply):
+        message["tool_calls"] = [
+            {
+                "id": _call_id(stub, i),
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+            for i, (name, arguments) in enumerate(reply.calls)
+        ]
+    completion_tokens = len(text.split())
     return {
         "id": f"chatcmpl-stub{len(stub.requests)}",
         "object": "chat.completion",
@@ -162,8 +199,8 @@ def _completion(stub: OpenAIStub, body: Payload, model: str, reply: str) -> Payl
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply},
-                "finish_reason": "stop",
+                "message": message,
+                "finish_reason": "tool_calls" if isinstance(reply, ToolCallReply) else "stop",
                 "logprobs": None,
             }
         ],
@@ -181,7 +218,7 @@ def _pieces(reply: str) -> list[str]:
     return [reply[a:b] for a, b in zip(cuts, [*cuts[1:], len(reply)], strict=True) if a < b]
 
 
-def _chunks(stub: OpenAIStub, body: Payload, model: str, reply: str) -> Iterator[Payload]:
+def _chunks(stub: OpenAIStub, body: Payload, model: str, reply: Reply) -> Iterator[Payload]:
     head = {
         "id": f"chatcmpl-stub{len(stub.requests)}",
         "object": "chat.completion.chunk",
@@ -194,13 +231,31 @@ def _chunks(stub: OpenAIStub, body: Payload, model: str, reply: str) -> Iterator
         return {**head, "choices": [choice]}
 
     yield chunk({"role": "assistant", "content": ""})
-    for piece in _pieces(reply):
+    text = reply.text if isinstance(reply, ToolCallReply) else reply
+    for piece in _pieces(text):
         yield chunk({"content": piece})
-    yield chunk({}, "stop")
+    if isinstance(reply, ToolCallReply):
+        for delta in _tool_call_deltas(stub, reply):
+            yield chunk({"tool_calls": [delta]})
+    yield chunk({}, "tool_calls" if isinstance(reply, ToolCallReply) else "stop")
     options = body.get("stream_options")
     if isinstance(options, dict) and options.get("include_usage"):
         usage = _completion(stub, body, model, reply)["usage"]
         yield {**head, "choices": [], "usage": usage}
+
+
+def _tool_call_deltas(stub: OpenAIStub, reply: ToolCallReply) -> Iterator[Payload]:
+    """Each call as OpenAI streams it: index, id, type and name, then the arguments in slices."""
+    for index, (name, arguments) in enumerate(reply.calls):
+        yield {
+            "index": index,
+            "id": _call_id(stub, index),
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        for start in range(0, len(arguments), ARGUMENT_SLICE):
+            piece = arguments[start : start + ARGUMENT_SLICE]
+            yield {"index": index, "function": {"arguments": piece}}
 
 
 Route = Callable[[OpenAIStub, Payload], Payload]

@@ -10,6 +10,8 @@ in any other host; the plugin never imports this package. The pieces, one job pe
 - :mod:`.plugins` builds the plugin manager and calls hooks safely;
 - :mod:`.host` is the services object plugins receive, plus the commands and UI collectors;
 - :mod:`.pipeline` runs one user message through the phases;
+- :mod:`.tools` runs the model's tool calls between its turns; :mod:`.tool_approvals` holds
+  the calls waiting for the user's yes or no;
 - :mod:`.runtime` ties them together; :mod:`.app` is the HTTP API;
 - :mod:`.connections` drops clients too slow to ask and bounds how many connect;
   :mod:`.serve` runs it all.

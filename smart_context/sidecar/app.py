@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -51,6 +52,7 @@ MAX_TITLE_CHARS = 200
 KEEPALIVE_SECONDS = 15.0
 PAGE_TEMPLATE = "app/index.html.j2"
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 log = logging.getLogger(__name__)
 
@@ -202,6 +204,25 @@ async def dry_run(request: Request) -> JSONResponse:
     return JSONResponse(await _sidecar(request).pipeline.dry_run(chat_id, content))
 
 
+async def answer_tool_call(request: Request) -> JSONResponse:
+    """``POST /api/chats/{chat_id}/tool-calls/{call_id}`` with ``{"approve": bool}``: the
+    user's answer to a tool call the reply is waiting on."""
+    chat_id = _chat_id(request)
+    call_id = request.path_params["call_id"]
+    body = await _json_object(request, required=True)
+    approve = body.get("approve")
+    if not isinstance(approve, bool):
+        raise BadRequest("'approve' is required: true to run the tool call, false to decline it.")
+    approvals = _sidecar(request).tool_approvals
+    if not CALL_ID.fullmatch(call_id) or not approvals.answer(chat_id, call_id, approve):
+        return error_response(
+            f"No tool call of chat {chat_id!r} is waiting for an answer under that id "
+            "(it may have been answered already, or timed out).",
+            404,
+        )
+    return JSONResponse({"status": "success", "call_id": call_id, "approved": approve})
+
+
 async def _message_stream(run: MessageRun) -> AsyncIterator[str]:
     event: PipelineEvent
     async for event in run.events():
@@ -348,6 +369,7 @@ def create_app(
         Route("/api/chats/{chat_id}", get_chat, methods=["GET"]),
         Route("/api/chats/{chat_id}/messages", post_message, methods=["POST"]),
         Route("/api/chats/{chat_id}/context", dry_run, methods=["POST"]),
+        Route("/api/chats/{chat_id}/tool-calls/{call_id}", answer_tool_call, methods=["POST"]),
         Route("/api/commands/{name}", run_command, methods=["POST"]),
         Route("/api/events", events, methods=["GET"]),
         Mount("/static", StaticFiles(directory=static_dir(), check_dir=False), name="static"),

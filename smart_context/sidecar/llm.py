@@ -9,7 +9,8 @@ never invents a reply. Every failure is an :class:`LLMError` whose message says 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from smart_context.errors import EmbeddingError, SmartContextError
@@ -50,6 +51,20 @@ class NoModelConfigured(LLMError):
         super().__init__(message)
 
 
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """A piece of a tool call as the model streams it: the pieces with the same ``index`` make
+    one call (the id and name come once, the arguments JSON in slices)."""
+
+    index: int
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+
+Messages = Sequence[Mapping[str, Any]]
+
+
 class LLMService:
     """``complete``, ``stream``, ``embed`` and ``model_name`` for one vault's ``[llm]`` table."""
 
@@ -78,9 +93,7 @@ class LLMService:
                 return models[name]
         return None
 
-    async def complete(
-        self, messages: list[dict[str, str]], category: str = "fast", **params: Any
-    ) -> str:
+    async def complete(self, messages: Messages, category: str = "fast", **params: Any) -> str:
         """The model's whole reply to ``messages``; ``params`` go to the endpoint as they are."""
         model = self._text_model(category)
         client = self._get_client()
@@ -95,9 +108,18 @@ class LLMService:
         return reply.choices[0].message.content or ""
 
     async def stream(
-        self, messages: list[dict[str, str]], category: str = "chat", **params: Any
+        self, messages: Messages, category: str = "chat", **params: Any
     ) -> AsyncIterator[str]:
         """The reply as it arrives, piece by piece (empty pieces are skipped)."""
+        async for piece in self.stream_turn(messages, category, **params):
+            if isinstance(piece, str):
+                yield piece
+
+    async def stream_turn(
+        self, messages: Messages, category: str = "chat", **params: Any
+    ) -> AsyncIterator[str | ToolCallDelta]:
+        """One model turn as it arrives: text pieces, and the pieces of any tool calls the
+        model asks for (when ``params`` offers ``tools``); assembling them is the caller's."""
         model = self._text_model(category)
         client = self._get_client()
         try:
@@ -108,8 +130,19 @@ class LLMService:
             raise self._error(exc, "chat", model) from exc
         try:
             async for chunk in chunks:
-                if chunk.choices and chunk.choices[0].delta.content:
-                    yield chunk.choices[0].delta.content
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta
+                if delta.content:
+                    yield delta.content
+                for call in delta.tool_calls or ():
+                    function = call.function
+                    yield ToolCallDelta(
+                        index=call.index,
+                        call_id=call.id,
+                        name=function.name if function else None,
+                        arguments=function.arguments if function else None,
+                    )
         except Exception as exc:  # a connection cut mid-reply, a malformed chunk
             raise self._error(exc, "chat", model) from exc
         finally:

@@ -5,10 +5,12 @@ Order of work, chosen so that nothing is ever lost:
 1. the user's message is appended to the chat file *first*;
 2. the phases run on a :class:`PipelineContext` (``history`` is a copy of the chat before the
    message; ``metadata["chat_id"]`` names the chat);
-3. the reply streams from the chat model, piece by piece, unless a plugin supplied
-   ``ctx.response`` in ``pipeline_llm``;
+3. the reply streams from the chat model, piece by piece, with the tool calls the model asks
+   for run in between (:mod:`.tools`), unless a plugin supplied ``ctx.response`` in
+   ``pipeline_llm``;
 4. the assistant message is appended, carrying
-   ``ctx.metadata["smart_context"]`` so what the reply was sent with can be rebuilt.
+   ``ctx.metadata["smart_context"]`` so what the reply was sent with can be rebuilt, and a
+   record of its tool calls (``tool_calls``) for the page, never for later prompts.
 
 With no chat model configured the stored assistant message says so (``"notice": "no_model"``)
 and never pretends to be a reply. When the model fails, the assistant message carries an
@@ -29,6 +31,7 @@ import pluggy
 from smart_context.sidecar.llm import LLMError, LLMService
 from smart_context.sidecar.memory import ChatMemory, now_iso
 from smart_context.sidecar.plugins import call_hook
+from smart_context.sidecar.tools import ToolLoop, offered_tools
 
 PROMPT_ROLES = frozenset({"system", "user", "assistant"})
 TITLE_LENGTH = 60
@@ -57,7 +60,8 @@ class PipelineContext:
 
 @dataclass(frozen=True)
 class PipelineEvent:
-    """What the pipeline reports: ``token`` ``{"text"}``, then ``done`` or ``error``."""
+    """What the pipeline reports: ``token`` ``{"text"}`` (with ``tool_call`` and
+    ``tool_result`` between them when the model uses tools), then ``done`` or ``error``."""
 
     name: str
     data: dict[str, Any]
@@ -70,6 +74,7 @@ class Reply:
     text: str = ""
     error: str | None = None
     notice: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 def new_message_id() -> str:
@@ -109,10 +114,13 @@ def title_from(content: str) -> str:
 class Pipeline:
     """Runs messages for one host: ``async for event in pipeline.run(chat_id, content)``."""
 
-    def __init__(self, pm: pluggy.PluginManager, memory: ChatMemory, llm: LLMService) -> None:
+    def __init__(
+        self, pm: pluggy.PluginManager, memory: ChatMemory, llm: LLMService, turns: ToolLoop
+    ) -> None:
         self.pm = pm
         self.memory = memory
         self.llm = llm
+        self.turns = turns
 
     async def run(self, chat_id: str, content: str) -> AsyncIterator[PipelineEvent]:
         """Store the message, run the phases, stream the reply, store it; see the module doc."""
@@ -131,8 +139,8 @@ class Pipeline:
         if ctx.should_abort:
             reply = self._aborted(ctx)
         elif ctx.response is None:
-            async for piece in self._generate(ctx, reply):
-                yield PipelineEvent("token", {"text": piece})
+            async for event in self._generate(chat_id, ctx, reply):
+                yield event
         else:
             reply.text = str(ctx.response)
             yield PipelineEvent("token", {"text": reply.text})
@@ -159,21 +167,26 @@ class Pipeline:
             "smart_context": json_safe(metadata.get("smart_context")),
             "request_context": json_safe(metadata.get("request_context")),
             "messages": prompt_messages(ctx),
-            "tools": json_safe(metadata.get("tools") or []),
+            "tools": offered_tools(json_safe(metadata.get("tools"))),  # as the model gets them
         }
         if ctx.should_abort:
             out["aborted"] = ctx.abort_reason or "a plugin stopped this message"
         return out
 
-    async def _generate(self, ctx: PipelineContext, reply: Reply) -> AsyncIterator[str]:
+    async def _generate(
+        self, chat_id: str, ctx: PipelineContext, reply: Reply
+    ) -> AsyncIterator[PipelineEvent]:
         if not self.llm.chat_configured:
             reply.notice = "no_model"
             reply.text = self.llm.missing_model_message("chat") or ""
             return
+        metadata = ctx.metadata if isinstance(ctx.metadata, dict) else {}
+        prompt: list[dict[str, Any]] = list(prompt_messages(ctx))
         try:
-            async for piece in self.llm.stream(prompt_messages(ctx), category="chat"):
-                reply.text += piece
-                yield piece
+            async for name, data in self.turns.run(
+                chat_id, prompt, offered_tools(json_safe(metadata.get("tools"))), reply
+            ):
+                yield PipelineEvent(name, data)
         except LLMError as exc:
             reply.error = str(exc)
         except Exception as exc:  # an unexpected failure must still end as a stored message
@@ -226,6 +239,8 @@ class Pipeline:
         request = ctx.metadata.get("request_context") if isinstance(ctx.metadata, dict) else None
         if request is not None:  # the items the reply was sent with (CONTRACT §8)
             message["request_context"] = json_safe(request)
+        if reply.tool_calls:  # shown by the page; prompt_messages never sends them again
+            message["tool_calls"] = json_safe(reply.tool_calls)
         model = self.llm.model_name("chat")
         if model is not None and reply.notice is None:
             message["model"] = model

@@ -20,6 +20,8 @@ from smart_context.sidecar.events import EventHub
 from smart_context.sidecar.host import CommandError, CommandRegistry, PanelCollector, SidecarHost
 from smart_context.sidecar.pipeline import Pipeline, PipelineEvent
 from smart_context.sidecar.plugins import PluginReport, call_hook, get_plugin_manager
+from smart_context.sidecar.tool_approvals import ToolApprovals
+from smart_context.sidecar.tools import ToolLoop, auto_approved
 
 SHUTDOWN_GRACE_SECONDS = 30.0
 
@@ -84,7 +86,15 @@ class Sidecar:
             self.pm = plugin_manager
             self.plugin_report.loaded = [n for n, _ in plugin_manager.list_name_plugin() if n]
         self.commands = CommandRegistry()
-        self.pipeline = Pipeline(self.pm, self.host.memory, self.host.llm)
+        self.tool_approvals = ToolApprovals()
+        turns = ToolLoop(
+            self.host.llm,
+            call_command=self.run_command,
+            emit=self.host.emit,
+            approvals=self.tool_approvals,
+            auto_approve=lambda server: auto_approved(self.config, server),
+        )
+        self.pipeline = Pipeline(self.pm, self.host.memory, self.host.llm, turns)
         self._runs: set[asyncio.Task[None]] = set()
 
     @property
@@ -106,8 +116,10 @@ class Sidecar:
         )
 
     async def stop(self) -> None:
-        """Let replies in flight finish (briefly), then ``sidecar_shutdown()``."""
+        """Let replies in flight finish (briefly), then ``sidecar_shutdown()``; tool calls
+        still waiting for the user are declined so those replies can end."""
         self.host.events.close()
+        self.tool_approvals.decline_all()
         if self._runs:
             _, pending = await asyncio.wait(set(self._runs), timeout=SHUTDOWN_GRACE_SECONDS)
             for task in pending:

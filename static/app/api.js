@@ -38,9 +38,18 @@ export const chatIndex = () =>
 export const createChat = (title) => request("POST", "/api/chats", title ? { title } : {});
 export const loadChat = (id) => request("GET", `/api/chats/${encodeURIComponent(id)}`);
 
+/** Answer a tool call the reply is waiting on: run it (`approve` true) or decline it. */
+export const answerToolCall = (chatId, callId, approve) =>
+  request(
+    "POST",
+    `/api/chats/${encodeURIComponent(chatId)}/tool-calls/${encodeURIComponent(callId)}`,
+    { approve: Boolean(approve) },
+  );
+
 /**
- * Post a message and read the streamed reply. `handlers.token(data)` per token event;
- * resolves with the `done` payload ({user_message, assistant_message}); rejects with an
+ * Post a message and read the streamed reply. `handlers.token(data)` per token event,
+ * `handlers.tool_call(data)` and `handlers.tool_result(data)` around each tool call; resolves
+ * with the `done` payload ({user_message, assistant_message}); rejects with an
  * ApiError for an `error` event, an HTTP error or a broken stream.
  */
 export async function sendMessage(chatId, content, handlers = {}, signal) {
@@ -64,6 +73,8 @@ export async function sendMessage(chatId, content, handlers = {}, signal) {
   let result = null;
   for await (const event of readEvents(response.body)) {
     if (event.name === "token" && handlers.token) handlers.token(event.data || {});
+    else if (event.name === "tool_call" && handlers.tool_call) handlers.tool_call(event.data || {});
+    else if (event.name === "tool_result" && handlers.tool_result) handlers.tool_result(event.data || {});
     else if (event.name === "done") result = event.data;
     else if (event.name === "error") {
       const data = event.data || {};

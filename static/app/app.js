@@ -228,6 +228,15 @@ async function send(content) {
         pending.append(data.text || "");
         scrollToBottom();
       },
+      tool_call: (data) => {
+        pending.toolCall(data, (callId, approve) => api.answerToolCall(chatId, callId, approve));
+        if (data.needs_approval) announce("A tool call is waiting for your approval.");
+        scrollToBottom();
+      },
+      tool_result: (data) => {
+        pending.toolResult(data);
+        scrollToBottom();
+      },
     });
     if (state.chatId === chatId) {
       list.replace(pending.elements(), [done.user_message, done.assistant_message].filter(Boolean));

@@ -1,6 +1,7 @@
 // The message list: rendering (text only, never innerHTML), the streaming bubble, highlights.
 
 import { h, shortTime, longTime, toDate } from "./dom.js";
+import { finishToolCall, liveToolCall, toolCallList } from "./tool-calls.js";
 
 const ROLE_NAMES = { user: "You", assistant: "Assistant", system: "System", tool: "Tool" };
 
@@ -72,6 +73,8 @@ export function messageElement(message) {
     date ? h("time", { dateTime: date.toISOString(), title: longTime(date), text: shortTime(date) }) : null,
   );
   const body = h("div", { class: "msg__body" });
+  const tools = role === "assistant" ? toolCallList(message.tool_calls) : null;
+  if (tools) body.append(tools);
   if (failed) {
     // A stored failed reply: what arrived before the failure, then the error itself.
     if (message.partial_content) renderText(body, message.partial_content);
@@ -149,8 +152,9 @@ export class MessageList {
     delete user.dataset.messageId; // it gets its real id when the reply is done
     const text = document.createTextNode("");
     const status = h("p", { class: "msg__thinking", text: "Thinking…" });
+    const tools = h("div", { class: "msg__tools", hidden: true });
     const stream = h("p", { class: "msg__stream" }, text);
-    const body = h("div", { class: "msg__body", attrs: { "aria-live": "polite" } }, status, stream);
+    const body = h("div", { class: "msg__body", attrs: { "aria-live": "polite" } }, status, tools, stream);
     const assistant = h(
       "article",
       { class: "msg msg--assistant is-streaming is-thinking", attrs: { "aria-busy": "true" } },
@@ -158,7 +162,7 @@ export class MessageList {
       body,
     );
     this.container.append(user, assistant);
-    return new PendingReply(user, assistant, text, status);
+    return new PendingReply(user, assistant, text, status, tools);
   }
 
   /** Give the temporary element `el` the identity of the stored `message`. */
@@ -203,29 +207,50 @@ export class MessageList {
 
 /** The assistant bubble of a reply in flight. */
 class PendingReply {
-  constructor(user, assistant, textNode, status) {
+  constructor(user, assistant, textNode, status, tools) {
     this.user = user;
     this.assistant = assistant;
     this.textNode = textNode;
     this.status = status;
+    this.tools = tools;
+    this.calls = new Map(); // call id -> its block
     this.buffer = "";
     this.frame = 0;
+  }
+
+  #started() {
+    if (this.assistant.classList.contains("is-thinking")) {
+      this.assistant.classList.remove("is-thinking");
+      this.status.remove();
+    }
   }
 
   /** Append streamed text; the DOM is updated at most once per frame. */
   append(text) {
     if (!text) return;
     this.buffer += text;
-    if (this.assistant.classList.contains("is-thinking")) {
-      this.assistant.classList.remove("is-thinking");
-      this.status.remove();
-    }
+    this.#started();
     if (!this.frame) {
       this.frame = requestAnimationFrame(() => {
         this.frame = 0;
         this.textNode.data = this.buffer;
       });
     }
+  }
+
+  /** Show a `tool_call` event; `onAnswer(callId, approve)` posts the user's answer. */
+  toolCall(data, onAnswer) {
+    this.#started();
+    const el = liveToolCall(data, onAnswer);
+    this.calls.set(String(data.call_id), el);
+    this.tools.hidden = false;
+    this.tools.append(el);
+  }
+
+  /** Show a `tool_result` event on its call. */
+  toolResult(data) {
+    const el = this.calls.get(String(data.call_id));
+    if (el) finishToolCall(el, data);
   }
 
   /** Show `message` as the reply's error; the user's message stays. `retry` re-sends. */

@@ -15,7 +15,7 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -178,14 +178,16 @@ def llm_table(stub: OpenAIStub) -> str:
 
 
 @contextmanager
-def running_sidecar(vault: Path) -> Iterator[str]:
+def running_sidecar(vault: Path, plugins: Sequence[object] | None = None) -> Iterator[str]:
     """``create_app(Sidecar(vault))`` under uvicorn on a free loopback port, configured as
-    ``smart-context serve`` configures it; yields its URL."""
+    ``smart-context serve`` configures it; yields its URL. ``plugins``, when given, are the
+    only plugins (instead of the installed ones)."""
     import uvicorn
 
     from smart_context.sidecar.app import create_app
     from smart_context.sidecar.connections import server_config
     from smart_context.sidecar.runtime import Sidecar
+    from tests.sidecar.conftest import manager_with
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
@@ -194,7 +196,8 @@ def running_sidecar(vault: Path) -> Iterator[str]:
 
     def run() -> None:
         # Built inside the thread: the sidecar's asyncio objects belong to this loop.
-        app = create_app(Sidecar(vault), keepalive_seconds=2.0)
+        pm = None if plugins is None else manager_with(*plugins)
+        app = create_app(Sidecar(vault, plugin_manager=pm), keepalive_seconds=2.0)
         config = server_config(app, log_level="warning", timeout_graceful_shutdown=1)
         holder["server"] = server = uvicorn.Server(config)
         asyncio.run(server.serve(sockets=[sock]))

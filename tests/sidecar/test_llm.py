@@ -8,8 +8,9 @@ import pytest
 
 from smart_context.errors import EmbeddingError
 from smart_context.sidecar.config import LLMConfig
-from smart_context.sidecar.llm import LLMError, LLMService, NoModelConfigured
-from tests.openai_server import OpenAIStub
+from smart_context.sidecar.llm import LLMError, LLMService, NoModelConfigured, ToolCallDelta
+from smart_context.sidecar.tools import CallAssembler
+from tests.openai_server import OpenAIStub, tool_calls
 
 
 def service(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch, **models: str) -> LLMService:
@@ -110,3 +111,32 @@ async def test_offline_embedding_uses_the_local_model() -> None:
     other = sum(a * b for a, b in zip(vectors[0], vectors[2], strict=True))
     assert same > other
     assert await llm.embed([]) == []
+
+
+async def test_stream_turn_gives_text_and_the_pieces_of_tool_calls(
+    openai_server: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llm = service(openai_server, monkeypatch, chat="stub-chat")
+    openai_server.chat_replies.append(
+        tool_calls(("files__read", {"path": "a long/path.md"}), ("web__fetch", "{}"), text="Hm.")
+    )
+    tools = [{"type": "function", "function": {"name": "files__read", "parameters": {}}}]
+    try:
+        pieces = [
+            p async for p in llm.stream_turn([{"role": "user", "content": "go"}], tools=tools)
+        ]
+    finally:
+        await llm.aclose()
+    text = "".join(p for p in pieces if isinstance(p, str))
+    deltas = [p for p in pieces if isinstance(p, ToolCallDelta)]
+    assert text == "Hm." and len(deltas) > 4  # the arguments arrive in slices
+    assembler = CallAssembler()
+    for delta in deltas:
+        assembler.add(delta)
+    calls = [(c.model_id, c.function, c.arguments) for c in assembler.calls()]
+    assert calls == [
+        ("call_1_0", "files__read", '{"path": "a long/path.md"}'),
+        ("call_1_1", "web__fetch", "{}"),
+    ]
+    assert openai_server.requests[0][1]["tools"] == tools
