@@ -225,3 +225,49 @@ async def test_tools_of_the_vaults_mcp_server_are_chosen_previewed_and_called(
             "set_session_settings", chat_id=created, settings={"context_top_n": "all"}
         )
         assert bad_settings.status_code == 400 and "context_top_n" in bad_settings.json()["error"]
+
+
+async def test_the_model_calls_a_tool_of_the_vaults_mcp_server_end_to_end(
+    vault: Path, openai_server: OpenAIStub, stub_settings: None
+) -> None:
+    """The whole path, every part real: the plugin chooses the example server's tool for the
+    message, the sidecar offers it to the model, the model calls it, the call runs on the
+    server (a process started from the package, over stdio) and the model reads the result."""
+    import sys
+
+    from tests.openai_server import tool_calls
+
+    settings = (vault / ".vault.toml").read_text(encoding="utf-8")
+    write_settings(
+        vault,
+        settings
+        + "[mcp.servers.example]\n"
+        + f'command = "{sys.executable}"\n'
+        + 'args = ["-m", "smart_context.example_mcp"]\ninclude = "agent"\nauto_approve = true\n',
+    )
+    openai_server.chat_replies += [
+        tool_calls(("example__yen_to_euro", {"yen": 16000})),
+        "16,000 yen is about 100 euro.",
+    ]
+    sidecar = Sidecar(vault)
+    plugin = sidecar.pm.get_plugin("smart_context")
+    assert isinstance(plugin, SmartContextPlugin)
+    async with running_app(create_app(sidecar)) as client:
+        assert plugin.services is not None
+        await plugin.services.items.servers.settle()
+        answer = await client.post(
+            "/api/chats/money/messages", json={"content": "How much is 16000 yen in euro?"}
+        )
+        assert answer.status_code == 200, answer.text
+        reply = answer.json()["assistant_message"]
+    assert reply["content"].endswith("16,000 yen is about 100 euro.")
+    [call] = reply["tool_calls"]
+    assert (call["server_name"], call["name"], call["ok"]) == ("example", "yen_to_euro", True)
+    assert "100" in call["result"]
+    chosen = [i["name"] for i in reply["request_context"]["items"] if i["type"] == "tool"]
+    assert "yen_to_euro" in chosen
+    first, second = [b for p, b in openai_server.requests if p.endswith("/chat/completions")][-2:]
+    assert "example__yen_to_euro" in [t["function"]["name"] for t in first["tools"]]
+    assert second["messages"][-1]["role"] == "tool" and "100" in second["messages"][-1]["content"]
+    stored = chat_on_disk(vault, "money")["messages"][-1]
+    assert stored["tool_calls"][0]["approved"] is True
