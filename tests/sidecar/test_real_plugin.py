@@ -163,9 +163,9 @@ async def test_the_reply_is_sent_with_the_vaults_rules_and_says_which(
     assert chat_on_disk(vault, "trip")["context_items"] == session
 
 
-async def test_tools_of_the_vaults_mcp_server_are_chosen_previewed_and_called(
-    vault: Path, openai_server: OpenAIStub, stub_settings: None
-) -> None:
+def with_example_server(vault: Path, extra: str = "") -> tuple[Sidecar, SmartContextPlugin]:
+    """The vault's settings plus the example MCP server (its tools chosen per message), and a
+    sidecar on it with the real plugin."""
     import sys
 
     settings = (vault / ".vault.toml").read_text(encoding="utf-8")
@@ -174,11 +174,19 @@ async def test_tools_of_the_vaults_mcp_server_are_chosen_previewed_and_called(
         settings
         + "[mcp.servers.example]\n"
         + f'command = "{sys.executable}"\n'
-        + 'args = ["-m", "smart_context.example_mcp"]\ninclude = "agent"\n',
+        + 'args = ["-m", "smart_context.example_mcp"]\ninclude = "agent"\n'
+        + extra,
     )
     sidecar = Sidecar(vault)
     plugin = sidecar.pm.get_plugin("smart_context")
     assert isinstance(plugin, SmartContextPlugin)
+    return sidecar, plugin
+
+
+async def test_tools_of_the_vaults_mcp_server_are_chosen_previewed_and_called(
+    vault: Path, openai_server: OpenAIStub, stub_settings: None
+) -> None:
+    sidecar, plugin = with_example_server(vault)
     async with running_app(create_app(sidecar)) as client:
         assert plugin.services is not None
         await plugin.services.items.servers.settle()  # listed in the background at start
@@ -233,25 +241,13 @@ async def test_the_model_calls_a_tool_of_the_vaults_mcp_server_end_to_end(
     """The whole path, every part real: the plugin chooses the example server's tool for the
     message, the sidecar offers it to the model, the model calls it, the call runs on the
     server (a process started from the package, over stdio) and the model reads the result."""
-    import sys
-
     from tests.openai_server import tool_calls
 
-    settings = (vault / ".vault.toml").read_text(encoding="utf-8")
-    write_settings(
-        vault,
-        settings
-        + "[mcp.servers.example]\n"
-        + f'command = "{sys.executable}"\n'
-        + 'args = ["-m", "smart_context.example_mcp"]\ninclude = "agent"\nauto_approve = true\n',
-    )
+    sidecar, plugin = with_example_server(vault, "auto_approve = true\n")
     openai_server.chat_replies += [
         tool_calls(("example__yen_to_euro", {"yen": 16000})),
         "16,000 yen is about 100 euro.",
     ]
-    sidecar = Sidecar(vault)
-    plugin = sidecar.pm.get_plugin("smart_context")
-    assert isinstance(plugin, SmartContextPlugin)
     async with running_app(create_app(sidecar)) as client:
         assert plugin.services is not None
         await plugin.services.items.servers.settle()
