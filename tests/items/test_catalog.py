@@ -78,7 +78,8 @@ def test_items_command_on_the_example_vault_with_the_local_model(
     assert all(i["include"] == "agent" for i in result["selected"])
     # the example vault's own MCP server, started from the package, offers its tools
     tools = [i["name"] for i in result["selected"] if i["type"] == "tool"]
-    assert "hydration" in tools[:2] and "convert_units" in tools
+    assert tools[0] == "hydration"
+    assert "time_in" not in tools and "yen_to_euro" not in tools  # no filling up with the rest
 
 
 async def test_items_are_indexed_ahead_so_a_request_embeds_only_its_message(

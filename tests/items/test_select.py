@@ -42,3 +42,15 @@ def test_each_sentence_of_a_request_brings_its_own_best_item() -> None:
 def test_nothing_to_choose_from_chooses_nothing() -> None:
     empty = np.zeros((1, 0), dtype=np.float32)
     assert select(empty, np.zeros(0, dtype=np.intp), 0, Limits()) == []
+
+
+def test_top_n_does_not_fill_up_with_items_far_below_the_best() -> None:
+    # one item matches well, the others barely: topN 5 must not add the stragglers
+    scores = np.array([[0.6, 0.35, 0.1, 0.04]], dtype=np.float32)
+    owner = np.arange(4)
+    chosen = select(scores, owner, 4, Limits(top_n=5, include_score=2.0))
+    assert [c.item for c in chosen] == [0, 1]
+    everything = select(scores, owner, 4, Limits(top_n=5, include_score=2.0, relative_floor=0))
+    assert len(everything) == 4
+    unrelated = np.array([[-0.2, -0.1]], dtype=np.float32)
+    assert select(unrelated, np.arange(2), 2, Limits()) == []
