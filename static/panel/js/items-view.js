@@ -94,7 +94,10 @@ class ItemsView {
     const { el } = this;
     el.picker.hidden = !open;
     el.add.setAttribute("aria-expanded", open ? "true" : "false");
-    if (open) el.search.focus();
+    if (open) {
+      this.#renderChoices();
+      el.search.focus();
+    }
   }
 
   #renderGroups() {
