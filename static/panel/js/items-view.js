@@ -193,7 +193,7 @@ class ItemsView {
     el.preset.value = state.settings.preset || "";
     for (const input of el.numbers) {
       input.disabled = off;
-      if (document.activeElement !== input) {
+      if (off || document.activeElement !== input) {
         input.value = formatSetting(input.dataset.setting, state.settings[input.dataset.setting]);
       }
     }
