@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import HOSTILE, KEY_ENV, llm_table, running_sidecar, write_vault
-from tests.browser.test_e2e import ARTIFACTS, api, wait_messages
+from tests.browser.test_e2e import ARTIFACTS, SLOW, api, wait_messages
 from tests.openai_server import OpenAIStub
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -334,3 +334,65 @@ def test_a_real_reply_records_the_chats_items(items_site: Site, open_page: OpenP
     expect(rules.locator(".ctx-ci__name").first).to_have_text("British Spelling")
     stored = chat_file(items_site["vault"], "fresh")["messages"][-1]["request_context"]
     assert {i["name"] for i in stored["items"]} >= set(ALWAYS)
+
+
+# ---- the command palette -------------------------------------------------------------------------
+
+
+def palette_command(page: Page, words: str) -> Any:
+    page.keyboard.press("Control+k")
+    palette = page.locator("#palette")
+    expect(palette).to_be_visible()
+    page.keyboard.type(words)
+    page.keyboard.press("Enter")
+    return palette
+
+
+def test_the_palette_lists_adds_removes_and_searches_items(
+    items_site: Site, open_page: OpenPage
+) -> None:
+    write_chat(items_site["vault"], "palette", {"title": "Palette", "messages": []})
+    page = open_page(f"{items_site['base']}/?chat=palette")
+    wait_items(page)
+
+    palette = palette_command(page, "add context item")
+    options = palette.locator("[role='option']")
+    expect(options.locator(".palette__label")).to_have_text(
+        [
+            "005 Concise Answers",
+            "030 Baking in Grams",
+            "003 Sourdough Schedule",
+            "004 Postgres Checklist",
+        ]
+    )
+    page.keyboard.type("postgres")
+    expect(options).to_have_count(1)
+    page.keyboard.press("Enter")
+    expect(palette).to_be_hidden()
+    expect(session_row(page, "Postgres Checklist").locator(".sc-badge")).to_have_text("Manual")
+
+    palette = palette_command(page, "remove context item")
+    page.keyboard.type("metric")
+    expect(options).to_have_count(1)
+    page.keyboard.press("Enter")
+    expect(session_row(page, "Metric Units")).to_have_count(0)
+    wait_items(page)
+    stored = [e["name"] for e in chat_file(items_site["vault"], "palette")["context_items"]]
+    assert "Postgres Checklist" in stored and "Metric Units" not in stored
+
+    palette = palette_command(page, "context items")
+    expect(options.filter(has_text="Postgres Checklist")).to_have_attribute("aria-checked", "true")
+    expect(options.filter(has_text="Metric Units")).to_have_attribute("aria-checked", "false")
+    expect(options.filter(has_text=HOSTILE)).to_have_count(1)
+    assert page.locator("img").count() == 0
+    page.keyboard.press("Escape")
+
+    palette = palette_command(page, "search context items")
+    page.keyboard.type("How long should my sourdough rise before I bake the bread?")
+    expect(options).to_have_count(1)
+    expect(options).to_contain_text("Search: How long should my sourdough")
+    page.keyboard.press("Enter")
+    found = palette.locator("[role='option'] .palette__hint")
+    expect(found.first).to_have_text(re.compile(r"\d\.\d\d · Enter adds it"), timeout=SLOW)
+    shot(page, "palette-search", "#palette")
+    page.keyboard.press("Escape")
