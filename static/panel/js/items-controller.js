@@ -25,6 +25,7 @@ class ItemsController {
     this.view = view;
     this.host = host;
     this.pending = 0;
+    this.refreshTimer = 0;
   }
 
   /** Show another chat's items (null: none). */
@@ -98,6 +99,17 @@ class ItemsController {
       return;
     }
     this.view.render();
+  }
+
+  /** sidecar:message_added on the page: list the items again soon (files may have changed). */
+  onMessageAdded(event) {
+    const { state } = this;
+    const chat = detailOf(event).chat_id;
+    if (!state.available || !state.chatId || (chat && chat !== state.chatId)) return;
+    window.clearTimeout(this.refreshTimer);
+    this.refreshTimer = window.setTimeout(() => {
+      if (state.chatId) this.load();
+    }, REFRESH_DELAY_MS);
   }
 
   dismissError() {

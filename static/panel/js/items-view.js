@@ -181,7 +181,7 @@ class ItemsView {
     const sources = state.problems.map((p) => p.source);
     el.problems.hidden = !sources.length;
     el.problems.textContent = sources.length
-      ? `${plural(sources.length, "item file")} could not be read fully: ${[...new Set(sources)].join(", ")}`
+      ? `${plural(sources.length, "problem")} with item files: ${[...new Set(sources)].join(", ")}`
       : "";
     el.problems.title = state.problems.map((p) => `${p.source}: ${asText(p.message)}`).join("\n");
   }

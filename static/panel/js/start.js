@@ -44,7 +44,10 @@ const startPanel = (root) => {
     controller.selectChat(detailOf(event).chat_id);
     itemsController.selectChat(detailOf(event).chat_id);
   });
-  document.addEventListener(EVENTS.messageAdded, (event) => controller.onMessageAdded(event));
+  document.addEventListener(EVENTS.messageAdded, (event) => {
+    controller.onMessageAdded(event);
+    itemsController.onMessageAdded(event); // an item file may have changed since: read them again
+  });
 
   window.SmartContextPanel = {
     setFilter: (topics) => controller.setFilter(topics),
