@@ -80,6 +80,7 @@ def recorded_chat() -> dict[str, Any]:
     }
     return {
         "title": "Recorded context",
+        "context_items": [{"type": "rule", "name": "Concise Answers", "include_mode": "manual"}],
         "messages": [
             message("u1", "user", "How do I bake sourdough at the weekend?"),
             message(
@@ -182,6 +183,12 @@ def test_the_panel_lists_the_chats_items_with_badges_and_problems(
     expect(page.locator("#sc-include-score")).to_have_value("0.70")
     expect(page.locator("#sc-settings-note")).to_contain_text("Defaults")
     shot(page, "panel", "#panels")
+
+    # another chat: its own session
+    page.locator('.chat-link[data-chat-id="recorded"]').click()
+    expect(page.locator("#sc-items-groups .sc-item")).to_have_count(1)
+    expect(session_row(page, "Concise Answers").locator(".sc-badge")).to_have_text("Manual")
+    expect(titles).to_have_text(["Rules (1)"])
 
 
 def _problem(site: Site) -> str:
