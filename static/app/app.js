@@ -42,7 +42,8 @@ const list = new MessageList(ui.messages, {
 });
 const contextDialog = new ContextDialog($("context-dialog"), {
   onJump: jumpTo,
-  loadItems: () => window.sidecar.command("smart_context.list_items", { chat_id: state.chatId, with_text: true }),
+  loadItems: () =>
+    window.sidecar.command("smart_context.list_items", { chat_id: state.chatId, with_text: true }),
 });
 const palette = new Palette(
   $("palette"),

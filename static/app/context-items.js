@@ -24,7 +24,11 @@ export function itemKey(item) {
 export function recordItems(record) {
   const items = record && Array.isArray(record.items) ? record.items : [];
   return items.filter(
-    (i) => i && GROUPS.some((g) => g.type === i.type) && str(i.name) && (i.type !== "tool" || str(i.server_name)),
+    (i) =>
+      i &&
+      GROUPS.some((g) => g.type === i.type) &&
+      str(i.name) &&
+      (i.type !== "tool" || str(i.server_name)),
   );
 }
 
@@ -73,7 +77,8 @@ export function sortItems(items, details) {
  */
 export function requestContextSection(record, { details = null, error = "", opened = new Set() } = {}) {
   const section = h("section", { class: "ctx-ci", attrs: { "aria-labelledby": "ctx-ci-heading" } });
-  section.append(h("h3", { class: "ctx-heading", id: "ctx-ci-heading", text: "Rules, references and tools" }));
+  const title = "Rules, references and tools";
+  section.append(h("h3", { class: "ctx-heading", id: "ctx-ci-heading", text: title }));
   if (!record || typeof record !== "object" || !Array.isArray(record.items)) {
     section.append(h("p", { class: "ctx-empty", text: "No context data available" }));
     return section;
@@ -85,7 +90,9 @@ export function requestContextSection(record, { details = null, error = "", open
     error.append(record.error);
     section.append(error);
   }
-  if (error) section.append(h("p", { class: "ctx-empty", text: `The vault's items could not be read: ${error}` }));
+  if (error) {
+    section.append(h("p", { class: "ctx-empty", text: `The vault's items could not be read: ${error}` }));
+  }
   const known = details || new Map();
   const columns = h("div", { class: "ctx-ci__columns" });
   for (const group of GROUPS) {
@@ -121,14 +128,23 @@ function itemEntry(item, details, opened, error) {
     h("span", { class: "ctx-ci__name", text: item.name }),
     h("span", { class: `ci-badge ci-badge--${mode || "unknown"}`, text: MODE_NAMES[mode] || mode || "?" }),
     formatScore(item.similarity_score)
-      ? h("span", { class: "score", title: "Similarity to the message", text: formatScore(item.similarity_score) })
+      ? h("span", {
+          class: "score",
+          title: "Similarity to the message",
+          text: formatScore(item.similarity_score),
+        })
       : null,
     info && info.description ? h("span", { class: "ctx-ci__desc", text: info.description }) : null,
   );
   return h(
     "li",
     { class: "ctx-ci__item", dataset: { itemKey: key, mode } },
-    h("details", { class: "ctx-ci__entry", open: opened.has(key) }, summary, itemBody(item, details, info, error)),
+    h(
+      "details",
+      { class: "ctx-ci__entry", open: opened.has(key) },
+      summary,
+      itemBody(item, details, info, error),
+    ),
   );
 }
 
@@ -153,5 +169,6 @@ function itemBody(item, details, info, error) {
 /** A Map from itemKey to row, from a list_items result (null when it failed). */
 export function detailsFrom(result) {
   if (!result || result.status !== "success" || !Array.isArray(result.items)) return null;
-  return new Map(result.items.filter((row) => row && typeof row === "object").map((row) => [itemKey(row), row]));
+  const rows = result.items.filter((row) => row && typeof row === "object");
+  return new Map(rows.map((row) => [itemKey(row), row]));
 }

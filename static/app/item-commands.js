@@ -26,7 +26,10 @@ function command(name, args) {
   return window.sidecar.command(name, args);
 }
 
-const prefix = (item) => (item.type === "tool" ? `${item.server_name}.` : item.priority ? `${item.priority} ` : "");
+const prefix = (item) => {
+  if (item.type === "tool") return `${item.server_name}.`;
+  return item.priority ? `${item.priority} ` : "";
+};
 const itemName = (item) => `${prefix(item)}${item.name}`;
 const itemArgs = (chatId, item) => {
   const args = { chat_id: chatId, type: item.type, name: item.name };
@@ -44,7 +47,8 @@ async function changeItem(chatId, item, add) {
   if (typeof viaPanel === "function" && api.items && api.items().chat_id === chatId) {
     return check(await viaPanel(item));
   }
-  return check(await command(add ? "smart_context.add_item" : "smart_context.remove_item", itemArgs(chatId, item)));
+  const name = add ? "smart_context.add_item" : "smart_context.remove_item";
+  return check(await command(name, itemArgs(chatId, item)));
 }
 
 async function setPreset(chatId, preset) {
@@ -60,8 +64,11 @@ async function setPreset(chatId, preset) {
 }
 
 function settingsText(settings) {
-  const score = typeof settings.context_include_score === "number" ? settings.context_include_score.toFixed(2) : "—";
-  return `Selection: top K ${settings.context_top_k ?? "—"}, top N ${settings.context_top_n ?? "—"}, score ${score}.`;
+  const score = settings.context_include_score;
+  const shown = typeof score === "number" ? score.toFixed(2) : "—";
+  const k = settings.context_top_k ?? "—";
+  const n = settings.context_top_n ?? "—";
+  return `Selection: top K ${k}, top N ${n}, score ${shown}.`;
 }
 
 /**
@@ -107,7 +114,9 @@ export function itemCommands(app, { needsChat, inBackground }) {
       this.rows = await listItems(app.chatId());
     },
     items() {
-      return this.rows.filter((item) => !item.in_session && item.enabled !== false).map((item) => row(item, toggle(item, true)));
+      return this.rows
+        .filter((item) => !item.in_session && item.enabled !== false)
+        .map((item) => row(item, toggle(item, true)));
     },
   };
 
@@ -148,7 +157,8 @@ export function itemCommands(app, { needsChat, inBackground }) {
           label: `Search: ${q}`,
           hint: "Enter",
           run: async (palette) => {
-            const result = check(await command("smart_context.search_items", { query: q, chat_id: app.chatId() }));
+            const args = { query: q, chat_id: app.chatId() };
+            const result = check(await command("smart_context.search_items", args));
             this.found = { query: q, rows: result.items || [] };
             palette.rerender();
           },
@@ -165,7 +175,8 @@ export function itemCommands(app, { needsChat, inBackground }) {
         id: `preset:${preset.id}`,
         label: preset.label,
         hint: preset.hint,
-        run: (palette) => inBackground(palette, app, async () => settingsText(await setPreset(app.chatId(), preset.id))),
+        run: (palette) =>
+          inBackground(palette, app, async () => settingsText(await setPreset(app.chatId(), preset.id))),
       }));
     },
   };

@@ -166,7 +166,12 @@ class ItemsState {
       pending: Boolean(pending),
       session: this.rows
         .filter((r) => r.in_session)
-        .map((r) => ({ type: r.type, name: r.name, server_name: r.server_name, include_mode: r.include_mode })),
+        .map((r) => ({
+          type: r.type,
+          name: r.name,
+          server_name: r.server_name,
+          include_mode: r.include_mode,
+        })),
       vault: this.rows.map((r) => ({ ...r })),
       settings: { ...this.settings },
       settings_known: this.settingsKnown,
