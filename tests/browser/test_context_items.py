@@ -307,7 +307,7 @@ def test_view_context_shows_the_summary_the_three_sections_and_an_items_text(
 def test_a_reply_without_a_record_says_so_and_an_error_is_shown(
     items_site: Site, open_page: OpenPage
 ) -> None:
-    page = open_page(f"{items_site['base']}/?chat=recorded")
+    page = open_page(f"{items_site['base']}/?chat=recorded", scheme="dark")
     wait_messages(page, 6)
     dialog = open_context(page, "a2")
     expect(dialog.locator(".ctx-ci")).to_contain_text("No context data available")
@@ -321,6 +321,11 @@ def test_a_reply_without_a_record_says_so_and_an_error_is_shown(
     expect(dialog.locator(".ctx-ci .ctx-error")).to_have_text(
         "Error: Agent selection skipped: the embedding model is not reachable."
     )
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    shot(page, "panel-dark", "#panels")
+    open_context(page, "a1")
+    shot(page, "view-context-dark", "#context-dialog")
 
 
 def test_a_real_reply_records_the_chats_items(items_site: Site, open_page: OpenPage) -> None:
