@@ -122,7 +122,18 @@ export class ContextDialog {
         .filter((node) => node.querySelector("details").open)
         .map((node) => node.dataset.itemKey),
     );
-    section.replaceWith(requestContextSection(record, { details: details || new Map(), error, opened }));
+    const focused = section.contains(document.activeElement)
+      ? document.activeElement.closest(".ctx-ci__item")
+      : null;
+    const fresh = requestContextSection(record, { details: details || new Map(), error, opened });
+    section.replaceWith(fresh);
+    if (focused) {
+      // the same item's summary in the new drawing keeps the keyboard's place
+      const again = [...fresh.querySelectorAll(".ctx-ci__item")].find(
+        (node) => node.dataset.itemKey === focused.dataset.itemKey,
+      );
+      if (again) again.querySelector("summary").focus();
+    }
   }
 
   #content(messages, index, record) {
