@@ -19,6 +19,7 @@ import pytest
 
 from tests.browser.conftest import HOSTILE, KEY_ENV, llm_table, running_sidecar, write_vault
 from tests.browser.test_e2e import ARTIFACTS, SLOW, api, wait_messages
+from tests.browser.test_security_headers import RECORD_VIOLATIONS
 from tests.openai_server import OpenAIStub
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -146,6 +147,19 @@ def wait_items(page: Page) -> None:
     )
 
 
+def open_watched(open_page: OpenPage, url: str, **options: Any) -> Page:
+    """``open_page``, loaded again with every Content-Security-Policy violation recorded."""
+    page = open_page(url, **options)
+    page.add_init_script(RECORD_VIOLATIONS)
+    page.reload()
+    page.wait_for_function("() => window.SmartContextPanel && window.__cspViolations")
+    return page
+
+
+def no_violations(page: Page) -> None:
+    assert page.evaluate("() => window.__cspViolations") == []
+
+
 def session_row(page: Page, name: str) -> Any:
     return page.locator("#sc-items-groups .sc-item").filter(
         has=page.locator(".sc-item-name", has_text=name)
@@ -200,7 +214,7 @@ def _problem(site: Site) -> str:
 def test_add_by_search_and_remove_update_the_panel_and_the_chat_file(
     items_site: Site, open_page: OpenPage
 ) -> None:
-    page = open_page(f"{items_site['base']}/?chat=plain")
+    page = open_watched(open_page, f"{items_site['base']}/?chat=plain")
     wait_items(page)
     add = page.get_by_role("button", name="Add", exact=True)
     add.click()
@@ -242,6 +256,7 @@ def test_add_by_search_and_remove_update_the_panel_and_the_chat_file(
     )
     expect(session_row(page, "Concise Answers")).to_have_count(0)
     assert page.locator("img").count() == 0
+    no_violations(page)
 
 
 # ---- View context --------------------------------------------------------------------------------
@@ -258,7 +273,7 @@ def open_context(page: Page, reply_id: str) -> Any:
 def test_view_context_shows_the_summary_the_three_sections_and_an_items_text(
     items_site: Site, open_page: OpenPage
 ) -> None:
-    page = open_page(f"{items_site['base']}/?chat=recorded")
+    page = open_watched(open_page, f"{items_site['base']}/?chat=recorded")
     wait_messages(page, 6)
     dialog = open_context(page, "a1")
     expect(dialog.locator(".ctx-ci__summary")).to_have_text(SUMMARY)
@@ -302,6 +317,7 @@ def test_view_context_shows_the_summary_the_three_sections_and_an_items_text(
     shot(page, "view-context-text", "#context-dialog")
     page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
+    no_violations(page)
 
 
 def test_a_reply_without_a_record_says_so_and_an_error_is_shown(
