@@ -424,3 +424,22 @@ def test_the_palette_lists_adds_removes_and_searches_items(
     expect(found.first).to_have_text(re.compile(r"\d\.\d\d · Enter adds it"), timeout=SLOW)
     shot(page, "palette-search", "#palette")
     page.keyboard.press("Escape")
+
+
+def test_an_edited_item_file_shows_after_the_next_message(
+    items_site: Site, open_page: OpenPage
+) -> None:
+    write_chat(items_site["vault"], "edits", {"title": "Edits", "messages": []})
+    page = open_page(f"{items_site['base']}/?chat=edits")
+    wait_items(page)
+    about = session_row(page, "About Me")
+    expect(about).to_have_attribute("title", "Who is asking")
+    path = items_site["vault"] / "references" / "about-me.md"
+    original = path.read_text(encoding="utf-8")
+    try:
+        path.write_text(original.replace("Who is asking", "Who asks, and from where"), "utf-8")
+        page.locator("#composer-input").fill("Where do I live?")
+        page.locator("#composer-input").press("Enter")
+        expect(about).to_have_attribute("title", "Who asks, and from where", timeout=SLOW)
+    finally:
+        path.write_text(original, encoding="utf-8")
