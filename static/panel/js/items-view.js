@@ -24,7 +24,8 @@ const settingsNote = (state) => {
   if (state.settingsAvailable === false) return NOT_SETTABLE;
   if (!state.settingsKnown) return "Defaults: change one to set it for this chat.";
   if (state.settings.context_expansion_depth > 0) {
-    return `Expansion: ${plural(state.settings.context_expansion_depth, "pass")}.`;
+    const depth = state.settings.context_expansion_depth;
+    return `Expansion: ${depth} ${depth === 1 ? "pass" : "passes"}.`;
   }
   return "";
 };
