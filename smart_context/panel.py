@@ -67,6 +67,9 @@ PANEL_SCRIPTS = (
     "panel/js/state.js",
     "panel/js/view.js",
     "panel/js/controller.js",
+    "panel/js/items.js",
+    "panel/js/items-view.js",
+    "panel/js/items-controller.js",
     "panel/js/start.js",
 )
 
@@ -76,6 +79,16 @@ def _inline_asset(name: str, tag: str) -> Markup:
     """``static/<name>``, read once and checked to be safe inside a ``<tag>`` element."""
     text = (static_dir() / name).read_text(encoding="utf-8")
     return checked_raw_text(text, tag, f"static/{name}")
+
+
+# The panel's styles: these files of static/, inlined in this order into one <style>.
+PANEL_STYLES = ("panel/panel.css", "panel/items.css")
+
+
+@cache
+def _panel_css() -> Markup:
+    """The files of ``PANEL_STYLES``, each checked, one after the other."""
+    return Markup("\n").join(_inline_asset(name, "style") for name in PANEL_STYLES)
 
 
 @cache
@@ -102,6 +115,6 @@ def render_panel(initial: Mapping[str, Any] | None = None) -> str:
         panel_id=PANEL_ID,
         panel_title=PANEL_TITLE,
         sticky_label=STICKY_LABEL,
-        css=_inline_asset("panel/panel.css", "style"),
+        css=_panel_css(),
         js=_panel_script(),
     )

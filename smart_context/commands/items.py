@@ -39,24 +39,38 @@ MAX_QUERY_CHARS = 20_000
 MAX_ARGUMENTS_CHARS = 100_000
 
 
-async def list_items(services: Services, chat_id: Any = None) -> Result:
-    """Every item of the vault, and whether the chat's session holds it (with a chat open)."""
+async def list_items(services: Services, chat_id: Any = None, with_text: Any = False) -> Result:
+    """Every item of the vault, and whether the chat's session holds it (with a chat open).
+
+    A row in the session also says how it got there (``include_mode``: ``always`` or
+    ``manual``). ``with_text`` adds each item's ``text`` (a tool's: its parameters, one per
+    line), for a view that shows it; the panel's frequent refreshes leave it out.
+    """
+    if not isinstance(with_text, bool):
+        raise BadArguments("with_text must be true or false.")
     catalog = await services.items.current()
-    session: set[tuple[str, str, str | None]] = set()
+    session: dict[tuple[str, str, str | None], str] = {}
     overrides: dict[str, Any] = {}
     if chat_id is not None or services.current_chat_id is not None:
         chat = chat_id_argument(services, chat_id)
         view = await services.chats.view(chat)
         raw = {} if view.session is None else {SESSION_KEY: view.session}
-        session = {identity(e) for e in session_of(raw, catalog.items)}
+        session = {identity(e): str(e["include_mode"]) for e in session_of(raw, catalog.items)}
         overrides = stored_overrides(view.context_settings)
-    return {
-        "items": [
-            item_row(i) | {"in_session": (i.type, i.name, i.server_name) in session}
-            for i in catalog.items
-        ],
-        "problems": problem_rows(catalog.problems),
-    } | _settings_answer(services, overrides)
+    rows = []
+    for item in catalog.items:
+        mode = session.get((item.type, item.name, item.server_name))
+        row = item_row(item) | {"in_session": mode is not None}
+        if mode is not None:
+            row["include_mode"] = mode
+        if with_text:
+            row["text"] = item.text
+            if item.input_schema is not None:
+                row["input_schema"] = dict(item.input_schema)
+        rows.append(row)
+    return {"items": rows, "problems": problem_rows(catalog.problems)} | _settings_answer(
+        services, overrides
+    )
 
 
 async def add_item(

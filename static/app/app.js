@@ -40,7 +40,11 @@ chatList.current = state.chatId;
 const list = new MessageList(ui.messages, {
   onViewContext: (id, button) => contextDialog.open(list.messages, id, button),
 });
-const contextDialog = new ContextDialog($("context-dialog"), { onJump: jumpTo });
+const contextDialog = new ContextDialog($("context-dialog"), {
+  onJump: jumpTo,
+  loadItems: () =>
+    window.sidecar.command("smart_context.list_items", { chat_id: state.chatId, with_text: true }),
+});
 const palette = new Palette(
   $("palette"),
   rootView({

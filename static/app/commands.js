@@ -1,6 +1,8 @@
-// The palette's commands: Smart Context (through the panel when it offers an API) and navigation.
+// The palette's commands: Smart Context (through the panel when it offers an API; the context
+// item commands are in item-commands.js) and navigation.
 
 import { announce } from "./dom.js";
+import { itemCommands } from "./item-commands.js";
 
 function sidecar() {
   return window.sidecar;
@@ -182,6 +184,7 @@ export function rootView(app) {
               return `Similarity mode ${on ? "off" : "on"}.`;
             }),
         },
+        ...itemCommands(app, { needsChat, inBackground }),
         { id: "new", label: "New chat", keywords: "create start", run: (p) => (p.close(), app.newChat()) },
         {
           id: "focus",

@@ -1,6 +1,8 @@
-// "View context": which messages a reply was sent with, and why (the smart_context record).
+// "View context": the rules, references and tools a reply was sent with (its request_context,
+// drawn by context-items.js), then which messages, and why (the smart_context record).
 
 import { h, excerpt } from "./dom.js";
+import { detailsFrom, requestContextSection } from "./context-items.js";
 
 const ROLE_NAMES = { user: "You", assistant: "Assistant", system: "System", tool: "Tool" };
 
@@ -64,11 +66,17 @@ export function explainMode(record, sent, total) {
 const MODE_NAMES = { full: "Full history", filtered: "Filtered", fallback: "Fallback" };
 
 export class ContextDialog {
-  constructor(dialog, { onJump } = {}) {
+  /**
+   * `onJump(messageId)`: show a message in the chat; `loadItems()`: resolves to the vault's
+   * items with their text (a smart_context.list_items result), for the items' details.
+   */
+  constructor(dialog, { onJump, loadItems } = {}) {
     this.dialog = dialog;
     this.body = dialog.querySelector("[data-role='body']");
     this.onJump = onJump;
+    this.loadItems = loadItems;
     this.opener = null;
+    this.showing = 0; // which opening the items' details arrive for
     dialog.addEventListener("click", (event) => {
       if (event.target === dialog || event.target.closest("[data-close]")) dialog.close(); // backdrop or ×
       const jump = event.target.closest("[data-jump]");
@@ -82,15 +90,50 @@ export class ContextDialog {
     });
   }
 
-  /** Show the record of the reply `replyId`, found among `messages`. */
+  /** Show the records of the reply `replyId`, found among `messages`. */
   open(messages, replyId, opener) {
     const index = messages.findIndex((m) => String(m.id) === String(replyId));
     const reply = messages[index];
-    if (!reply || !reply.smart_context) return;
+    if (!reply || !(reply.smart_context || reply.request_context)) return;
     this.opener = opener || document.activeElement;
-    this.body.replaceChildren(this.#content(messages, index, reply.smart_context));
+    const showing = ++this.showing;
+    const items = requestContextSection(reply.request_context);
+    const parts = [items];
+    if (reply.smart_context) parts.push(this.#content(messages, index, reply.smart_context));
+    this.body.replaceChildren(...parts);
     this.dialog.showModal();
     this.dialog.querySelector("[data-close]").focus();
+    if (reply.request_context) this.#fillItems(showing, reply.request_context, items);
+  }
+
+  /** Draw the items again with the vault's descriptions, priorities and texts once they come. */
+  async #fillItems(showing, record, section) {
+    let result;
+    try {
+      result = this.loadItems ? await this.loadItems() : null;
+    } catch (err) {
+      result = { status: "error", error: err.message || String(err) };
+    }
+    if (showing !== this.showing || !section.isConnected) return; // another reply is shown now
+    const details = detailsFrom(result);
+    const error = details ? "" : (result && result.error) || "Smart Context did not answer.";
+    const opened = new Set(
+      [...section.querySelectorAll(".ctx-ci__item")]
+        .filter((node) => node.querySelector("details").open)
+        .map((node) => node.dataset.itemKey),
+    );
+    const focused = section.contains(document.activeElement)
+      ? document.activeElement.closest(".ctx-ci__item")
+      : null;
+    const fresh = requestContextSection(record, { details: details || new Map(), error, opened });
+    section.replaceWith(fresh);
+    if (focused) {
+      // the same item's summary in the new drawing keeps the keyboard's place
+      const again = [...fresh.querySelectorAll(".ctx-ci__item")].find(
+        (node) => node.dataset.itemKey === focused.dataset.itemKey,
+      );
+      if (again) again.querySelector("summary").focus();
+    }
   }
 
   #content(messages, index, record) {

@@ -1,7 +1,9 @@
 // The command palette (Ctrl/Cmd+K): a dialog with a filterable listbox, driven by the keyboard.
 //
-// A "view" is {title, placeholder, load?(), items() -> [{id, label, hint?, checked?, keywords?,
-// run(palette)}]}. Commands may push a sub-view (the topic picker) or close the palette.
+// A "view" is {title, placeholder, load?(), items(query) -> [{id, label, hint?, checked?, keywords?,
+// run(palette)}], filters?}. The palette keeps the rows whose label or keywords hold every word
+// typed, unless the view says `filters: false` (its rows answer the query themselves). Commands
+// may push a sub-view (the topic picker) or close the palette.
 
 import { h } from "./dom.js";
 
@@ -91,8 +93,9 @@ export class Palette {
   }
 
   #refresh(active) {
-    const words = this.input.value.toLowerCase().split(/\s+/).filter(Boolean);
-    this.items = this.view.items().filter((item) => {
+    const query = this.input.value;
+    const words = this.view.filters === false ? [] : query.toLowerCase().split(/\s+/).filter(Boolean);
+    this.items = this.view.items(query).filter((item) => {
       const hay = `${item.label} ${item.keywords || ""}`.toLowerCase();
       return words.every((w) => hay.includes(w));
     });

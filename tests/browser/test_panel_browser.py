@@ -543,7 +543,9 @@ def test_the_http_fallback_is_the_shared_bridge_under_api_base(
     html = harness_page(render_panel({"api_base": "/mounted/"}), chat_id="chat-2")
     page.goto(server.add_page(f"/panel-{next(_PAGE_NUMBERS)}", html))
     settle(page)
-    assert posted == ["/mounted/api/commands/smart_context.get_topics"]
+    assert posted[0] == "/mounted/api/commands/smart_context.get_topics"
+    # then the chat's context items, through the same bridge
+    assert set(posted) <= {posted[0], "/mounted/api/commands/smart_context.list_items"}
     assert sorted(labels(page)) == ["Hydration", "Oven Spring", "Sourdough"]
     bridge = "() => ['command', 'on', 'lastFilter', 'chatId'].map((k) => typeof window.sidecar[k])"
     assert page.evaluate(bridge) == ["function"] * 4

@@ -1,13 +1,15 @@
 /*
- * The Smart Context panel's script: the topic bubble cloud, the sticky indicator, the status line
- * and the similarity switch. Plain JS, no framework.
+ * The Smart Context panel's script: the topic bubble cloud, the sticky indicator, the status line,
+ * the similarity switch, and the context section (the chat's rules, references and tools).
+ * Plain JS, no framework.
  *
  * How the files fit together. The script is small files, each with one job, that
  * smart_context/panel.py inlines in a fixed order (PANEL_SCRIPTS) into ONE classic inline
  * <script> of the panel's HTML, wrapped in one enclosing function:
  *
  *   (() => { "use strict"; common.js, app/bridge.js, transport.js, layout.js, state.js,
- *            view.js, controller.js, start.js })();
+ *            view.js, controller.js, items.js, items-view.js, items-controller.js,
+ *            start.js })();
  *
  * So the files share names as plain top-level const and class declarations: every file sees
  * every other's, and nothing leaks into the host page (the panel is inserted into other hosts'
@@ -21,6 +23,9 @@
  *   state.js       what the panel knows and wants, and what follows from it: no DOM
  *   view.js        the DOM: renders the state, turns clicks and keys into intents
  *   controller.js  the actions: commands to the host, host events, the DOM filter event
+ *   items.js       the context section's data: the vault's items, the chat's session, settings
+ *   items-view.js  the context section's DOM: session items, the Add list, the settings row
+ *   items-controller.js  its actions: list, add, remove, settings; the items_changed event
  *   start.js       wiring, the window.SmartContextPanel API, and the first load
  *
  * Topic labels are hostile (model output derived from user text): they are only ever written

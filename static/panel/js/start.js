@@ -1,6 +1,7 @@
 /*
- * Wiring: find the panel, connect the state, the view, the controller and the host, publish
- * window.SmartContextPanel (the chat page's command palette uses it), and load the topics.
+ * Wiring: find the panel, connect the states, the views, the controllers and the host, publish
+ * window.SmartContextPanel (the chat page's command palette uses it), and load the topics and
+ * the context items.
  * The only file that acts when evaluated; it runs once per panel element.
  */
 
@@ -27,13 +28,26 @@ const startPanel = (root) => {
     dismissError: () => controller.clearError(),
   });
   const controller = new PanelController(state, view, host);
+  const items = new ItemsState();
+  const itemsView = new ItemsView(root, items, {
+    add: (item) => itemsController.add(item),
+    remove: (item) => itemsController.remove(item),
+    setSettings: (change) => itemsController.setSettings(change),
+    dismissError: () => itemsController.dismissError(),
+  });
+  const itemsController = new ItemsController(items, itemsView, host);
 
   host.on(EVENTS.topicsUpdated, (payload) => controller.onTopicsUpdated(payload));
   host.on(EVENTS.filterChanged, (payload) => controller.onFilterChanged(payload));
+  host.on(ITEMS_CHANGED, (payload) => itemsController.onItemsChanged(payload));
   document.addEventListener(EVENTS.chatSelected, (event) => {
     controller.selectChat(detailOf(event).chat_id);
+    itemsController.selectChat(detailOf(event).chat_id);
   });
-  document.addEventListener(EVENTS.messageAdded, (event) => controller.onMessageAdded(event));
+  document.addEventListener(EVENTS.messageAdded, (event) => {
+    controller.onMessageAdded(event);
+    itemsController.onMessageAdded(event); // an item file may have changed since: read them again
+  });
 
   window.SmartContextPanel = {
     setFilter: (topics) => controller.setFilter(topics),
@@ -41,13 +55,22 @@ const startPanel = (root) => {
     setSimilarityMode: (enabled) => controller.setSimilarityMode(enabled),
     selectChat: (chatId) => controller.selectChat(chatId),
     state: () => state.snapshot(),
+    items: () => items.snapshot(itemsController.pending > 0),
+    listItems: () => itemsController.load(),
+    addItem: (item) => itemsController.add(item),
+    removeItem: (item) => itemsController.remove(item),
+    setSessionSettings: (change) => itemsController.setSettings(change),
   };
 
   const announced = document.body.dataset.chatId;
   state.seed(initial, announced);
   view.render();
+  itemsView.render();
   if (state.chatId || !document.body.hasAttribute("data-chat-id")) {
-    controller.loadTopics(); // without an announced chat, ask the host for its current one
+    // without an announced chat, ask the host for its current one; then show its items
+    controller.loadTopics().then(() => {
+      if (state.chatId && !items.chatId) itemsController.selectChat(state.chatId);
+    });
   }
 };
 

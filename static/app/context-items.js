@@ -1,0 +1,174 @@
+// "View context", the items part: the rules, references and tools a reply was sent with (its
+// stored request_context, CONTRACT §8), as seed 001's request context modal shows them.
+
+import { h } from "./dom.js";
+
+const GROUPS = [
+  { type: "rule", title: "Rules", one: "rule", many: "rules" },
+  { type: "reference", title: "References", one: "reference", many: "references" },
+  { type: "tool", title: "Tools", one: "tool", many: "tools" },
+];
+// The summary names the modes in this order: what search chose first, then what the session held.
+const MODES = ["agent", "expansion", "always", "manual"];
+const MODE_NAMES = { always: "Always", manual: "Manual", agent: "Agent", expansion: "Expansion" };
+const NO_PRIORITY = "999";
+
+const str = (value) => (typeof value === "string" ? value : "");
+
+/** An item's identity (type, server, name) as one string. */
+export function itemKey(item) {
+  return JSON.stringify([str(item.type), str(item.server_name), str(item.name)]);
+}
+
+/** The record's items that name a type, a name and (tools) a server; anything else is dropped. */
+export function recordItems(record) {
+  const items = record && Array.isArray(record.items) ? record.items : [];
+  return items.filter(
+    (i) =>
+      i &&
+      GROUPS.some((g) => g.type === i.type) &&
+      str(i.name) &&
+      (i.type !== "tool" || str(i.server_name)),
+  );
+}
+
+/** A similarity score to two decimals ("0.87"), or "" when there is none. */
+export function formatScore(value) {
+  if (typeof value !== "number" || !Number.isFinite(value)) return "";
+  return (Math.abs(value) < 0.005 ? 0 : value).toFixed(2);
+}
+
+/**
+ * Seed 001's selection summary: "5 rules (3 agent, 2 always), 2 references (1 agent, 1 manual),
+ * 3 tools (all manual)".
+ */
+export function summaryLine(items) {
+  return GROUPS.map((group) => {
+    const mine = items.filter((i) => i.type === group.type);
+    if (!mine.length) return `no ${group.many}`;
+    const counts = MODES.map((mode) => [mode, mine.filter((i) => i.include_mode === mode).length]).filter(
+      ([, n]) => n,
+    );
+    const noun = mine.length === 1 ? group.one : group.many;
+    let modes = counts.map(([mode, n]) => `${n} ${mode}`).join(", ");
+    if (counts.length === 1) modes = mine.length === 1 ? counts[0][0] : `all ${counts[0][0]}`;
+    return modes ? `${mine.length} ${noun} (${modes})` : `${mine.length} ${noun}`;
+  }).join(", ");
+}
+
+/** Seed 001's order: rules and references by priority then name, tools by server then name. */
+export function sortItems(items, details) {
+  const info = (item) => details.get(itemKey(item)) || {};
+  return items.slice().sort((a, b) => {
+    if (a.type === "tool") {
+      return str(a.server_name).localeCompare(str(b.server_name)) || a.name.localeCompare(b.name);
+    }
+    const pa = str(info(a).priority) || NO_PRIORITY;
+    const pb = str(info(b).priority) || NO_PRIORITY;
+    return pa.localeCompare(pb) || a.name.localeCompare(b.name);
+  });
+}
+
+/**
+ * The items section for `record` (a reply's request_context, or undefined). `details`: a Map
+ * from itemKey to the vault's row (description, priority, text), or null while it loads;
+ * `error`: why the vault's items could not be read; `opened`: the keys of items whose text was
+ * open (kept when the section is drawn again).
+ */
+export function requestContextSection(record, { details = null, error = "", opened = new Set() } = {}) {
+  const section = h("section", { class: "ctx-ci", attrs: { "aria-labelledby": "ctx-ci-heading" } });
+  const title = "Rules, references and tools";
+  section.append(h("h3", { class: "ctx-heading", id: "ctx-ci-heading", text: title }));
+  if (!record || typeof record !== "object" || !Array.isArray(record.items)) {
+    section.append(h("p", { class: "ctx-empty", text: "No context data available" }));
+    return section;
+  }
+  const items = recordItems(record);
+  section.append(h("p", { class: "ctx-ci__summary", text: summaryLine(items) }));
+  if (str(record.error)) {
+    const error = h("p", { class: "ctx-error", attrs: { role: "note" } }, h("strong", { text: "Error: " }));
+    error.append(record.error);
+    section.append(error);
+  }
+  if (error) {
+    section.append(h("p", { class: "ctx-empty", text: `The vault's items could not be read: ${error}` }));
+  }
+  const known = details || new Map();
+  const columns = h("div", { class: "ctx-ci__columns" });
+  for (const group of GROUPS) {
+    const mine = sortItems(
+      items.filter((i) => i.type === group.type),
+      known,
+    );
+    const list = h("ul", { class: "ctx-ci__list" });
+    for (const item of mine) list.append(itemEntry(item, error ? new Map() : details, opened, error));
+    if (!mine.length) list.append(h("li", { class: "ctx-empty", text: "None" }));
+    columns.append(
+      h(
+        "details",
+        { class: "ctx-ci__column", open: true, dataset: { group: group.type } },
+        h("summary", { class: "ctx-ci__title", text: `${group.title} (${mine.length})` }),
+        list,
+      ),
+    );
+  }
+  section.append(columns);
+  return section;
+}
+
+function itemEntry(item, details, opened, error) {
+  const key = itemKey(item);
+  const info = details ? details.get(key) : undefined;
+  const mode = str(item.include_mode);
+  const prefix = item.type === "tool" ? `${item.server_name}.` : str(info && info.priority);
+  const summary = h(
+    "summary",
+    { class: "ctx-ci__head", title: info && info.description ? info.description : undefined },
+    prefix ? h("span", { class: "ctx-ci__prefix", text: prefix }) : null,
+    h("span", { class: "ctx-ci__name", text: item.name }),
+    h("span", { class: `ci-badge ci-badge--${mode || "unknown"}`, text: MODE_NAMES[mode] || mode || "?" }),
+    formatScore(item.similarity_score)
+      ? h("span", {
+          class: "score",
+          title: "Similarity to the message",
+          text: formatScore(item.similarity_score),
+        })
+      : null,
+    info && info.description ? h("span", { class: "ctx-ci__desc", text: info.description }) : null,
+  );
+  return h(
+    "li",
+    { class: "ctx-ci__item", dataset: { itemKey: key, mode } },
+    h(
+      "details",
+      { class: "ctx-ci__entry", open: opened.has(key) },
+      summary,
+      itemBody(item, details, info, error),
+    ),
+  );
+}
+
+function itemBody(item, details, info, error) {
+  if (!details) return h("p", { class: "ctx-empty", text: "Loading…" });
+  if (!info) {
+    const why = error ? "Its text could not be read." : "This item is no longer in the vault.";
+    return h("p", { class: "ctx-empty", text: why });
+  }
+  const body = str(info.text).trim();
+  if (item.type === "tool") {
+    return h(
+      "div",
+      { class: "ctx-ci__body" },
+      h("p", { class: "ctx-ci__label", text: "Parameters" }),
+      h("pre", { class: "ctx-ci__text", text: body || "No parameters." }),
+    );
+  }
+  return h("pre", { class: "ctx-ci__text", text: body || "This item has no text." });
+}
+
+/** A Map from itemKey to row, from a list_items result (null when it failed). */
+export function detailsFrom(result) {
+  if (!result || result.status !== "success" || !Array.isArray(result.items)) return null;
+  const rows = result.items.filter((row) => row && typeof row === "object");
+  return new Map(rows.map((row) => [itemKey(row), row]));
+}
