@@ -104,7 +104,7 @@ def tool_items(
                     )
                 )
                 continue
-            items.append(
+            items.append(  # sorted below: a server's order of tools means nothing to a person
                 tool_item(
                     server.name,
                     tool.name,
@@ -113,7 +113,7 @@ def tool_items(
                     include=effective_mode(server, tool.name),
                 )
             )
-    return items, problems
+    return sorted(items, key=Item.sort_key), problems
 
 
 class ToolServers:

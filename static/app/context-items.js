@@ -156,12 +156,23 @@ function itemBody(item, details, info, error) {
   }
   const body = str(info.text).trim();
   if (item.type === "tool") {
-    return h(
-      "div",
-      { class: "ctx-ci__body" },
+    const parts = [
       h("p", { class: "ctx-ci__label", text: "Parameters" }),
       h("pre", { class: "ctx-ci__text", text: body || "No parameters." }),
-    );
+    ];
+    if (info.input_schema && typeof info.input_schema === "object") {
+      // the schema as the model receives it, folded: most people want the lines above
+      const schema = JSON.stringify(info.input_schema, null, 2);
+      parts.push(
+        h(
+          "details",
+          { class: "ctx-ci__schema" },
+          h("summary", { text: "Schema" }),
+          h("pre", { class: "ctx-ci__text", text: schema }),
+        ),
+      );
+    }
+    return h("div", { class: "ctx-ci__body" }, ...parts);
   }
   return h("pre", { class: "ctx-ci__text", text: body || "This item has no text." });
 }

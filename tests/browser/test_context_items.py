@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ OpenPage = Callable[..., Page]
 Site = dict[str, Any]
 
 ITEMS_VAULT = Path(__file__).parent / "items_vault"
+EXAMPLE_TOOLS = ["convert_units", "hydration", "time_in", "word_count", "yen_to_euro"]
 ALWAYS = ["British Spelling", "Metric Units", HOSTILE, "About Me"]
 STAMP = "2026-03-01T09:00:00+00:00"
 RECORD = {"mode": "full", "total_messages": 1}
@@ -54,8 +57,8 @@ REQUEST_CONTEXT = {
         {"type": "tool", "server_name": "files", "name": "read_file", "include_mode": "manual"},
         {
             "type": "tool",
-            "server_name": "db",
-            "name": "query",
+            "server_name": "example",
+            "name": "yen_to_euro",
             "include_mode": "agent",
             "similarity_score": 0.851,
         },
@@ -122,9 +125,19 @@ def items_site(tmp_path_factory: pytest.TempPathFactory, llm_stub: OpenAIStub) -
         shutil.copytree(ITEMS_VAULT / folder, vault / folder)
     write_chat(vault, "plain", {"title": "Plain chat", "messages": []})
     write_chat(vault, "recorded", recorded_chat())
+    with (vault / ".vault.toml").open("a", encoding="utf-8") as settings:  # a real MCP server
+        settings.write(
+            f'\n[mcp.servers.example]\ncommand = "{sys.executable}"\n'
+            'args = ["-m", "smart_context.example_mcp"]\ninclude = "agent"\n'
+        )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(KEY_ENV, llm_stub.api_key)
         with running_sidecar(vault) as base:
+            listed = vault / ".memory" / "smart_context" / "tools" / "example.json"
+            for _ in range(600):  # the server's tools are listed in the background at start
+                if listed.exists():
+                    break
+                time.sleep(0.1)
             yield {"base": base, "vault": vault}
 
 
@@ -232,7 +245,7 @@ def test_add_by_search_and_remove_update_the_panel_and_the_chat_file(
     expect(search).to_be_focused()
     choices = page.locator("#sc-items-choices .sc-choice")
     # the vault's enabled items not in the session: the manual and agent ones
-    expect(choices).to_have_count(4)
+    expect(choices).to_have_count(4 + len(EXAMPLE_TOOLS))  # the example server's tools too
     search.fill("migration")  # Postgres Checklist's description
     expect(choices).to_have_count(1)
     expect(choices).to_contain_text("Postgres Checklist")
@@ -306,7 +319,7 @@ def test_view_context_shows_the_summary_the_three_sections_and_an_items_text(
     expect(references.locator(".ci-badge")).to_have_text(["Always", "Expansion"])
     expect(references.last.locator(".score")).to_have_text("0.80")
     tools = dialog.locator('[data-group="tool"] .ctx-ci__item')
-    expect(tools.locator(".ctx-ci__prefix")).to_have_text(["db.", "files."])
+    expect(tools.locator(".ctx-ci__prefix")).to_have_text(["example.", "files."])
     expect(tools.locator(".ci-badge")).to_have_text(["Agent", "Manual"])
     expect(tools.first.locator(".score")).to_have_text("0.85")
     shot(page, "view-context", "#context-dialog")
@@ -318,8 +331,12 @@ def test_view_context_shows_the_summary_the_three_sections_and_an_items_text(
     hostile.locator("summary").click()
     expect(hostile.locator(".ctx-ci__text")).to_contain_text("<script>alert(3)</script>")
     expect(hostile.locator(".ctx-ci__desc")).to_have_text("</script><script>alert(2)</script>")
-    tools.first.locator("summary").click()
-    expect(tools.first).to_contain_text("This item is no longer in the vault.")
+    tools.first.locator("summary").first.click()  # the example server's tool: its parameters
+    expect(tools.first.locator(".ctx-ci__text").first).to_contain_text("yen (number, required)")
+    tools.first.locator(".ctx-ci__schema summary").click()
+    expect(tools.first.locator(".ctx-ci__schema pre")).to_contain_text('"required"')
+    tools.last.locator("summary").click()
+    expect(tools.last).to_contain_text("This item is no longer in the vault.")
     assert dialog.locator("img, b, script").count() == 0
     # the history section is still there, below
     expect(dialog.locator(".ctx-explain")).to_contain_text("Full history")
@@ -400,6 +417,7 @@ def test_the_palette_lists_adds_removes_and_searches_items(
             "030 Baking in Grams",
             "003 Sourdough Schedule",
             "004 Postgres Checklist",
+            *(f"example.{t}" for t in EXAMPLE_TOOLS),
         ]
     )
     page.keyboard.type("postgres")

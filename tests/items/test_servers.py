@@ -80,7 +80,7 @@ def test_tools_the_model_could_not_be_offered_are_left_out_by_name() -> None:
     messages = " | ".join(p.message for p in problems)
     assert "offers" in messages and "twice" in messages and "has space" in messages
     assert long_name[:40] in messages and all(p.source == "MCP server s" for p in problems)
-    assert len(items) < MAX_TOOLS_PER_SERVER and items[0].name == "ok"
+    assert len(items) < MAX_TOOLS_PER_SERVER and "ok" in {i.name for i in items}
 
 
 async def test_the_example_server_is_listed_in_the_background_and_its_tools_kept(
