@@ -1,7 +1,7 @@
 // The palette's context item commands (CONTRACT §8): list the chat's rules, references and
-// tools, add or remove one, see what agent selection would add for a message, and pick the
-// chat's selection preset. Through the Smart Context panel when it offers an API, so the panel
-// stays in step; else as commands.
+// tools, add or remove one, see what agent selection would add for a message, pick the chat's
+// selection preset, and run one of the vault's MCP tools by hand. Through the Smart Context
+// panel when it offers an API, so the panel stays in step; else as commands.
 
 const PRESETS = [
   { id: "aggressive", label: "Aggressive", hint: "more items, lower scores" },
@@ -37,8 +37,29 @@ const itemArgs = (chatId, item) => {
   return args;
 };
 
-async function listItems(chatId) {
-  return check(await command("smart_context.list_items", { chat_id: chatId })).items || [];
+async function listItems(chatId, withText = false) {
+  const args = withText ? { chat_id: chatId, with_text: true } : { chat_id: chatId };
+  return check(await command("smart_context.list_items", args)).items || [];
+}
+
+/** The names of a tool's parameters, required ones first, from its JSON schema. */
+function parameterNames(tool) {
+  const schema = tool.input_schema && typeof tool.input_schema === "object" ? tool.input_schema : {};
+  const props = schema.properties && typeof schema.properties === "object" ? Object.keys(schema.properties) : [];
+  const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+  return [...props.filter((p) => required.has(p)), ...props.filter((p) => !required.has(p))];
+}
+
+/** The JSON object typed for a tool's arguments, or a sentence saying what is wrong. */
+function parseArguments(text) {
+  const typed = (text || "").trim() || "{}";
+  try {
+    const value = JSON.parse(typed);
+    if (value && typeof value === "object" && !Array.isArray(value)) return { value };
+    return { problem: "The arguments must be a JSON object: {\"name\": value}" };
+  } catch {
+    return { problem: "Not JSON yet: type the arguments as a JSON object" };
+  }
 }
 
 async function changeItem(chatId, item, add) {
@@ -167,6 +188,65 @@ export function itemCommands(app, { needsChat, inBackground }) {
     },
   };
 
+  // Run one of the vault's MCP tools by hand (smart_context.call_tool): no model needed.
+  const toolArguments = {
+    title: "Run a tool",
+    placeholder: "",
+    filters: false, // the typed text is the arguments, not a filter
+    tool: null,
+    items(query) {
+      const tool = this.tool;
+      if (!tool) return [];
+      const parsed = parseArguments(query);
+      if (parsed.problem) return [{ id: "bad", label: parsed.problem, run: () => {} }];
+      return [
+        {
+          id: "run",
+          label: `Run ${itemName(tool)}`,
+          hint: JSON.stringify(parsed.value),
+          run: async (palette) => {
+            palette.close();
+            try {
+              const args = { server_name: tool.server_name, name: tool.name, arguments: parsed.value };
+              const result = check(await command("smart_context.call_tool", args)).result || {};
+              const text = String(result.text || result.summary || "no output");
+              app.notify(`${itemName(tool)}: ${result.ok ? "" : "failed: "}${text}`.slice(0, 600), !result.ok);
+            } catch (err) {
+              app.notify(err.message || String(err), true);
+            }
+          },
+        },
+      ];
+    },
+  };
+
+  const toolList = {
+    title: "Run a tool",
+    placeholder: "Type to find one of the vault's MCP tools",
+    empty: "The vault has no MCP tools (declare servers under [mcp.servers] in .vault.toml).",
+    rows: [],
+    async load() {
+      this.rows = (await listItems(app.chatId(), true)).filter((item) => item.type === "tool");
+    },
+    items() {
+      return this.rows.map((tool) => ({
+        id: `tool:${tool.server_name}:${tool.name}`,
+        label: itemName(tool),
+        hint: tool.description || "",
+        keywords: tool.description || "",
+        run: (palette) => {
+          const names = parameterNames(tool);
+          toolArguments.tool = tool;
+          toolArguments.title = `Run ${itemName(tool)}`;
+          toolArguments.placeholder = names.length
+            ? `Arguments as JSON (${names.join(", ")}), then Enter`
+            : "No arguments: Enter runs it";
+          return palette.show(toolArguments);
+        },
+      }));
+    },
+  };
+
   const presets = {
     title: "Selection preset",
     placeholder: "How many items agent selection adds to this chat's requests",
@@ -208,6 +288,12 @@ export function itemCommands(app, { needsChat, inBackground }) {
         search.found = null;
         return palette.show(search);
       }),
+    },
+    {
+      id: "tools-run",
+      label: "Run a tool…",
+      keywords: "mcp tool call run server",
+      run: (palette) => palette.show(toolList),
     },
     {
       id: "items-settings",

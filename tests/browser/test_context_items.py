@@ -470,3 +470,25 @@ def test_an_edited_item_file_shows_after_the_next_message(
         expect(about).to_have_attribute("title", "Who asks, and from where", timeout=SLOW)
     finally:
         path.write_text(original, encoding="utf-8")
+
+
+def test_the_palette_runs_a_tool_of_the_vaults_mcp_server(
+    items_site: Site, open_page: OpenPage
+) -> None:
+    page = open_page(f"{items_site['base']}/?chat=plain")
+    wait_items(page)
+    palette = palette_command(page, "run a tool")
+    options = palette.locator("[role='option']")
+    expect(options.locator(".palette__label")).to_have_text([f"example.{t}" for t in EXAMPLE_TOOLS])
+    page.keyboard.type("yen")
+    expect(options).to_have_count(1)
+    page.keyboard.press("Enter")
+    expect(palette.locator("input")).to_have_attribute("placeholder", re.compile("yen"))
+    page.keyboard.type('{"yen": 16000')
+    expect(options.first).to_contain_text("Not JSON yet")
+    page.keyboard.type("}")
+    expect(options.first).to_contain_text("Run example.yen_to_euro")
+    page.keyboard.press("Enter")
+    expect(palette).to_be_hidden()
+    expect(page.locator("#toast")).to_contain_text("example.yen_to_euro: ")
+    expect(page.locator("#toast")).to_contain_text("100")
