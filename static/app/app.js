@@ -8,6 +8,7 @@ import { closeDrawers, notify, setUpDrawers } from "./shell.js";
 import { ContextDialog } from "./context-dialog.js";
 import { Palette } from "./palette.js";
 import { rootView, setFilter } from "./commands.js";
+import { finishToolCall, liveToolCall } from "./tool-calls.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -360,14 +361,43 @@ async function onChatUpdated(data) {
   const messages = Array.isArray(chat.messages) ? chat.messages : [];
   const atBottom = nearBottom();
   list.render(messages); // keeps the highlight of the filter in force
+  for (const el of othersCalls.values()) {
+    if (el.dataset.chatId === data.chat_id) ui.messages.append(el); // still waiting: keep it
+  }
   setChatHeader({ title: chat.title || ui.title.textContent }, messages);
   showEmpty(!messages.length);
   if (atBottom) scrollToBottom(true);
   messageAdded(data.chat_id); // the panel's counts and highlight follow
 }
 
+// A tool call waiting for approval in a reply another page (or a script) sent: every page on
+// that chat can answer it, not only the one that is streaming the reply.
+const othersCalls = new Map(); // call_id -> its block, while it is shown here
+
+function onToolCall(data) {
+  if (!data || data.chat_id !== state.chatId || !data.needs_approval) return;
+  if (state.sending) return; // this page sent it: the streamed reply shows the call
+  const chatId = data.chat_id;
+  const el = liveToolCall(data, (callId, approve) => api.answerToolCall(chatId, callId, approve));
+  el.classList.add("tool-call--elsewhere");
+  el.dataset.chatId = chatId;
+  othersCalls.set(String(data.call_id), el);
+  ui.messages.append(el);
+  announce("A tool call is waiting for your approval.");
+  scrollToBottom();
+}
+
+function onToolResult(data) {
+  const el = data && othersCalls.get(String(data.call_id));
+  if (!el) return;
+  othersCalls.delete(String(data.call_id));
+  finishToolCall(el, data);
+}
+
 if (window.sidecar && typeof window.sidecar.on === "function") {
   window.sidecar.on("chat.updated", onChatUpdated);
+  window.sidecar.on("tool_call", onToolCall);
+  window.sidecar.on("tool_result", onToolResult);
   window.sidecar.on("sidecar.chat_damaged", (data) => {
     notify((data && data.message) || "A chat file was damaged and set aside.", true);
     refreshChats();

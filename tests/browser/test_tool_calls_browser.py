@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.browser.conftest import HOSTILE, KEY_ENV, llm_table, running_sidecar
@@ -91,5 +92,43 @@ def test_approving_a_tool_call_shows_its_result_and_the_reply(
         assert page.locator(".tool-call__approve").count() == 0
     finally:
         page.close()  # before the server stops, so its event stream is not cut mid-way
+        context.close()
+    assert errors == []
+
+
+def test_another_page_on_the_chat_can_answer_the_call(
+    chromium: Browser, tool_site: tuple[str, ToolPlugin]
+) -> None:
+    base, plugin = tool_site
+    chat_id = httpx.post(f"{base}/api/chats", json={"title": "Two pages"}).json()["id"]
+    context = chromium.new_context(viewport={"width": 1280, "height": 900}, reduced_motion="reduce")
+    sender, other = context.new_page(), context.new_page()
+    errors: list[str] = []
+    for page in (sender, other):
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    try:
+        for page in (sender, other):
+            page.goto(f"{base}/?chat={chat_id}")
+            expect(page.locator("#composer-input")).to_be_enabled()
+        other.wait_for_timeout(500)  # its event stream is open
+        sender.locator("#composer-input").fill("Search my notes for the answer")
+        sender.locator("#composer-input").press("Enter")
+        waiting = other.locator(".tool-call--elsewhere")
+        expect(waiting).to_have_attribute("data-state", "waiting", timeout=15_000)
+        expect(waiting.locator(".tool-call__name")).to_have_text("notes.search")
+        assert plugin.calls == []
+        waiting.get_by_role("button", name="Approve").click()  # answered here, not by the sender
+        expect(sender.locator("#messages .msg--assistant").last).to_contain_text(
+            FINAL, timeout=15_000
+        )
+        expect(other.locator("#messages .msg--assistant").last).to_contain_text(
+            FINAL, timeout=15_000
+        )
+        assert plugin.calls == [("notes", "search", {"path": HOSTILE})]
+        expect(sender.locator(".tool-call__approve")).to_have_count(0)
+    finally:
+        for page in (sender, other):
+            page.close()
         context.close()
     assert errors == []
