@@ -35,14 +35,19 @@ IntArray = npt.NDArray[np.intp]
 
 @dataclass(frozen=True)
 class Limits:
-    """How many items the selection may add: ``context_top_k``, ``context_top_n`` and
-    ``context_include_score`` of CONTRACT §8, and the per-sentence minimum."""
+    """How many items the selection may add: ``context_top_k``, ``context_top_n``,
+    ``context_include_score`` and the ``context_expansion_*`` settings of CONTRACT §8, and the
+    per-sentence minimum."""
 
     top_k: int = 20
     top_n: int = 5
     include_score: float = 0.7
     per_query: int = 0  # measured: no gain on the tool set (README), so off unless asked
     floor: float = 0.3
+    # context expansion (:mod:`.expand`): passes (0: off), link score, items added per pass
+    expansion_depth: int = 0
+    expansion_threshold: float = 0.75
+    expansion_top_n: int = 3
 
 
 @dataclass(frozen=True)
