@@ -48,6 +48,8 @@ class Limits:
     expansion_depth: int = 0
     expansion_threshold: float = 0.75
     expansion_top_n: int = 3
+    # keyword scores fused with the cosine ones (:mod:`.lexical`, measured there); 0: cosine only
+    lexical_weight: float = 0.3
 
 
 @dataclass(frozen=True)
