@@ -1,6 +1,6 @@
 """Tool selection quality on a labelled set (issue 10): which parts of the method earn their place.
 
-Run: python benchmarks/bench_tool_selection.py
+Run: python benchmarks/bench_tool_selection.py [--latency]
 
 ``benchmarks/data/tools.json`` holds 348 tools of 33 MCP servers, ``tool_queries.json`` 300
 chat messages with the tools each needs (98 need two or three). Every tool is embedded with
@@ -25,7 +25,8 @@ never looked at to choose anything). A default that only wins on *tune* is overf
   then more than 5, and recall and precision are over all of them.
 
 Then the dry-run-like latency of a selection over 500 tools (the 348, and 152 of them again
-under other server names): one 3-sentence message, warm, median of 50.
+under other server names): one 3-sentence message, warm, median of 50 (``--latency``: only
+that).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -278,4 +280,7 @@ def latency(servers: list[dict[str, Any]], n_tools: int = 500, runs: int = 50) -
 
 
 if __name__ == "__main__":
-    main()
+    if "--latency" in sys.argv[1:]:  # the timing alone, to repeat it when the machine is quiet
+        latency(json.loads((DATA / "tools.json").read_text()))
+    else:
+        main()
