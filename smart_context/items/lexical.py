@@ -25,6 +25,7 @@ score (``similarity_score``, ``include_score``) is the fused one: a chunk needs 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ K1 = 1.2
 B = 0.75
 SATURATION = 8.0  # a BM25 score of 8 (three or four good rare words) counts half
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")  # faster than a look-behind at every position
 _WORD = re.compile(r"[a-z0-9]+")
 # fmt: off
 _STOP = frozenset([
@@ -54,14 +55,20 @@ _STOP = frozenset([
 
 def words(text: str) -> list[str]:
     """``text`` as the words BM25 counts (see the module docstring)."""
-    out = []
-    for word in _WORD.findall(_CAMEL.sub(" ", text).lower()):
-        if word in _STOP:
-            continue
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        out.append(word)
-    return out
+    return [w for w in map(_term, _tokens(text)) if w]
+
+
+def _tokens(text: str) -> list[str]:
+    return _WORD.findall(_CAMEL.sub(r"\1 \2", text).lower())
+
+
+def _term(token: str) -> str:
+    """The word ``token`` counts as; ``""`` for a function word."""
+    if token in _STOP:
+        return ""
+    if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
+        return token[:-1]
+    return token
 
 
 @dataclass(frozen=True)
@@ -78,20 +85,28 @@ class LexicalIndex:
     @classmethod
     def build(cls, texts: Sequence[str], k1: float = K1, b: float = B) -> LexicalIndex:
         """The index of ``texts`` (one document each)."""
-        vocabulary: dict[str, int] = {}
-        terms: list[int] = []
-        lengths = np.zeros(len(texts), dtype=np.float32)
-        owners: list[int] = []
+        # no Python code per token: each distinct token gets the number of its first place in
+        # the corpus (map, setdefault and count run in C), and is made a term once
+        seen: dict[str, int] = {}
+        place = itertools.count()
+        tokens: list[int] = []
+        counts = np.zeros(len(texts), dtype=np.intp)
         for doc, text in enumerate(texts):
-            tokens = words(text)
-            lengths[doc] = len(tokens)
-            terms += [vocabulary.setdefault(t, len(vocabulary)) for t in tokens]
-            owners += [doc] * len(tokens)
+            found = _tokens(text)
+            tokens.extend(map(seen.setdefault, found, place))
+            counts[doc] = len(found)
+        vocabulary: dict[str, int] = {}
+        term_of = np.full(len(tokens), -1, dtype=np.int64)
+        term_of[np.fromiter(seen.values(), dtype=np.intp, count=len(seen))] = [
+            vocabulary.setdefault(w, len(vocabulary)) if w else -1 for w in map(_term, seen)
+        ]
+        all_terms = term_of[np.asarray(tokens, dtype=np.intp)]
+        all_docs = np.repeat(np.arange(len(texts), dtype=np.int64), counts)
+        kept = all_terms >= 0
+        terms, owners = all_terms[kept], all_docs[kept]
+        lengths = np.bincount(owners, minlength=len(texts)).astype(np.float32)
         n = max(len(texts), 1)
-        pairs, tf = np.unique(
-            np.asarray(terms, dtype=np.int64) * n + np.asarray(owners, dtype=np.int64),
-            return_counts=True,
-        )
+        pairs, tf = np.unique(terms * n + owners, return_counts=True)
         term, docs = (pairs // n).astype(np.intp), (pairs % n).astype(np.intp)
         df = np.bincount(term, minlength=len(vocabulary))
         idf = np.log1p((len(texts) - df + 0.5) / (df + 0.5))
