@@ -169,8 +169,8 @@ def tune_hybrid(bench: Bench, split: bool) -> tuple[float, float]:
 
 def report(bench: Bench, variants: dict[str, Picks]) -> None:
     print(
-        f"  {'variant':<44} {'R@5':>5} {'P@5':>5} {'R sgl':>5} {'R mlt':>5} "
-        f"{'R tune':>6} {'R held':>6} {'P held':>6} {'picks':>5}"
+        f"  {'variant':<44} {'R@5':>5} {'P@5':>5} {'R sgl':>5} {'R mlt':>5} {'P sgl':>5} "
+        f"{'P mlt':>5} {'R tune':>6} {'R held':>6} {'P held':>6} {'picks':>5}"
     )
     for name, run in variants.items():
         every = bench.measure(run)
@@ -179,6 +179,7 @@ def report(bench: Bench, variants: dict[str, Picks]) -> None:
         print(
             f"  {name:<44} {every['all recall']:5.3f} {every['all precision']:5.3f} "
             f"{every['single recall']:5.3f} {every['multi recall']:5.3f} "
+            f"{every['single precision']:5.3f} {every['multi precision']:5.3f} "
             f"{tune['all recall']:6.3f} {held['all recall']:6.3f} {held['all precision']:6.3f} "
             f"{every['picks']:5.2f}"
         )
