@@ -111,10 +111,10 @@ class ItemCatalog:
         if limits.expansion_depth <= 0 or not found:
             return found
         graph = await self._links(catalog, index)
-        open_ = np.array(
+        allowed = np.array(
             [i.enabled and i.include in (*modes, "expansion") for i in catalog.items], np.bool_
         )
-        added = expand(graph, [wanted[c.item] for c in chosen], open_, limits)
+        added = expand(graph, [wanted[c.item] for c in chosen], allowed, limits)
         items = catalog.items
         return found + [Found(items[e.item], e.score, "expansion", items[e.via]) for e in added]
 

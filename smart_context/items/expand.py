@@ -138,8 +138,8 @@ def expand(
         links = graph[frontier]
         best = links.max(axis=0)
         via = frontier[links.argmax(axis=0)]
-        open_ = np.flatnonzero(candidates & ~taken & (best >= limits.expansion_threshold))
-        frontier = open_[np.argsort(-best[open_], kind="stable")][: limits.expansion_top_n]
+        allowed = np.flatnonzero(candidates & ~taken & (best >= limits.expansion_threshold))
+        frontier = allowed[np.argsort(-best[allowed], kind="stable")][: limits.expansion_top_n]
         taken[frontier] = True
         added += [Expanded(int(i), float(best[i]), int(via[i]), depth) for i in frontier]
     return added
