@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from smart_context.items.chunks import chunk, index_text, query_chunks
+from smart_context.items.expand import expand, relationship_graph
 from smart_context.items.files import Stamp, folder_stamp, load_items
+from smart_context.items.lexical import LexicalIndex, fuse
 from smart_context.items.model import ITEM_TYPES, Item, ItemProblem
 from smart_context.items.select import Limits, select
 from smart_context.items.servers import ToolServers
@@ -48,10 +50,13 @@ class Catalog:
 
 @dataclass(frozen=True)
 class Found:
-    """An item agent selection would add, and its score."""
+    """An item agent selection would add, its score, and how: ``"agent"`` (the message found
+    it) or ``"expansion"`` (an item found before led to it, ``via``; :mod:`.expand`)."""
 
     item: Item
     score: float
+    mode: str = "agent"
+    via: Item | None = None
 
 
 class ItemCatalog:
@@ -73,6 +78,10 @@ class ItemCatalog:
         # the chunk vectors of the current catalog, for the model that made them: a request
         # with no file changed reuses them instead of hashing every chunk again
         self._index: tuple[Catalog, str, Matrix] | None = None
+        # made from them once, when a search first needs them: the BM25 postings of the
+        # catalog's chunks, and the relationship graph of the vectors (see :mod:`.expand`)
+        self._lexical: tuple[Catalog, LexicalIndex] | None = None
+        self._graph: tuple[Matrix, Matrix] | None = None
 
     async def current(self) -> Catalog:
         """The items as the files are now: loaded again only when one changed."""
@@ -100,8 +109,10 @@ class ItemCatalog:
         queries: Matrix | None = None,
     ) -> list[Found]:
         """What agent selection adds for ``message``: enabled items of ``types`` whose mode is
-        in ``modes``, best first. Embeds the chunks no one embedded yet and, unless
-        ``queries`` holds them (:meth:`query_vectors`), the message's sentences."""
+        in ``modes``, best first, then what expansion adds to them (``limits.expansion_depth``
+        passes over those and the ``expansion`` items of ``types``). Embeds the chunks no one
+        embedded yet and, unless ``queries`` holds them (:meth:`query_vectors`), the message's
+        sentences; with ``limits.lexical_weight``, fuses keyword scores in."""
         catalog = await self.current()
         wanted = [
             i
@@ -116,8 +127,39 @@ class ItemCatalog:
         number = np.full(len(catalog.items), -1, dtype=np.intp)  # item -> its place in wanted
         number[wanted] = np.arange(len(wanted))
         rows = np.flatnonzero(number[catalog.owner] >= 0)
-        chosen = select(queries @ index[rows].T, number[catalog.owner[rows]], len(wanted), limits)
-        return [Found(catalog.items[wanted[c.item]], c.score) for c in chosen]
+        scores = (queries @ index.T)[:, rows]  # cheaper than copying the rows of index
+        if limits.lexical_weight > 0:
+            sentences = query_chunks(message) or [message]  # the rows of ``queries``
+            keywords = (await self._keywords(catalog)).scores(sentences)[:, rows]
+            scores = fuse(scores, keywords, limits.lexical_weight)
+        chosen = select(scores, number[catalog.owner[rows]], len(wanted), limits)
+        found = [Found(catalog.items[wanted[c.item]], c.score) for c in chosen]
+        if limits.expansion_depth <= 0 or not found:
+            return found
+        graph = await self._links(catalog, index)
+        allowed = np.array(
+            [
+                i.enabled and i.include in (*modes, "expansion") and i.type in types
+                for i in catalog.items
+            ],
+            np.bool_,
+        )
+        added = expand(graph, [wanted[c.item] for c in chosen], allowed, limits)
+        items = catalog.items
+        return found + [Found(items[e.item], e.score, "expansion", items[e.via]) for e in added]
+
+    async def _keywords(self, catalog: Catalog) -> LexicalIndex:
+        if self._lexical is None or self._lexical[0] is not catalog:
+            lexical = await asyncio.to_thread(LexicalIndex.build, catalog.chunks)
+            self._lexical = (catalog, lexical)
+        return self._lexical[1]
+
+    async def _links(self, catalog: Catalog, index: Matrix) -> Matrix:
+        if self._graph is None or self._graph[0] is not index:
+            n = len(catalog.items)
+            graph = await asyncio.to_thread(relationship_graph, index, catalog.owner, n)
+            self._graph = (index, graph)
+        return self._graph[1]
 
     async def index(self, store: VectorStore) -> int:
         """Embed, ahead of any request, the chunks of the items agent selection can pick that

@@ -4,6 +4,8 @@ An item is known by its :attr:`Item.key` (type, server, name): sessions and requ
 only that, and look the item up again when they need its text (seed 000, "store references, not
 objects"). Everything else is what the vault says about it today. :attr:`Item.content_hash`
 covers only the indexed text, so a new priority or include mode never costs an embedding.
+An ``expansion`` item is never found by a message itself, only through the items agent
+selection found for it (:mod:`.expand`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from typing import Any, Literal
 from smart_context.items.chunks import index_text
 
 ItemType = Literal["rule", "reference", "tool"]
-IncludeMode = Literal["always", "manual", "agent"]
+IncludeMode = Literal["always", "manual", "agent", "expansion"]
 ITEM_TYPES: tuple[ItemType, ...] = ("rule", "reference", "tool")
-INCLUDE_MODES: tuple[IncludeMode, ...] = ("always", "manual", "agent")
+INCLUDE_MODES: tuple[IncludeMode, ...] = ("always", "manual", "agent", "expansion")
 
 MIN_PRIORITY, MAX_PRIORITY = 0, 999  # the UI shows three digits: 001
 # An item without a priority comes after every item that has one: writing `priority: 5` is how a

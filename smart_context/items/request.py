@@ -1,10 +1,11 @@
 """The request context of one message (CONTRACT §8): which rules and references it is sent with,
 the record of them, and the text the model receives.
 
-Built fresh per request from the chat's session items and the ``agent`` items that agent
-selection finds for this message. The record is what the host stores on the assistant message
-as ``request_context``; the model receives exactly the rules and references the record names,
-as one system message (CONTRACT §9: before the history), and nothing else of the vault.
+Built fresh per request from the chat's session items, the ``agent`` items that agent
+selection finds for this message, and the items expansion adds to those (``expansion``). The
+record is what the host stores on the assistant message as ``request_context``; the model
+receives exactly the rules and references the record names, as one system message (CONTRACT
+§9: before the history), and nothing else of the vault.
 The session (``context_items`` on the chat, :mod:`.session`) gives the ``always`` and ``manual``
 items; a chat that never changed its session has the vault's ``always`` items.
 """
@@ -134,7 +135,7 @@ async def build(
             error = f"Agent selection skipped: {exc}"
             found = []
     present = {c.item.key for c in chosen}
-    agent = [Chosen(f.item, "agent", f.score) for f in found if f.item.key not in present]
+    agent = [Chosen(f.item, f.mode, f.score) for f in found if f.item.key not in present]
     return RequestContext((*chosen, *agent), error)
 
 

@@ -40,8 +40,9 @@ IntArray = npt.NDArray[np.intp]
 
 @dataclass(frozen=True)
 class Limits:
-    """How many items the selection may add: ``context_top_k``, ``context_top_n`` and
-    ``context_include_score`` of CONTRACT §8, and the per-sentence minimum."""
+    """How many items the selection may add: ``context_top_k``, ``context_top_n``,
+    ``context_include_score`` and the ``context_expansion_*`` settings of CONTRACT §8, and the
+    per-sentence minimum."""
 
     top_k: int = 20
     top_n: int = 5
@@ -49,6 +50,12 @@ class Limits:
     per_query: int = 0  # measured: no gain on the tool set (README), so off unless asked
     floor: float = 0.3
     relative_floor: float = 0.5  # a topN place needs this share of the best item's score
+    # context expansion (:mod:`.expand`): passes (0: off), link score, items added per pass
+    expansion_depth: int = 0
+    expansion_threshold: float = 0.75
+    expansion_top_n: int = 3
+    # keyword scores fused with the cosine ones (:mod:`.lexical`, measured there); 0: cosine only
+    lexical_weight: float = 0.3
 
 
 @dataclass(frozen=True)

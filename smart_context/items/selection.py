@@ -144,4 +144,8 @@ def _limits(values: Mapping[str, Any], prefix: str) -> Limits:
         top_k=int(values[f"{prefix}top_k"]),
         top_n=int(values[f"{prefix}top_n"]),
         include_score=float(values[f"{prefix}include_score"]),
+        # expansion follows links between items of one kind: documents, or tools
+        expansion_depth=int(values["context_expansion_depth"]),
+        expansion_threshold=float(values["context_expansion_threshold"]),
+        expansion_top_n=int(values["context_expansion_top_n"]),
     )

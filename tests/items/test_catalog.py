@@ -100,3 +100,66 @@ async def test_a_vault_with_nothing_to_select_indexes_nothing(tmp_path: Path) ->
     embedder = FakeEmbedder()
     assert await ItemCatalog(tmp_path).index(VectorStore(tmp_path, embedder)) == 0
     assert embedder.embedded == []
+
+
+@pytest.fixture
+def auth_vault(tmp_path: Path) -> Path:
+    write(tmp_path, "rules/auth.md", "---\ninclude: agent\n---\nlogin password token endpoint\n")
+    write(
+        tmp_path,
+        "references/fetch.md",
+        "---\ninclude: expansion\n---\ntoken endpoint http\n",
+    )
+    write(tmp_path, "references/bread.md", "---\ninclude: agent\n---\nsourdough starter flour\n")
+    return tmp_path
+
+
+def expanding(depth: int = 1, threshold: float = 0.3) -> Limits:
+    return Limits(top_n=1, expansion_depth=depth, expansion_threshold=threshold)
+
+
+async def test_an_expansion_item_comes_only_through_the_item_that_leads_to_it(
+    auth_vault: Path,
+) -> None:
+    store = VectorStore(auth_vault, FakeEmbedder())
+    catalog = ItemCatalog(auth_vault)
+    # the message names the expansion item's own words: it is still not found directly
+    direct = await catalog.search(store, "token endpoint http", expanding(depth=0))
+    assert "fetch" not in [f.item.name for f in direct]
+    found = await catalog.search(store, "my login password fails", expanding())
+    assert [(f.item.name, f.mode) for f in found] == [("auth", "agent"), ("fetch", "expansion")]
+    assert found[1].via is not None and found[1].via.name == "auth"
+    assert 0.3 <= found[1].score < 1
+    assert await catalog.search(store, "my login password fails", expanding(depth=0)) == found[:1]
+    assert (
+        await catalog.search(store, "my login password fails", expanding(threshold=0.9))
+        == found[:1]
+    )
+
+
+async def test_expansion_follows_an_edit_and_skips_disabled_items(auth_vault: Path) -> None:
+    store = VectorStore(auth_vault, FakeEmbedder())
+    catalog = ItemCatalog(auth_vault)
+    assert len(await catalog.search(store, "login password", expanding())) == 2
+    write(
+        auth_vault,
+        "references/fetch.md",
+        "---\ninclude: expansion\nenabled: false\n---\ntoken endpoint http\n",
+    )
+    assert [f.item.name for f in await catalog.search(store, "login password", expanding())] == [
+        "auth"
+    ]
+    write(auth_vault, "rules/link.md", "---\ninclude: expansion\n---\nlogin password token\n")
+    again = await catalog.search(store, "login password", expanding())
+    assert [(f.item.name, f.mode) for f in again] == [("auth", "agent"), ("link", "expansion")]
+
+
+async def test_keyword_scores_join_the_cosine_only_when_weighted(items_vault: Path) -> None:
+    store = VectorStore(items_vault, FakeEmbedder())
+    catalog = ItemCatalog(items_vault)
+    message = "code: python asyncio task cancel"
+    [cosine] = await catalog.search(store, message, Limits(top_n=1, lexical_weight=0.0))
+    [hybrid] = await catalog.search(store, message, Limits(top_n=1, lexical_weight=0.5))
+    assert cosine.item.name == hybrid.item.name == "code"
+    assert cosine.score == pytest.approx(1.0)  # the same words: the bag-of-words fake says 1
+    assert 0.5 < hybrid.score < 1.0  # half of it is BM25, squashed below 1

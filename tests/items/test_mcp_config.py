@@ -70,13 +70,18 @@ def test_a_tomlkit_document_parses_like_tomllib() -> None:
 def test_effective_mode_is_tool_then_server_then_always() -> None:
     (files, web), _ = servers(
         {
-            "files": {"command": "x", "include": "agent", "tools": {"read_file": "manual"}},
+            "files": {
+                "command": "x",
+                "include": "agent",
+                "tools": {"read_file": "manual", "write_file": "expansion"},
+            },
             "web": {"url": "https://example.org/mcp"},
         }
     )
 
     assert effective_mode(files, "read_file") == "manual"
-    assert effective_mode(files, "write_file") == "agent"
+    assert effective_mode(files, "write_file") == "expansion"
+    assert effective_mode(files, "list_files") == "agent"
     assert effective_mode(web, "anything") == "always"
 
 

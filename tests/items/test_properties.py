@@ -63,6 +63,13 @@ def test_a_bom_and_crlf_line_ends_are_tolerated(vault: Vault) -> None:
     assert (item.name, item.include, item.text) == ("Windows", "agent", "line one\nline two")
 
 
+@pytest.mark.parametrize("mode", ["always", "manual", "agent", "expansion", " Expansion "])
+def test_every_include_mode_loads_from_front_matter(vault: Vault, mode: str) -> None:
+    item, problems = vault.only_item("rules/m.md", f"---\ninclude: {mode}\n---\nx")
+    assert problems == []
+    assert item.include == mode.strip().lower()
+
+
 def test_an_empty_front_matter_block_means_defaults(vault: Vault) -> None:
     item, problems = vault.only_item("rules/empty.md", "---\n---\nbody\n")
     assert problems == []
@@ -158,7 +165,7 @@ def test_an_emptied_property_is_an_unset_one(vault: Vault) -> None:
         ("priority: 1.5", "priority", 999, "got 1.5"),
         ("priority: true", "priority", 999, "got true"),
         ("priority: '0001'", "priority", 999, "got '0001'"),
-        ("include: sometimes", "include", "manual", "manual, agent, got 'sometimes'; using"),
+        ("include: sometimes", "include", "manual", "agent, expansion, got 'sometimes'; using"),
         ("include: [always]", "include", "manual", "include must be one of"),
         ("enabled: maybe", "enabled", False, "must be true or false, got 'maybe'; using false"),
         ("enabled: 2", "enabled", False, "got 2"),
@@ -181,7 +188,8 @@ def test_a_message_names_the_property_the_rule_the_value_and_what_is_used(vault:
     assert [str(p) for p in problems] == [
         "rules/n.md: priority must be a whole number from 0 to 999 (001 works too), got 'high'; "
         "using 999",
-        "rules/n.md: include must be one of always, manual, agent, got 'sometimes'; using 'manual'",
+        "rules/n.md: include must be one of always, manual, agent, expansion, got 'sometimes'; "
+        "using 'manual'",
     ]
 
 

@@ -103,3 +103,20 @@ async def test_tools_and_documents_are_selected_within_their_own_limits(tmp_path
     kinds = sorted(c.item.type for c in request.items if c.mode == "agent")
     assert kinds == ["reference", "tool"]  # one each: the tool did not take the document's place
     assert [t["function"]["name"] for t in request.tools()] == ["kit__bread_tool"]
+
+
+async def test_an_item_expansion_adds_is_recorded_as_expansion(tmp_path: Path) -> None:
+    write(tmp_path, "rules/auth.md", "---\ninclude: agent\n---\nlogin password token\n")
+    write(tmp_path, "references/fetch.md", "---\ninclude: expansion\n---\ntoken endpoint http\n")
+    write(tmp_path, "references/x.md", "---\ninclude: always\n---\nlogin token always\n")
+    store = VectorStore(tmp_path, FakeEmbedder())
+    limits = Limits(top_n=1, expansion_depth=1, expansion_threshold=0.2)
+    request = await build(ItemCatalog(tmp_path), given(store), "login password", limits)
+    record = request.record()
+    assert [(i["name"], i["include_mode"]) for i in record["items"]] == [
+        ("x", "always"),
+        ("auth", "agent"),
+        ("fetch", "expansion"),
+    ]
+    assert "similarity_score" in record["items"][2]
+    assert "token endpoint http" in request.system_text()

@@ -64,3 +64,10 @@ def test_a_hand_edited_chat_file_keeps_what_is_usable() -> None:
     raw = {"context_top_n": 2, "context_top_k": "many", "nonsense": 1, "preset": "normal"}
     assert stored_overrides(raw) == {"context_top_n": 2}
     assert stored_overrides(["context_top_n"]) == {} and stored_overrides(None) == {}
+
+
+def test_the_expansion_settings_reach_both_kinds_of_selection() -> None:
+    values = effective(Settings(context_expansion_depth=2), {"context_expansion_top_n": 1})
+    for limits in (document_limits(values), tool_limits(values)):
+        assert (limits.expansion_depth, limits.expansion_top_n) == (2, 1)
+        assert limits.expansion_threshold == 0.75
