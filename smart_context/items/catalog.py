@@ -83,6 +83,11 @@ class ItemCatalog:
         self._lexical: tuple[Catalog, LexicalIndex] | None = None
         self._graph: tuple[Matrix, Matrix] | None = None
 
+    @property
+    def latest(self) -> Catalog:
+        """The catalog as last read, without looking at the files."""
+        return self._catalog
+
     async def current(self) -> Catalog:
         """The items as the files are now: loaded again only when one changed."""
         async with self._lock:

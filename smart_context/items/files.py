@@ -92,13 +92,14 @@ def folder_stamp(
     root = _root(vault)
     entries: list[tuple[str, int, int]] = []
     for folder in (rules_dir, references_dir):
-        for source, path in _candidates(root, folder)[0]:
+        prefix, listing, _ = _listing(root, folder)
+        for entry in listing:
             try:
-                st = path.stat()
+                st = entry.stat()  # DirEntry: no Path to build, about half the time per file
             except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11)
-                entries.append((source, -1, -1))
+                entries.append((prefix + entry.name, -1, -1))
             else:
-                entries.append((source, st.st_mtime_ns, st.st_size))
+                entries.append((prefix + entry.name, st.st_mtime_ns, st.st_size))
     return tuple(entries)
 
 
@@ -156,21 +157,28 @@ def _root(vault: Path) -> Path:
 
 def _candidates(root: Path, folder: str) -> tuple[list[tuple[str, Path]], list[ItemProblem]]:
     """(source, path) of the folder's ``*.md`` files by name, or why the folder was not read."""
+    prefix, listing, problems = _listing(root, folder)
+    return [(prefix + e.name, root / folder / e.name) for e in listing], problems
+
+
+def _listing(root: Path, folder: str) -> tuple[str, list[os.DirEntry[str]], list[ItemProblem]]:
+    """The folder's source prefix (``rules/``), its ``*.md`` entries by name, and why it was
+    not read."""
     shown = Path(os.path.normpath(folder)).as_posix()
-    path = root / folder
+    prefix = "" if shown == "." else f"{shown}/"
     try:
-        resolved = path.resolve()
+        resolved = (root / folder).resolve()
         if not resolved.is_relative_to(root):
             message = "the folder is outside the vault; its files are not read"
-            return [], [ItemProblem(shown, message, skipped=True)]
-        with os.scandir(resolved) as listing:
-            names = sorted(e.name for e in listing if _is_candidate(e.name))
+            return prefix, [], [ItemProblem(shown, message, skipped=True)]
+        with os.scandir(resolved) as scan:
+            listing = sorted((e for e in scan if _is_candidate(e.name)), key=lambda e: e.name)
     except FileNotFoundError:
-        return [], []  # a vault without rules is a vault without rules
+        return prefix, [], []  # a vault without rules is a vault without rules
     except (OSError, RuntimeError) as exc:
-        return [], [ItemProblem(shown, f"the folder cannot be read ({_reason(exc)})", skipped=True)]
-    prefix = "" if shown == "." else f"{shown}/"
-    return [(prefix + name, path / name) for name in names], []
+        problem = ItemProblem(shown, f"the folder cannot be read ({_reason(exc)})", skipped=True)
+        return prefix, [], [problem]
+    return prefix, listing, []
 
 
 def _is_candidate(name: str) -> bool:

@@ -12,18 +12,20 @@ items; a chat that never changed its session has the vault's ``always`` items.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from smart_context.errors import SmartContextError
-from smart_context.items.catalog import Found, ItemCatalog
+from smart_context.items.catalog import Catalog, Found, ItemCatalog
 from smart_context.items.mcp_config import function_name
 from smart_context.items.model import Item
 from smart_context.items.select import Limits
 from smart_context.items.session import SESSION_KEY, resolve, session_of
 from smart_context.store import VectorStore
+from smart_context.vectors.ops import Matrix
 
 SECTION_TITLES = {"rule": "Rules to follow", "reference": "Reference material"}
 DOCUMENT_TYPES = ("rule", "reference")
@@ -113,30 +115,52 @@ async def build(
     rules and references within ``limits``, tools within ``tool_limits`` (default the same).
     ``store`` is asked for only when the vault has agent items. A failed search (or no
     embedder) costs the agent items only, and the record says why."""
-    current = await catalog.current()
-    entries = session_of({} if session is None else {SESSION_KEY: session}, current.items)
-    chosen = [Chosen(item, mode) for item, mode in resolve(entries, current.items)]
-    found: list[Found] = []
-    error = None
-    agent_types = {i.type for i in current.items if i.enabled and i.include == "agent"}
-    if agent_types:
-        try:
-            vectors = await store()
-            queries = await catalog.query_vectors(vectors, message)  # once for both searches
-            if agent_types & set(DOCUMENT_TYPES):
-                found += await catalog.search(
-                    vectors, message, limits, types=DOCUMENT_TYPES, queries=queries
-                )
-            if "tool" in agent_types:
-                found += await catalog.search(
-                    vectors, message, tool_limits or limits, types=("tool",), queries=queries
-                )
-        except SmartContextError as exc:
-            error = f"Agent selection skipped: {exc}"
-            found = []
+    # The message's sentences are embedded while the catalog checks its files (both wait on
+    # threads): when the vault had agent items last time, it very likely still has.
+    early: asyncio.Future[Matrix] | None = None
+    if _agent_types(catalog.latest):
+        early = asyncio.ensure_future(_embed(catalog, store, message))
+    try:
+        current = await catalog.current()
+        entries = session_of({} if session is None else {SESSION_KEY: session}, current.items)
+        chosen = [Chosen(item, mode) for item, mode in resolve(entries, current.items)]
+        found: list[Found] = []
+        error = None
+        agent_types = _agent_types(current)
+        if agent_types:
+            try:
+                vectors = await store()
+                queries = await (early or catalog.query_vectors(vectors, message))  # for both
+                if agent_types & set(DOCUMENT_TYPES):
+                    found += await catalog.search(
+                        vectors, message, limits, types=DOCUMENT_TYPES, queries=queries
+                    )
+                if "tool" in agent_types:
+                    found += await catalog.search(
+                        vectors, message, tool_limits or limits, types=("tool",), queries=queries
+                    )
+            except SmartContextError as exc:
+                error = f"Agent selection skipped: {exc}"
+                found = []
+    finally:
+        if early is not None and not early.done():  # the vault has no agent items any more
+            early.cancel()
+        if early is not None:
+            await asyncio.gather(early, return_exceptions=True)  # its error is read, not lost
     present = {c.item.key for c in chosen}
     agent = [Chosen(f.item, f.mode, f.score) for f in found if f.item.key not in present]
     return RequestContext((*chosen, *agent), error)
+
+
+def _agent_types(catalog: Catalog) -> set[str]:
+    """The types of the catalog's items agent selection can add."""
+    return {i.type for i in catalog.items if i.enabled and i.include == "agent"}
+
+
+async def _embed(
+    catalog: ItemCatalog, store: Callable[[], Awaitable[VectorStore]], message: str
+) -> Matrix:
+    return await catalog.query_vectors(await store(), message)
 
 
 def _order(item: Item) -> tuple[int, str]:
