@@ -8,20 +8,20 @@ from collections.abc import Callable
 from typing import Any
 
 from smart_context.commands.guard import BadArguments, Result, chat_id_argument
+from smart_context.errors import SmartContextError
 from smart_context.events import ITEMS_CHANGED
 from smart_context.host import resolve
-from smart_context.items.catalog import found_rows, item_row, problem_rows
+from smart_context.items.catalog import item_row, problem_rows
 from smart_context.items.model import ITEM_TYPES, Item
-from smart_context.items.request import DOCUMENT_TYPES
+from smart_context.items.request import build
 from smart_context.items.selection import (
     SETTINGS_KEY,
     BadSelectionSettings,
+    chat_limits,
     checked_overrides,
-    document_limits,
     effective,
     preset_of,
     stored_overrides,
-    tool_limits,
     vault_defaults,
 )
 from smart_context.items.session import (
@@ -107,24 +107,21 @@ async def search_items(services: Services, query: Any = None, chat_id: Any = Non
         raise BadArguments("query is required: the message to select items for.")
     if len(query) > MAX_QUERY_CHARS:
         raise BadArguments(f"query is longer than {MAX_QUERY_CHARS} characters.")
-    overrides: dict[str, Any] = {}
+    raw = None
     if chat_id is not None:
-        view = await services.chats.view(chat_id_argument(services, chat_id))
-        overrides = stored_overrides(view.context_settings)
-    values = effective(services.settings, overrides)
-    store = await services.store()
-    queries = await services.items.query_vectors(store, query)
-    found = [
-        *await services.items.search(
-            store, query, document_limits(values), types=DOCUMENT_TYPES, queries=queries
-        ),
-        *await services.items.search(
-            store, query, tool_limits(values), types=("tool",), queries=queries
-        ),
-    ]
+        raw = (await services.chats.view(chat_id_argument(services, chat_id))).context_settings
+    documents, tools = chat_limits(services.settings, raw)
+    # the request context of a chat with an empty session: exactly what agent selection adds
+    request = await build(services.items, services.store, query, documents, [], tools)
+    if request.error:
+        raise SmartContextError(request.error)
     catalog = await services.items.current()
     return {
-        "items": found_rows(found),
+        "items": [
+            item_row(c.item)
+            | {"similarity_score": round(c.score or 0.0, 3), "include_mode": c.mode}
+            for c in request.items
+        ],
         "problems": problem_rows(catalog.problems),
     }
 

@@ -16,12 +16,7 @@ from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
 from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.items.request import RequestContext, build
-from smart_context.items.selection import (
-    document_limits,
-    effective,
-    stored_overrides,
-    tool_limits,
-)
+from smart_context.items.selection import chat_limits
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
 from smart_context.services import Services
@@ -62,15 +57,8 @@ async def request_items(
     """The rules and references this request is sent with (CONTRACT §8), and the history with
     their text as the system message that comes before it (CONTRACT §9)."""
     view = await services.chats.view(chat_id)
-    values = effective(services.settings, stored_overrides(view.context_settings))
-    request = await build(
-        services.items,
-        services.store,
-        message,
-        document_limits(values),
-        view.session,
-        tool_limits(values),
-    )
+    documents, tools = chat_limits(services.settings, view.context_settings)
+    request = await build(services.items, services.store, message, documents, view.session, tools)
     text = request.system_text()
     sent = [{"role": "system", "content": text}, *history] if text else list(history)
     return sent, request

@@ -112,13 +112,16 @@ class ItemCatalog:
         modes: Sequence[str] = ("agent",),
         types: Sequence[str] = ITEM_TYPES,
         queries: Matrix | None = None,
+        catalog: Catalog | None = None,
     ) -> list[Found]:
         """What agent selection adds for ``message``: enabled items of ``types`` whose mode is
         in ``modes``, best first, then what expansion adds to them (``limits.expansion_depth``
         passes over those and the ``expansion`` items of ``types``). Embeds the chunks no one
         embedded yet and, unless ``queries`` holds them (:meth:`query_vectors`), the message's
-        sentences; with ``limits.lexical_weight``, fuses keyword scores in."""
-        catalog = await self.current()
+        sentences; with ``limits.lexical_weight``, fuses keyword scores in. ``catalog`` is the
+        one :meth:`current` gave this request (default: look at the files again)."""
+        if catalog is None:
+            catalog = await self.current()
         wanted = [
             i
             for i, item in enumerate(catalog.items)
@@ -217,11 +220,6 @@ def item_row(item: Item) -> dict[str, Any]:
         "enabled": item.enabled,
         "source": item.source,
     }
-
-
-def found_rows(found: Sequence[Found]) -> list[dict[str, Any]]:
-    """Found items with their scores, best first."""
-    return [item_row(f.item) | {"similarity_score": round(f.score, 3)} for f in found]
 
 
 def problem_rows(problems: Sequence[ItemProblem]) -> list[dict[str, str]]:

@@ -131,14 +131,20 @@ async def build(
             try:
                 vectors = await store()
                 queries = await (early or catalog.query_vectors(vectors, message))  # for both
-                if agent_types & set(DOCUMENT_TYPES):
-                    found += await catalog.search(
-                        vectors, message, limits, types=DOCUMENT_TYPES, queries=queries
-                    )
-                if "tool" in agent_types:
-                    found += await catalog.search(
-                        vectors, message, tool_limits or limits, types=("tool",), queries=queries
-                    )
+                # one look at the files per request: both searches use the catalog read above
+                for types, kind_limits in (
+                    (DOCUMENT_TYPES, limits),
+                    (("tool",), tool_limits or limits),
+                ):
+                    if agent_types & set(types):
+                        found += await catalog.search(
+                            vectors,
+                            message,
+                            kind_limits,
+                            types=types,
+                            queries=queries,
+                            catalog=current,
+                        )
             except SmartContextError as exc:
                 error = f"Agent selection skipped: {exc}"
                 found = []

@@ -129,6 +129,13 @@ def effective(settings: Settings, overrides: Mapping[str, Any]) -> dict[str, Any
     return vault_defaults(settings) | dict(overrides)
 
 
+def chat_limits(settings: Settings, stored: Any) -> tuple[Limits, Limits]:
+    """The limits of a chat's requests, for documents and for tools: the vault's settings under
+    the chat's ``context_settings`` as stored (``None``: none)."""
+    values = effective(settings, stored_overrides(stored))
+    return document_limits(values), tool_limits(values)
+
+
 def document_limits(values: Mapping[str, Any]) -> Limits:
     """How many rules and references agent selection may add."""
     return _limits(values, "context_")
