@@ -216,8 +216,14 @@ def test_the_panel_lists_the_chats_items_with_badges_and_problems(
     page.get_by_label("Selection preset").select_option("conservative")
     expect(page.locator("#sc-top-k")).to_have_value("10")
     expect(page.locator("#sc-include-score")).to_have_value("0.80")
+    expect(page.locator("#sc-tools-top-k")).to_have_value("10")  # a preset sets tools too
+    page.locator("#sc-tools-top-n").fill("2")  # and tools have numbers of their own
+    page.locator("#sc-tools-top-n").press("Enter")
+    expect(page.locator("#sc-preset")).to_have_value("")
+    expect(page.locator("#sc-top-n")).to_have_value("3")
     stored = chat_file(items_site["vault"], "plain")["context_settings"]
     assert stored["context_top_n"] == 3 and stored["context_tools_top_k"] == 10
+    assert stored["context_tools_top_n"] == 2
     shot(page, "panel", "#panels")
 
     # another chat: its own session

@@ -140,7 +140,7 @@ def test_a_number_and_a_preset_go_to_the_host_and_its_effective_values_show(
     expect(page.locator("#sc-items .sc-items-group-title")).to_have_text(["Rules (1)", "Tools (1)"])
     assert values(page) == ["20", "5", "0.70"]
 
-    top_n = page.get_by_label("Top N")
+    top_n = page.get_by_role("group", name="Rules and references").get_by_label("Top N")
     top_n.fill("7")
     top_n.press("Enter")
     page.wait_for_function("() => !window.SmartContextPanel.items().pending")
@@ -165,8 +165,10 @@ def test_a_number_and_a_preset_go_to_the_host_and_its_effective_values_show(
         "preset": "aggressive"
     }
 
-    page.get_by_label("Score").fill("1.5")  # out of range: back to the value in effect
-    page.get_by_label("Score").press("Enter")
+    page.get_by_role("group", name="Rules and references").get_by_label("Score").fill(
+        "1.5"
+    )  # out of range: back to the value in effect
+    page.get_by_role("group", name="Rules and references").get_by_label("Score").press("Enter")
     assert len(host.called("smart_context.set_session_settings")) == 2
     page.locator("#sc-items-heading").click()
     assert values(page)[2] == "0.60"
@@ -177,7 +179,7 @@ def test_a_host_without_the_command_leaves_the_defaults_read_only(
 ) -> None:
     host = Host({"status": "success", "items": ROWS, "problems": []})
     open_panel(page, server, host)
-    top_k = page.get_by_label("Top K")
+    top_k = page.get_by_role("group", name="Rules and references").get_by_label("Top K")
     top_k.fill("30")
     top_k.press("Enter")
     expect(top_k).to_be_disabled()

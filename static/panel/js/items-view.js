@@ -5,7 +5,15 @@
  * turns clicks into the intents it was given; it never changes the state itself.
  */
 
-const SETTING_INPUTS = ["context_top_k", "context_top_n", "context_include_score"];
+const SETTING_INPUTS = [
+  "context_top_k",
+  "context_top_n",
+  "context_include_score",
+  "context_tools_top_k",
+  "context_tools_top_n",
+  "context_tools_include_score",
+];
+const isScore = (key) => key.endsWith("include_score");
 
 /** An element with a class and, when given, its text (always as text, never markup). */
 const itemsEl = (tag, className, content) => {
@@ -18,7 +26,7 @@ const itemsEl = (tag, className, content) => {
 const itemLabel = (item) => `${itemPrefix(item) ? `${itemPrefix(item)} ` : ""}${item.name}`;
 
 const formatSetting = (key, value) =>
-  key === "context_include_score" ? Number(value).toFixed(2) : String(Math.round(value));
+  isScore(key) ? Number(value).toFixed(2) : String(Math.round(value));
 
 const settingsNote = (state) => {
   if (state.settingsAvailable === false) return NOT_SETTABLE;
@@ -211,6 +219,6 @@ class ItemsView {
       input.value = formatSetting(key, this.state.settings[key]); // back to what is in effect
       return;
     }
-    this.intents.setSettings({ [key]: key === "context_include_score" ? value : Math.round(value) });
+    this.intents.setSettings({ [key]: isScore(key) ? value : Math.round(value) });
   }
 }

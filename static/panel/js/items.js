@@ -17,6 +17,9 @@ const DEFAULT_SETTINGS = {
   context_top_k: 20,
   context_top_n: 5,
   context_include_score: 0.7,
+  context_tools_top_k: 20,
+  context_tools_top_n: 5,
+  context_tools_include_score: 0.7,
   context_expansion_depth: 0,
 };
 const PRESETS = ["aggressive", "normal", "conservative"];
