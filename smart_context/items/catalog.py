@@ -115,8 +115,7 @@ class ItemCatalog:
         catalog: Catalog | None = None,
     ) -> list[Found]:
         """What agent selection adds for ``message``: enabled items of ``types`` whose mode is
-        in ``modes``, best first, then what expansion adds to them (``limits.expansion_depth``
-        passes over those and the ``expansion`` items of ``types``). Embeds the chunks no one
+        in ``modes``, best first, then what :meth:`expansion` adds to them. Embeds the chunks no one
         embedded yet and, unless ``queries`` holds them (:meth:`query_vectors`), the message's
         sentences; with ``limits.lexical_weight``, fuses keyword scores in. ``catalog`` is the
         one :meth:`current` gave this request (default: look at the files again)."""
@@ -144,17 +143,34 @@ class ItemCatalog:
         found = [Found(catalog.items[wanted[c.item]], c.score) for c in chosen]
         if limits.expansion_depth <= 0 or not found:
             return found
+        return found + await self.expansion(store, found, limits, modes, catalog)
+
+    async def expansion(
+        self,
+        store: VectorStore,
+        found: Sequence[Found],
+        limits: Limits,
+        modes: Sequence[str] = ("agent",),
+        catalog: Catalog | None = None,
+    ) -> list[Found]:
+        """Seed 000's second pass: the items closest to what the first pass ``found`` (of any
+        type: a reference about authentication leads to the HTTP tool), ``limits.
+        expansion_depth`` passes deep, among enabled items whose mode is in ``modes`` or
+        ``expansion``. Uses the chunk vectors already indexed; embeds nothing new."""
+        if limits.expansion_depth <= 0 or not found:
+            return []
+        if catalog is None:
+            catalog = await self.current()
+        index = await self._vectors(store, catalog)
         graph = await self._links(catalog, index)
+        place = {item.key: i for i, item in enumerate(catalog.items)}
+        start = [place[f.item.key] for f in found if f.item.key in place]
         allowed = np.array(
-            [
-                i.enabled and i.include in (*modes, "expansion") and i.type in types
-                for i in catalog.items
-            ],
-            np.bool_,
+            [i.enabled and i.include in (*modes, "expansion") for i in catalog.items], np.bool_
         )
-        added = expand(graph, [wanted[c.item] for c in chosen], allowed, limits)
+        added = expand(graph, start, allowed, limits)
         items = catalog.items
-        return found + [Found(items[e.item], e.score, "expansion", items[e.via]) for e in added]
+        return [Found(items[e.item], e.score, "expansion", items[e.via]) for e in added]
 
     async def _keywords(self, catalog: Catalog) -> LexicalIndex:
         if self._lexical is None or self._lexical[0] is not catalog:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -140,11 +140,13 @@ async def build(
                         found += await catalog.search(
                             vectors,
                             message,
-                            kind_limits,
+                            replace(kind_limits, expansion_depth=0),  # once, below, for all
                             types=types,
                             queries=queries,
                             catalog=current,
                         )
+                # expansion crosses kinds: a rule that says "check the plan" leads to the tool
+                found += await catalog.expansion(vectors, found, limits, catalog=current)
             except SmartContextError as exc:
                 error = f"Agent selection skipped: {exc}"
                 found = []

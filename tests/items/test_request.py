@@ -120,3 +120,29 @@ async def test_an_item_expansion_adds_is_recorded_as_expansion(tmp_path: Path) -
     ]
     assert "similarity_score" in record["items"][2]
     assert "token endpoint http" in request.system_text()
+
+
+async def test_expansion_crosses_kinds_a_reference_leads_to_its_tool(tmp_path: Path) -> None:
+    """Seed 000's own example: the message finds the authentication reference, whose text
+    leads to the HTTP tool the message never mentioned."""
+    from smart_context.items.mcp_client import ToolInfo, save_tool_list
+
+    (tmp_path / ".vault.toml").write_text(
+        '[mcp.servers.web]\ncommand = "web-server"\ninclude = "expansion"\n', encoding="utf-8"
+    )
+    save_tool_list(tmp_path, "web", [ToolInfo("fetch", "fetch endpoint token request http")])
+    write(
+        tmp_path,
+        "references/auth.md",
+        "---\ninclude: agent\n---\nauthenticate login: fetch endpoint token request http\n",
+    )
+    store = VectorStore(tmp_path, FakeEmbedder())
+    catalog = ItemCatalog(tmp_path)
+    limits = Limits(top_n=1, expansion_depth=1, expansion_threshold=0.3)
+    try:
+        request = await build(catalog, given(store), "how do I authenticate login", limits)
+    finally:
+        await catalog.servers.close()
+    modes = {(c.item.type, c.item.name): c.mode for c in request.items}
+    assert modes == {("reference", "auth"): "agent", ("tool", "fetch"): "expansion"}
+    assert [t["function"]["name"] for t in request.tools()] == ["web__fetch"]
