@@ -12,7 +12,7 @@ incremental updates).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,11 +152,14 @@ class ItemCatalog:
         limits: Limits,
         modes: Sequence[str] = ("agent",),
         catalog: Catalog | None = None,
+        skip: Collection[str] = (),
     ) -> list[Found]:
         """Seed 000's second pass: the items closest to what the first pass ``found`` (of any
         type: a reference about authentication leads to the HTTP tool), ``limits.
         expansion_depth`` passes deep, among enabled items whose mode is in ``modes`` or
-        ``expansion``. Uses the chunk vectors already indexed; embeds nothing new."""
+        ``expansion``, leaving out the keys in ``skip`` (items the request has anyway: they
+        must not take a pass's places). Uses the chunk vectors already indexed; embeds nothing
+        new."""
         if limits.expansion_depth <= 0 or not found:
             return []
         if catalog is None:
@@ -166,7 +169,11 @@ class ItemCatalog:
         place = {item.key: i for i, item in enumerate(catalog.items)}
         start = [place[f.item.key] for f in found if f.item.key in place]
         allowed = np.array(
-            [i.enabled and i.include in (*modes, "expansion") for i in catalog.items], np.bool_
+            [
+                i.enabled and i.include in (*modes, "expansion") and i.key not in skip
+                for i in catalog.items
+            ],
+            np.bool_,
         )
         added = expand(graph, start, allowed, limits)
         items = catalog.items

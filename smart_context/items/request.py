@@ -146,7 +146,10 @@ async def build(
                             catalog=current,
                         )
                 # expansion crosses kinds: a rule that says "check the plan" leads to the tool
-                found += await catalog.expansion(vectors, found, limits, catalog=current)
+                session_keys = {c.item.key for c in chosen}
+                found += await catalog.expansion(
+                    vectors, found, limits, catalog=current, skip=session_keys
+                )
             except SmartContextError as exc:
                 error = f"Agent selection skipped: {exc}"
                 found = []

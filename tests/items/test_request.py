@@ -146,3 +146,16 @@ async def test_expansion_crosses_kinds_a_reference_leads_to_its_tool(tmp_path: P
     modes = {(c.item.type, c.item.name): c.mode for c in request.items}
     assert modes == {("reference", "auth"): "agent", ("tool", "fetch"): "expansion"}
     assert [t["function"]["name"] for t in request.tools()] == ["web__fetch"]
+
+
+async def test_an_item_the_session_has_does_not_take_an_expansion_place(tmp_path: Path) -> None:
+    write(tmp_path, "rules/auth.md", "---\ninclude: agent\n---\nlogin password token\n")
+    # closest to auth, but the user added it to the chat: the one place goes to the next one
+    write(tmp_path, "references/x.md", "---\ninclude: expansion\n---\nlogin password token x\n")
+    write(tmp_path, "references/fetch.md", "---\ninclude: expansion\n---\ntoken endpoint http\n")
+    store = VectorStore(tmp_path, FakeEmbedder())
+    limits = Limits(top_n=1, expansion_depth=1, expansion_threshold=0.2, expansion_top_n=1)
+    session = [{"type": "reference", "name": "x", "include_mode": "manual"}]
+    request = await build(ItemCatalog(tmp_path), given(store), "login password", limits, session)
+    modes = {c.item.name: c.mode for c in request.items}
+    assert modes == {"x": "manual", "auth": "agent", "fetch": "expansion"}
