@@ -169,9 +169,25 @@ class Pipeline:
             "messages": prompt_messages(ctx),
             "tools": offered_tools(json_safe(metadata.get("tools"))),  # as the model gets them
         }
+        out["tokens"] = self._tokens(out["messages"], out["tools"])
         if ctx.should_abort:
             out["aborted"] = ctx.abort_reason or "a plugin stopped this message"
         return out
+
+    def _tokens(self, messages: list[dict[str, Any]], tools: list[Any]) -> dict[str, Any]:
+        """What the request would cost, counted with the chat model's tokenizer when it ships
+        offline (else estimated), against its context window when known (CONTRACT §7, §9)."""
+        from smart_context.budget.tokens import context_window, counter_for, prompt_tokens
+
+        model = self.llm.model_name("chat")
+        counter = counter_for(model)
+        return {
+            "model": model,
+            "encoding": counter.name,
+            "exact": counter.exact,
+            **prompt_tokens(counter, messages, tools),
+            "context_window": context_window(model),
+        }
 
     async def _generate(
         self, chat_id: str, ctx: PipelineContext, reply: Reply

@@ -154,6 +154,13 @@ async def test_the_reply_is_sent_with_the_vaults_rules_and_says_which(
         assert "manual rule" in shown["messages"][0]["content"]
         assert shown["messages"][-1] == {"role": "user", "content": "Gardens too?"}
         assert shown["smart_context"]["mode"] == "full" and shown["request_context"]["items"]
+        tokens = shown["tokens"]  # "stub-chat" has no known tokenizer: estimated, and said so
+        assert (tokens["model"], tokens["encoding"], tokens["exact"]) == (
+            "stub-chat",
+            "estimate",
+            False,
+        )
+        assert tokens["total"] == tokens["messages"] > len(shown["messages"]) * 3
         assert chat_on_disk(vault, "trip")["messages"] == before  # no message stored
         assert not any(p.endswith("/chat/completions") for p, _ in openai_server.requests[calls:])
         assert (await client.post("/api/chats/trip/context", json={})).status_code == 400
@@ -267,3 +274,28 @@ async def test_the_model_calls_a_tool_of_the_vaults_mcp_server_end_to_end(
     assert second["messages"][-1]["role"] == "tool" and "100" in second["messages"][-1]["content"]
     stored = chat_on_disk(vault, "money")["messages"][-1]
     assert stored["tool_calls"][0]["approved"] is True
+
+
+async def test_the_dry_run_counts_tokens_with_the_models_own_tokenizer(
+    vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STUB_KEY", openai_server.api_key)
+    write_settings(
+        vault, PLUGIN_TABLE + llm_table(openai_server.base_url, "STUB_KEY", chat="gpt-4o-mini")
+    )
+    async with running_app(create_app(Sidecar(vault))) as client:
+        shown = (await client.post("/api/chats/c1/context", json={"content": "hello world"})).json()
+    tokens = shown["tokens"]
+    assert tokens["encoding"] == "o200k_base" and tokens["exact"]
+    assert tokens["context_window"] == 128_000
+    # one user message: 3 framing + "user" 1 + "hello world" 2, then 3 to prime the reply
+    assert shown["messages"] == [{"role": "user", "content": "hello world"}]
+    assert tokens == {
+        "model": "gpt-4o-mini",
+        "encoding": "o200k_base",
+        "exact": True,
+        "messages": 9,
+        "tools": 0,
+        "total": 9,
+        "context_window": 128_000,
+    }

