@@ -12,7 +12,7 @@ selection only if no click happened while it was under way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,6 +114,16 @@ class ChatViews:
             view.active_topics = old.active_topics  # chosen after the file was read
         self._views[chat_id] = view
         return view
+
+    async def update(self, chat_id: ChatId, put: Callable[[ChatData], ChatData]) -> ChatView:
+        """Change the chat file through the host (``put`` gets the latest content and returns
+        the new), then adopt what was written: a request after this sees the change."""
+        clicks = self.clicks(chat_id)
+        latest: Any = await resolve(self.memory.update_chat(chat_id, put))
+        if isinstance(latest, dict):
+            return self.adopt(chat_id, latest, clicks)
+        await self.load(chat_id)  # a host whose update_chat returns nothing: read it back
+        return self._views[chat_id]
 
     async def view(self, chat_id: ChatId) -> ChatView:
         """The chat's view, read from the host the first time."""

@@ -136,18 +136,12 @@ async def set_session_settings(
         checked_overrides(settings)  # refuse bad input before touching the file
     except BadSelectionSettings as exc:
         raise BadArguments(str(exc)) from None
-    clicks = services.chats.clicks(chat)
 
     def put(data: dict[str, Any]) -> dict[str, Any]:
         merged = checked_overrides(settings, stored_overrides(data.get(SETTINGS_KEY)))
         return {**data, SETTINGS_KEY: merged}
 
-    latest: Any = await resolve(services.host.memory.update_chat(chat, put))
-    if isinstance(latest, dict):
-        services.chats.adopt(chat, latest, clicks)
-    else:
-        await services.chats.load(chat)
-    view = await services.chats.view(chat)
+    view = await services.chats.update(chat, put)
     return _settings_answer(services, stored_overrides(view.context_settings))
 
 
@@ -210,17 +204,11 @@ async def _change_session(
     services: Services, chat: ChatId, change: Callable[[list[Entry]], list[Entry]]
 ) -> Result:
     catalog = await services.items.current()
-    clicks = services.chats.clicks(chat)
 
     def put(data: dict[str, Any]) -> dict[str, Any]:
         return {**data, SESSION_KEY: change(session_of(data, catalog.items))}
 
-    latest: Any = await resolve(services.host.memory.update_chat(chat, put))
-    if isinstance(latest, dict):
-        services.chats.adopt(chat, latest, clicks)
-    else:  # a host whose update_chat returns nothing: read the result back
-        await services.chats.load(chat)
-    view = await services.chats.view(chat)
+    view = await services.chats.update(chat, put)
     items = list(view.session or [])
     await resolve(services.host.emit(ITEMS_CHANGED, {"chat_id": chat, "items": items}))
     return {"items": items}

@@ -8,7 +8,7 @@ them with ``update_chat`` (messages appended meanwhile survive) and tells the UI
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -55,15 +55,7 @@ async def refresh(services: Services, chat_id: ChatId) -> None:
     if found is None:
         return
     new_topics = found.to_chat_topics()
-    clicks = services.chats.clicks(chat_id)
-    latest: Any = await resolve(
-        services.host.memory.update_chat(chat_id, lambda d: {**d, "topics": new_topics})
-    )
-    if isinstance(latest, dict):
-        view = services.chats.adopt(chat_id, latest, clicks)
-    else:  # a host whose update_chat returns nothing: read the result back
-        await services.chats.load(chat_id)
-        view = await services.chats.view(chat_id)
+    view = await services.chats.update(chat_id, lambda d: {**d, "topics": new_topics})
     payload = {"chat_id": chat_id, "topics": view.topics, "total_messages": view.total_messages}
     await resolve(services.host.emit(TOPICS_UPDATED, payload))
     if store is not None:  # a click on a new bubble then embeds nothing
