@@ -37,6 +37,7 @@ from smart_context.messages import History, conversation
 from smart_context.paths import ChatId, check_chat_id
 from smart_context.record import included_ids
 from smart_context.services import Services
+from smart_context.shorten import shorten
 from smart_context.topics.refresh import refresh
 
 PREVIEW = 60
@@ -73,8 +74,7 @@ async def running_services(vault: Path, list_tools: bool = False) -> AsyncIterat
 
 
 def _preview(text: Any) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= PREVIEW else flat[: PREVIEW - 1] + "…"
+    return shorten(str(text), PREVIEW)
 
 
 async def show_context(

@@ -44,6 +44,7 @@ from smart_context.atomic import write_atomic
 from smart_context.errors import ToolServerError
 from smart_context.items.mcp_config import McpServer, valid_server_name
 from smart_context.paths import memory_dir
+from smart_context.shorten import shorten
 
 if TYPE_CHECKING:
     import mcp_types
@@ -357,9 +358,7 @@ def _failed(name: str, text: str) -> ToolResult:
 
 
 def _summary(prefix: str, text: str) -> str:
-    line = " ".join(text.split())
-    room = SUMMARY_CHARS - len(prefix)
-    return prefix + (line if len(line) <= room else line[: room - 1] + "…")
+    return prefix + shorten(text, SUMMARY_CHARS - len(prefix))
 
 
 def _content_text(part: mcp_types.ContentBlock) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from smart_context.items.model import TOOL_INCLUDE, IncludeMode, Item
+from smart_context.shorten import shorten
 
 MAX_PARAMETERS = 50
 MAX_DESCRIPTION_CHARS = 300
@@ -28,7 +29,7 @@ def tool_item(
     return Item(
         type="tool",
         name=name,
-        description=_clip(" ".join((description or "").split()), 4 * MAX_DESCRIPTION_CHARS),
+        description=shorten(description or "", 4 * MAX_DESCRIPTION_CHARS, at_word=True),
         include=include,
         enabled=enabled,
         text=parameters_text(input_schema),
@@ -72,13 +73,5 @@ def _parameter_line(name: str, spec: Any, required: bool) -> str:
     head = f"{name} ({', '.join(details)})" if details else name
     description = spec.get("description")
     if isinstance(description, str) and description.strip():
-        return f"{head}: {_clip(' '.join(description.split()), MAX_DESCRIPTION_CHARS)}"
+        return f"{head}: {shorten(description, MAX_DESCRIPTION_CHARS, at_word=True)}"
     return head
-
-
-def _clip(text: str, limit: int) -> str:
-    """``text`` cut at a word boundary to at most ``limit`` characters, marked with …."""
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"

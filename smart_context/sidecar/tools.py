@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from smart_context.items.mcp_config import parse_mcp_servers, split_function_name
+from smart_context.shorten import shorten
 from smart_context.sidecar.config import VaultConfig
 from smart_context.sidecar.host import CommandError
 from smart_context.sidecar.llm import LLMService, ToolCallDelta
@@ -146,8 +147,7 @@ def clip(text: str, limit: int) -> str:
 
 def one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
     """The first line of ``text``, shortened: a summary when the tool gave none."""
-    line = " ".join(text.strip().split("\n", 1)[0].split()) if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return shorten(text.strip().split("\n", 1)[0], limit)
 
 
 def failed(text: str, approved: bool = True) -> Outcome:
