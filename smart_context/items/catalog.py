@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,27 @@ class Catalog:
     problems: tuple[ItemProblem, ...]
     chunks: tuple[str, ...]
     owner: np.ndarray
+    # answers of :meth:`where`, worked out once per catalog instead of once per request
+    _where: dict[tuple[tuple[str, ...], tuple[str, ...]], list[int]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def where(self, modes: Sequence[str], types: Sequence[str] = ITEM_TYPES) -> list[int]:
+        """The places of the enabled items of ``types`` whose mode is in ``modes``."""
+        key = (tuple(modes), tuple(types))
+        found = self._where.get(key)
+        if found is None:
+            found = self._where[key] = [
+                i
+                for i, item in enumerate(self.items)
+                if item.enabled and item.include in modes and item.type in types
+            ]
+        return found
+
+    @property
+    def agent_types(self) -> set[str]:
+        """The types of the items agent selection can add."""
+        return {self.items[i].type for i in self.where(("agent",))}
 
 
 @dataclass(frozen=True)
@@ -121,11 +142,7 @@ class ItemCatalog:
         one :meth:`current` gave this request (default: look at the files again)."""
         if catalog is None:
             catalog = await self.current()
-        wanted = [
-            i
-            for i, item in enumerate(catalog.items)
-            if item.enabled and item.include in modes and item.type in types
-        ]
+        wanted = catalog.where(modes, types)
         if not wanted or not message.strip():
             return []
         index = await self._vectors(store, catalog)
@@ -168,13 +185,9 @@ class ItemCatalog:
         graph = await self._links(catalog, index)
         place = {item.key: i for i, item in enumerate(catalog.items)}
         start = [place[f.item.key] for f in found if f.item.key in place]
-        allowed = np.array(
-            [
-                i.enabled and i.include in (*modes, "expansion") and i.key not in skip
-                for i in catalog.items
-            ],
-            np.bool_,
-        )
+        allowed = np.zeros(len(catalog.items), dtype=np.bool_)
+        allowed[catalog.where((*modes, "expansion"))] = True
+        allowed[[place[key] for key in skip if key in place]] = False
         added = expand(graph, start, allowed, limits)
         items = catalog.items
         return [Found(items[e.item], e.score, "expansion", items[e.via]) for e in added]
@@ -197,7 +210,7 @@ class ItemCatalog:
         have no vectors yet (seed 000's incremental updates, off the request path). Returns
         how many chunks the catalog has; a vault with nothing to select costs nothing."""
         catalog = await self.current()
-        if not any(i.enabled and i.include not in ("always", "manual") for i in catalog.items):
+        if not catalog.where(("agent", "expansion")):
             return 0
         return len(await self._vectors(store, catalog))
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from smart_context.errors import SmartContextError
-from smart_context.items.catalog import Catalog, Found, ItemCatalog
+from smart_context.items.catalog import Found, ItemCatalog
 from smart_context.items.mcp_config import function_name
 from smart_context.items.model import Item
 from smart_context.items.select import Limits
@@ -118,7 +118,7 @@ async def build(
     # The message's sentences are embedded while the catalog checks its files (both wait on
     # threads): when the vault had agent items last time, it very likely still has.
     early: asyncio.Future[Matrix] | None = None
-    if _agent_types(catalog.latest):
+    if catalog.latest.agent_types:
         early = asyncio.ensure_future(_embed(catalog, store, message))
     try:
         current = await catalog.current()
@@ -126,7 +126,7 @@ async def build(
         chosen = [Chosen(item, mode) for item, mode in resolve(entries, current.items)]
         found: list[Found] = []
         error = None
-        agent_types = _agent_types(current)
+        agent_types = current.agent_types
         if agent_types:
             try:
                 vectors = await store()
@@ -161,11 +161,6 @@ async def build(
     present = {c.item.key for c in chosen}
     agent = [Chosen(f.item, f.mode, f.score) for f in found if f.item.key not in present]
     return RequestContext((*chosen, *agent), error)
-
-
-def _agent_types(catalog: Catalog) -> set[str]:
-    """The types of the catalog's items agent selection can add."""
-    return {i.type for i in catalog.items if i.enabled and i.include == "agent"}
 
 
 async def _embed(
