@@ -14,11 +14,15 @@ message and :data:`PER_REPLY` to prime the reply, and tools are sent as JSON sch
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4.0  # English prose with OpenAI's tokenizers; code and other scripts differ
 PER_MESSAGE = 3
@@ -151,10 +155,21 @@ def context_window(model: str | None) -> int | None:
 _ESTIMATES: dict[str, Estimate] = {}
 
 
+@functools.cache
+def exact_available() -> bool:
+    """Whether the bundled tokenizers load here (a platform without the wheel estimates)."""
+    try:
+        import quicktok  # noqa: F401
+    except ImportError as exc:
+        log.warning("Token counts are estimated: the tokenizers did not load (%s)", exc)
+        return False
+    return True
+
+
 def counter_for(model: str | None) -> Counter:
     """The model's tokenizer when it ships offline, else its (calibrated) estimate."""
     encoding = encoding_of(model)
-    if encoding is not None:
+    if encoding is not None and exact_available():
         return Exact(encoding)
     return _ESTIMATES.setdefault(_bare(model or ""), Estimate())
 

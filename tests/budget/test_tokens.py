@@ -74,3 +74,22 @@ def test_a_prompt_costs_its_texts_and_the_chat_formats_framing() -> None:
     with_tools = prompt_tokens(counter_for("gpt-4o"), messages, [tool])
     assert with_tools["tools"] > 5 and with_tools["total"] == 16 + with_tools["tools"]
     assert prompt_tokens(counter_for("gpt-4o"), []) == {"messages": 0, "tools": 0, "total": 0}
+
+
+def test_without_the_bundled_tokenizers_every_model_is_estimated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from smart_context.budget import tokens
+
+    monkeypatch.setitem(sys.modules, "quicktok", None)  # as if the wheel were missing
+    tokens.exact_available.cache_clear()
+    try:
+        counter = counter_for("gpt-4o")
+        assert not counter.exact and counter.name == "estimate"
+        assert counter.count(["hello world"]) == [3]
+    finally:
+        monkeypatch.undo()
+        tokens.exact_available.cache_clear()
+    assert counter_for("gpt-4o").exact  # and back once it loads
