@@ -35,6 +35,6 @@ async def test_bad_calls_are_refused_with_a_reason(
     start: Any, arguments: dict[str, Any], says: str
 ) -> None:
     running = await start()
-    result = await running.command("call_tool", **arguments)
+    result = await running.commands.handlers["smart_context.call_tool"](**arguments)
     assert result["status"] == "error" and result["reason"] == "bad_arguments"
     assert says in result["error"] and len(result["error"]) < 300
