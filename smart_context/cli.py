@@ -98,12 +98,15 @@ async def show_context(
     record = decision.record.as_dict()
     if as_json:
         result: dict[str, Any] = {"smart_context": record}
-        if request is not None:
-            prompt.append({"role": "user", "content": message})
+        if request is not None and message is not None:
+            from smart_context.sidecar.pipeline import PipelineContext, prompt_messages
+
+            # the messages exactly as the reference sidecar sends them (its own rule, reused)
+            ctx = PipelineContext(message=message, original_message=message, history=prompt)
             result |= {
                 "request_context": request.record(),
                 "tools": request.tools(),
-                "messages": [{"role": m.get("role"), "content": m.get("content")} for m in prompt],
+                "messages": prompt_messages(ctx),
             }
         print(json.dumps(result, indent=2, ensure_ascii=False), file=out)
         return

@@ -140,3 +140,16 @@ def test_context_with_a_message_shows_its_rules_references_and_tools(
     listing = capsys.readouterr().out
     assert "* grams" in listing and "* starter" not in listing
     assert main(["items", str(cli_vault), "--chat", "../../etc"]) == 2
+
+
+def test_context_json_sends_what_the_sidecar_would_and_no_stored_notices(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    messages = make_messages(["Hello?", "No model is configured: add an [llm] table."])
+    messages[1]["notice"] = "no_model"
+    write_chat(vault, "n1", messages)
+    assert main(["context", str(vault), "n1", "--message", "Again?", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["messages"]
+    assert shown == [{"role": "user", "content": "Hello?"}, {"role": "user", "content": "Again?"}]
