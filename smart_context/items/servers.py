@@ -158,8 +158,12 @@ class ToolServers:
         return (self._config_stamp, lists, self._version)
 
     def items(self) -> tuple[list[Item], list[ItemProblem]]:
-        """The tools of every declared server from its last known list, and the problems."""
-        config = self.config()
+        """The tools of every declared server from its last known list, and the problems.
+
+        Uses the config as :meth:`stamp` (or :meth:`config`) last read it and changes no state:
+        the catalog calls it from a worker thread, while the event loop may be reading the
+        config again. Read once first if it never was."""
+        config = self._config if self._config_stamp is not None else self.config()
         lists = {s.name: load_tool_list(self.vault, s.name) for s in config.servers}
         items, problems = tool_items(config.servers, lists)
         problems[:0] = [ItemProblem(CONFIG_FILE, error, skipped=True) for error in config.errors]
