@@ -42,3 +42,7 @@ class ToolServerError(SmartContextError):
         self.server = server
         self.problem = problem
         super().__init__(f"MCP server {server!r}: {problem}")
+
+
+class MemoryDBError(SmartContextError):
+    """The memory database could not be opened or used: newer schema, locked, unknown record."""

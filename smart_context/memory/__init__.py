@@ -1,0 +1,1 @@
+"""The plugin's SQLite store: summaries, marks, memories, direct messages, message search."""

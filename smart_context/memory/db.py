@@ -1,0 +1,388 @@
+"""``MemoryDB``: the plugin's SQLite store at ``VAULT/.memory/smart_context.sqlite``.
+
+What it keeps (see :mod:`smart_context.memory.schema`): conversation summaries and a full-text
+index of messages (derived, may be rebuilt), importance marks and stored memories (user data),
+and direct messages other plugins post for a chat's context (with a priority and an expiry).
+
+Concurrency: one connection, guarded by a lock, shared by every thread of the process (the
+asyncio loop and ``asyncio.to_thread`` workers). Per-thread connections would leave one open per
+pool thread that ever ran, closable only from that thread; a lock makes ``close()`` exact and
+costs nothing here, because every call is a short statement. Between processes SQLite does the
+work: WAL mode lets readers run beside a writer, every write is a ``BEGIN IMMEDIATE`` transaction
+(a deferred one could fail to upgrade to a write without waiting), and the busy timeout of 5 s
+lets a writer wait for another instead of failing.
+
+Opening is lazy: constructing a ``MemoryDB`` touches no file; the first call opens (and creates
+or migrates) the database. If the file was damaged it is set aside and :attr:`MemoryDB.problem`
+says where it went.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from smart_context.errors import MemoryDBError
+from smart_context.memory.records import (
+    MAX_DIRECT_CHARS,
+    MAX_MEMORY_CHARS,
+    DirectMessage,
+    Memory,
+    Summary,
+    check_fraction,
+    check_source,
+    check_text,
+    check_ttl,
+)
+from smart_context.memory.search_query import chat_key, match_expression
+from smart_context.memory.sqlite_file import open_database
+from smart_context.paths import memory_dir
+
+DB_NAME = "smart_context.sqlite"
+_SELECT_MEMORIES = (
+    "SELECT id, content, chat_id, importance, source, created_at, updated_at FROM memories"
+)
+_MEMORIES_IN_ORDER = "ORDER BY importance DESC, created_at DESC, id DESC"
+
+
+def database_path(vault: Path) -> Path:
+    """``VAULT/.memory/smart_context.sqlite``."""
+    return memory_dir(vault) / DB_NAME
+
+
+class MemoryDB:
+    """The memory database of one vault; safe to share between threads of one process."""
+
+    def __init__(self, vault: Path) -> None:
+        self.path = database_path(vault)
+        self.problem: str | None = None
+        """Set when opening found a damaged file and set it aside: a sentence for the user."""
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+
+    def close(self) -> None:
+        """Close the connection; a later call opens it again."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> MemoryDB:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- summaries (derived) ------------------------------------------------------------------
+
+    def put_summaries(self, chat_id: str, rows: Iterable[Summary]) -> None:
+        """Insert or replace ``rows`` (all of chat ``chat_id``) in one transaction."""
+        values = [_summary_values(chat_id, row) for row in rows]
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO summaries (chat_id, level, from_id, to_id, covers, size, "
+                "text, tokens, source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
+
+    def summaries(self, chat_id: str) -> list[Summary]:
+        """The chat's summaries, by level, then oldest first."""
+        rows = self._read(
+            "SELECT chat_id, level, from_id, to_id, covers, size, text, tokens, source, "
+            "created_at FROM summaries WHERE chat_id = ? "
+            "ORDER BY level, created_at, from_id, to_id",
+            (chat_id,),
+        )
+        return [Summary(*row) for row in rows]
+
+    def drop_summaries(
+        self, chat_id: str, keys: Iterable[tuple[int, str, str]] | None = None
+    ) -> None:
+        """Delete all the chat's summaries, or those with the given ``(level, from_id, to_id)``."""
+        with self._write() as conn:
+            if keys is None:
+                conn.execute("DELETE FROM summaries WHERE chat_id = ?", (chat_id,))
+                return
+            conn.executemany(
+                "DELETE FROM summaries WHERE chat_id = ? AND level = ? AND from_id = ? "
+                "AND to_id = ?",
+                [(chat_id, level, from_id, to_id) for level, from_id, to_id in keys],
+            )
+
+    # -- marks (user data) --------------------------------------------------------------------
+
+    def set_mark(self, chat_id: str, message_id: str, important: bool) -> None:
+        """Mark a message important, or (``important`` False) remove its mark."""
+        with self._write() as conn:
+            if important:
+                conn.execute(
+                    "INSERT OR IGNORE INTO marks (chat_id, message_id, marked_at) VALUES (?, ?, ?)",
+                    (chat_id, message_id, time.time()),
+                )
+            else:
+                conn.execute(
+                    "DELETE FROM marks WHERE chat_id = ? AND message_id = ?", (chat_id, message_id)
+                )
+
+    def marks(self, chat_id: str) -> set[str]:
+        """The ids of the chat's messages marked important."""
+        rows = self._read("SELECT message_id FROM marks WHERE chat_id = ?", (chat_id,))
+        return {row[0] for row in rows}
+
+    # -- memories (user data) -----------------------------------------------------------------
+
+    def add_memory(
+        self,
+        content: str,
+        chat_id: str | None = None,
+        importance: float = 0.5,
+        source: str = "user",
+        now: float | None = None,
+    ) -> Memory:
+        """Store a memory for ``chat_id`` (None: for every chat) and return it with its id."""
+        content = check_text("memory", content, MAX_MEMORY_CHARS)
+        importance = check_fraction("importance", importance)
+        source = check_source(source)
+        stamp = time.time() if now is None else now
+        with self._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO memories (content, chat_id, importance, source, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (content, chat_id, importance, source, stamp, stamp),
+            )
+            assert cursor.lastrowid is not None
+            memory_id = cursor.lastrowid
+        return Memory(memory_id, content, chat_id, importance, source, stamp, stamp)
+
+    def memories(self, chat_id: str | None = None, include_global: bool = True) -> list[Memory]:
+        """The chat's memories and (unless ``include_global`` is False) the global ones.
+
+        Most important first, then newest. ``chat_id`` None gives the global ones only.
+        """
+        if chat_id is None:
+            rows = self._read(f"{_SELECT_MEMORIES} WHERE chat_id IS NULL {_MEMORIES_IN_ORDER}")
+        elif include_global:
+            rows = self._read(
+                f"{_SELECT_MEMORIES} WHERE chat_id = ? OR chat_id IS NULL {_MEMORIES_IN_ORDER}",
+                (chat_id,),
+            )
+        else:
+            rows = self._read(
+                f"{_SELECT_MEMORIES} WHERE chat_id = ? {_MEMORIES_IN_ORDER}", (chat_id,)
+            )
+        return [Memory(*row) for row in rows]
+
+    def all_memories(self) -> list[Memory]:
+        """Every memory of every chat, in the order they were added."""
+        return [Memory(*row) for row in self._read(f"{_SELECT_MEMORIES} ORDER BY id")]
+
+    def update_memory(
+        self, memory_id: int, content: str | None = None, importance: float | None = None
+    ) -> Memory:
+        """Change a memory's text and/or importance; ``MemoryDBError`` if there is no such id."""
+        changes: dict[str, Any] = {}
+        if content is not None:
+            changes["content"] = check_text("memory", content, MAX_MEMORY_CHARS)
+        if importance is not None:
+            changes["importance"] = check_fraction("importance", importance)
+        with self._write() as conn:
+            if changes:
+                changes["updated_at"] = time.time()
+                assignments = ", ".join(f"{column} = ?" for column in changes)
+                conn.execute(
+                    f"UPDATE memories SET {assignments} WHERE id = ?",  # noqa: S608 - our names
+                    (*changes.values(), memory_id),
+                )
+            row = conn.execute(f"{_SELECT_MEMORIES} WHERE id = ?", (memory_id,)).fetchone()
+        if row is None:
+            raise MemoryDBError(
+                f"There is no stored memory with id {memory_id!r}; it may have been deleted. "
+                "List the memories to see the current ids."
+            )
+        return Memory(*row)
+
+    def delete_memory(self, memory_id: int) -> bool:
+        """Delete one memory; False if there was none with that id."""
+        with self._write() as conn:
+            cursor = conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            return cursor.rowcount > 0
+
+    def forget(self, chat_id: str, before: float) -> int:
+        """Delete the chat's memories created before ``before``; return how many."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "DELETE FROM memories WHERE chat_id = ? AND created_at < ?", (chat_id, before)
+            )
+            return cursor.rowcount
+
+    # -- direct messages ----------------------------------------------------------------------
+
+    def post_direct(
+        self,
+        chat_id: str,
+        content: str,
+        priority: float = 0.5,
+        ttl_seconds: float | None = None,
+        source: str | None = None,
+        now: float | None = None,
+    ) -> DirectMessage:
+        """Post a message for the chat's context; expired messages of every chat go meanwhile."""
+        content = check_text("direct message", content, MAX_DIRECT_CHARS)
+        priority = check_fraction("priority", priority)
+        ttl = check_ttl(ttl_seconds)
+        source = None if source is None else check_source(source)
+        stamp = time.time() if now is None else now
+        expires_at = None if ttl is None else stamp + ttl
+        with self._write() as conn:
+            conn.execute("DELETE FROM direct_messages WHERE expires_at <= ?", (stamp,))
+            cursor = conn.execute(
+                "INSERT INTO direct_messages (chat_id, content, priority, source, created_at, "
+                "expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (chat_id, content, priority, source, stamp, expires_at),
+            )
+            assert cursor.lastrowid is not None
+            message_id = cursor.lastrowid
+        return DirectMessage(message_id, chat_id, content, priority, source, stamp, expires_at)
+
+    def live_direct(self, chat_id: str, now: float | None = None) -> list[DirectMessage]:
+        """The chat's unexpired direct messages: highest priority first, then newest."""
+        stamp = time.time() if now is None else now
+        rows = self._read(
+            "SELECT id, chat_id, content, priority, source, created_at, expires_at "
+            "FROM direct_messages WHERE chat_id = ? "
+            "AND (expires_at IS NULL OR expires_at > ?) "
+            "ORDER BY priority DESC, created_at DESC, id DESC",
+            (chat_id, stamp),
+        )
+        return [DirectMessage(*row) for row in rows]
+
+    # -- message text index (derived) ---------------------------------------------------------
+
+    def indexed_keys(self, chat_id: str) -> dict[str, str]:
+        """``message_id -> key`` of the chat's indexed messages, to find what changed."""
+        rows = self._read("SELECT message_id, key FROM message_text WHERE chat_id = ?", (chat_id,))
+        return dict(rows)
+
+    def index_messages(self, chat_id: str, rows: Iterable[tuple[str, str, str]]) -> None:
+        """Index ``(message_id, key, content)`` rows, replacing a message's earlier text."""
+        ckey = chat_key(chat_id)
+        values = [(chat_id, message_id, key, content, ckey) for message_id, key, content in rows]
+        with self._write() as conn:
+            # An upsert, not INSERT OR REPLACE: REPLACE's implicit delete fires no trigger, so
+            # the old words would stay in the FTS index.
+            conn.executemany(
+                "INSERT INTO message_text (chat_id, message_id, key, content, chat_key) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat_id, message_id) DO UPDATE SET "
+                "key = excluded.key, content = excluded.content, chat_key = excluded.chat_key",
+                values,
+            )
+
+    def unindex(self, chat_id: str, message_ids: Iterable[str]) -> None:
+        """Remove messages from the index."""
+        with self._write() as conn:
+            conn.executemany(
+                "DELETE FROM message_text WHERE chat_id = ? AND message_id = ?",
+                [(chat_id, message_id) for message_id in message_ids],
+            )
+
+    def search(self, chat_id: str, query: str, limit: int) -> list[tuple[str, float]]:
+        """The chat's messages matching any word of ``query``: ``(message_id, score)``, best first.
+
+        ``score`` is minus FTS5's bm25 (larger is better). Any text is a safe query: only its
+        words are searched (see :mod:`smart_context.memory.search_query`).
+        """
+        expression = match_expression(chat_id, query)
+        if expression is None or limit < 1:
+            return []
+        # Weight 0 for the chat_key column: it is in every row of the chat and must not rank.
+        rows = self._read(
+            "SELECT m.message_id, -bm25(message_fts, 1.0, 0.0) AS score FROM message_fts "
+            "JOIN message_text AS m ON m.rowid = message_fts.rowid "
+            "WHERE message_fts MATCH ? AND m.chat_id = ? "
+            "ORDER BY bm25(message_fts, 1.0, 0.0) LIMIT ?",
+            (expression, chat_id, limit),
+        )
+        return [(message_id, float(score)) for message_id, score in rows]
+
+    # -- a whole chat -------------------------------------------------------------------------
+
+    def drop_chat(self, chat_id: str, user_data: bool = False) -> None:
+        """Delete the chat's summaries, index and direct messages; with ``user_data``, also its
+        memories and marks (global memories are never touched)."""
+        tables = ["summaries", "message_text", "direct_messages"]
+        if user_data:
+            tables += ["memories", "marks"]
+        with self._write() as conn:
+            for table in tables:
+                conn.execute(f"DELETE FROM {table} WHERE chat_id = ?", (chat_id,))  # noqa: S608
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        """The open connection, opening the file on first use (the caller holds the lock)."""
+        if self._conn is None:
+            self._conn, problem = open_database(self.path)
+            if problem is not None:
+                self.problem = problem
+        return self._conn
+
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """All rows of one query."""
+        with self._lock:
+            try:
+                return self._connection().execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                _raise_if_busy(self.path, exc)
+                raise
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A ``BEGIN IMMEDIATE`` transaction: committed if the block ends, else rolled back."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                _raise_if_busy(self.path, exc)
+                raise
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+
+def _raise_if_busy(path: Path, exc: sqlite3.OperationalError) -> None:
+    """Raise a ``MemoryDBError`` a person can act on if ``exc`` is a lock held too long."""
+    if "locked" in str(exc) or "busy" in str(exc):
+        raise MemoryDBError(
+            f"The memory database at {path} stayed locked by another process for more than 5 "
+            "seconds. Another Smart Context may be stuck in a long write; close it and retry."
+        ) from exc
+
+
+def _summary_values(chat_id: str, row: Summary) -> tuple[Any, ...]:
+    """The row's columns for ``INSERT``, after checking it belongs to ``chat_id``."""
+    if row.chat_id != chat_id:
+        raise ValueError(
+            f"A summary of chat {row.chat_id!r} was passed to put_summaries for chat "
+            f"{chat_id!r}; pass each chat's summaries with its own chat id."
+        )
+    return (
+        row.chat_id,
+        row.level,
+        row.from_id,
+        row.to_id,
+        row.covers,
+        row.size,
+        row.text,
+        row.tokens,
+        row.source,
+        row.created_at,
+    )

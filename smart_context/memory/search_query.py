@@ -1,0 +1,54 @@
+"""Turning any text a person typed into a safe FTS5 MATCH expression, restricted to one chat.
+
+FTS5's query language gives meaning to ``"``, ``*``, ``:``, ``^``, ``NEAR(``, ``AND``/``OR``/``NOT``
+and parentheses; passing user text through would raise syntax errors or, worse, search other
+columns. So the text is never passed: only its word tokens are, each as a quoted FTS5 string.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+MAX_TOKENS = 32
+MIN_TOKEN_CHARS = 2
+_WORD = re.compile(r"[^\W_]+")
+
+
+def query_tokens(text: str) -> list[str]:
+    """The distinct lowercase words (letters and digits) of ``text``, in order, at most 32.
+
+    Words under two characters are dropped: they match nearly everything and rank nothing.
+    """
+    seen: dict[str, None] = {}
+    for match in _WORD.finditer(text.lower()):
+        token = match.group()
+        if len(token) >= MIN_TOKEN_CHARS:
+            seen.setdefault(token, None)
+            if len(seen) == MAX_TOKENS:
+                break
+    return list(seen)
+
+
+def fts_string(token: str) -> str:
+    """``token`` as an FTS5 string literal: inside double quotes, a quote is doubled."""
+    return '"' + token.replace('"', '""') + '"'
+
+
+def chat_key(chat_id: str) -> str:
+    """One index token that stands for ``chat_id``.
+
+    A chat id such as ``my-chat_1`` would split into several tokens (and collide with
+    ``my chat 1``); a hex digest is one token. Searches still compare the chat id itself, so
+    a collision of keys could only cost speed, never show another chat's messages.
+    """
+    return "c" + hashlib.sha256(chat_id.encode("utf-8")).hexdigest()[:24]
+
+
+def match_expression(chat_id: str, text: str) -> str | None:
+    """``chat_key : "c…" AND content : ("w1" OR "w2" …)``, or None if ``text`` has no words."""
+    tokens = query_tokens(text)
+    if not tokens:
+        return None
+    words = " OR ".join(fts_string(token) for token in tokens)
+    return f"chat_key : {fts_string(chat_key(chat_id))} AND content : ({words})"

@@ -1,0 +1,179 @@
+"""Opening the memory database file: settings, version check, migrations, damaged files set aside.
+
+Opening is the one place that decides what happens to a file we did not write, so its rules are
+strict:
+
+- a file from a newer Smart Context (``user_version`` above :data:`LATEST_VERSION`) is refused
+  with :class:`MemoryDBError` before anything is written to it: never downgraded, never moved;
+- a file SQLite reports as damaged (not a database, malformed, or ``quick_check`` not "ok") is
+  renamed to ``<name>.corrupt-<UTC time>`` with its ``-wal`` and ``-shm`` files (named so SQLite
+  still pairs them when someone opens the set-aside copy to recover it), and a fresh database is
+  created in its place; the caller gets a sentence for the person to read;
+- any other failure (locked for longer than the busy timeout, no permission, disk full) is a
+  :class:`MemoryDBError` and the file stays where it is: it is not damaged.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+from smart_context.errors import MemoryDBError
+from smart_context.memory.schema import LATEST_VERSION, MIGRATIONS
+
+BUSY_TIMEOUT_MS = 5000
+# SQLITE_CORRUPT and SQLITE_NOTADB: the only primary result codes that mean the bytes are bad.
+_DAMAGE_CODES = frozenset({11, 26})
+
+
+class _Damaged(Exception):
+    """The file's bytes are not a usable database; ``str()`` is SQLite's description."""
+
+
+def open_database(path: Path) -> tuple[sqlite3.Connection, str | None]:
+    """A ready connection to ``path``, and a problem sentence if a damaged file was set aside.
+
+    The connection is in autocommit mode (``isolation_level=None``): the caller opens its own
+    ``BEGIN IMMEDIATE`` transactions. It may be used from any thread, one at a time.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for _attempt in range(3):
+        identity = _identity(path)
+        try:
+            return _open_checked(path), None
+        except _Damaged as damaged:
+            if _identity(path) != identity:
+                continue  # another process replaced the file meanwhile: look at the new one
+            aside = set_aside(path)
+            try:
+                return _open_checked(path), _set_aside_problem(path, aside, str(damaged))
+            except _Damaged as again:
+                raise MemoryDBError(
+                    f"A fresh memory database at {path} could not be created ({again}); "
+                    "check the disk and the folder's permissions."
+                ) from again
+    raise MemoryDBError(
+        f"The memory database at {path} kept changing while it was being opened; "
+        "another program may be replacing it. Close the other Smart Context processes and retry."
+    )
+
+
+def set_aside(path: Path) -> Path:
+    """Rename ``path`` (and its ``-wal``/``-shm``) to a free ``.corrupt-<UTC time>`` name."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    number = 1
+    while aside.exists():
+        number += 1
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}-{number}")
+    for suffix in ("-wal", "-shm", ""):
+        companion = path.with_name(path.name + suffix)
+        if companion.exists():
+            os.replace(companion, aside.with_name(aside.name + suffix))
+    return aside
+
+
+def user_version(conn: sqlite3.Connection) -> int:
+    """The schema version recorded in the file's header (0 for a new, empty file)."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    assert isinstance(version, int)
+    return version
+
+
+def _open_checked(path: Path) -> sqlite3.Connection:
+    """Connect, refuse a newer schema, check the bytes, switch to WAL and migrate."""
+    try:
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise _open_error(path, exc) from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        _refuse_newer(path, user_version(conn))
+        _quick_check(conn)
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise MemoryDBError(
+                f"The memory database at {path} could not switch to WAL mode (it stayed in "
+                f"{mode!r} mode); it needs a local disk that supports shared memory files."
+            )
+        # NORMAL is durable across application crashes in WAL mode, and much cheaper than FULL.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        _migrate(path, conn)
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlite3.DatabaseError):
+            raise _open_error(path, exc) from exc
+        raise
+    return conn
+
+
+def _open_error(path: Path, exc: sqlite3.Error) -> Exception:
+    """``_Damaged`` when SQLite says the bytes are bad, else a ``MemoryDBError`` to act on."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in _DAMAGE_CODES:
+        return _Damaged(str(exc))
+    return MemoryDBError(
+        f"The memory database at {path} could not be opened: {exc}. If another program holds it "
+        "locked, close it and retry; otherwise check the folder's permissions and free space."
+    )
+
+
+def _quick_check(conn: sqlite3.Connection) -> None:
+    """Raise ``_Damaged`` unless SQLite's quick integrity check answers "ok"."""
+    rows = conn.execute("PRAGMA quick_check").fetchall()
+    if [tuple(row) for row in rows] != [("ok",)]:
+        detail = "; ".join(str(row[0]) for row in rows[:3])
+        raise _Damaged(f"integrity check failed: {detail}")
+
+
+def _refuse_newer(path: Path, version: int) -> None:
+    """Raise ``MemoryDBError`` for a file written by a newer Smart Context."""
+    if version > LATEST_VERSION:
+        raise MemoryDBError(
+            f"The memory database at {path} has schema version {version}, but this Smart "
+            f"Context only knows versions up to {LATEST_VERSION}: it was written by a newer "
+            "Smart Context. Upgrade Smart Context to use it; the file was left as it is."
+        )
+
+
+def _migrate(path: Path, conn: sqlite3.Connection) -> None:
+    """Apply the missing migrations in one write transaction (or none: the file stays as it was)."""
+    if user_version(conn) == LATEST_VERSION:
+        return  # the common case takes no write lock
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = user_version(conn)  # again: another process may have migrated meanwhile
+        _refuse_newer(path, version)
+        for statements in MIGRATIONS[version:]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {LATEST_VERSION}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _set_aside_problem(path: Path, aside: Path, detail: str) -> str:
+    """The sentence a person reads after a damaged database was replaced by a fresh one."""
+    return (
+        f"The memory database {path} was damaged ({detail}), so it was set aside as {aside} "
+        "and a fresh, empty one was created. Stored memories and importance marks in it were "
+        f"NOT deleted: they remain in {aside.name}, which SQLite's '.recover' command "
+        f"(sqlite3 {aside} .recover) may be able to read back. Summaries and the search index "
+        "are rebuilt on their own."
+    )
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file's (device, inode), to notice another process replacing it; None if absent."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return (stat.st_dev, stat.st_ino)
