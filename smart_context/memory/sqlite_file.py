@@ -83,17 +83,11 @@ def user_version(conn: sqlite3.Connection) -> int:
 
 
 def _open_checked(path: Path) -> sqlite3.Connection:
-    """Connect, refuse a newer schema, check the bytes, switch to WAL and migrate."""
+    """Inspect an existing file read-only, then connect, switch to WAL and migrate."""
+    if path.exists():
+        _inspect(path)
+    conn = _connect(path)
     try:
-        conn = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-        )
-    except sqlite3.Error as exc:
-        raise _open_error(path, exc) from exc
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        _refuse_newer(path, user_version(conn))
-        _quick_check(conn)
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise MemoryDBError(
@@ -109,6 +103,39 @@ def _open_checked(path: Path) -> sqlite3.Connection:
         if isinstance(exc, sqlite3.DatabaseError):
             raise _open_error(path, exc) from exc
         raise
+    return conn
+
+
+def _inspect(path: Path) -> None:
+    """Refuse a newer schema and raise ``_Damaged`` for bad bytes, without writing anything.
+
+    Read-only on purpose: a read-write connection that finds the main file damaged deletes its
+    ``-wal`` file on close, and that file may hold the most recent memories.
+    """
+    uri = f"{path.absolute().as_uri()}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:
+        raise _open_error(path, exc) from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        _refuse_newer(path, user_version(conn))
+        _quick_check(conn)
+    except sqlite3.DatabaseError as exc:
+        raise _open_error(path, exc) from exc
+    finally:
+        conn.close()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """A read-write connection in autocommit mode, usable from any thread (one at a time)."""
+    try:
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    except sqlite3.Error as exc:
+        raise _open_error(path, exc) from exc
     return conn
 
 
