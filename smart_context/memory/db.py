@@ -352,10 +352,13 @@ class MemoryDB:
                 raise
             try:
                 yield conn
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                # Also after a failed COMMIT (disk full): a transaction left open would make
+                # every later BEGIN fail.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
 
 
 def _raise_if_busy(path: Path, exc: sqlite3.OperationalError) -> None:
