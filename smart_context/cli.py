@@ -93,9 +93,12 @@ async def show_context(
         decision = await assemble(services, chat_id, History(history), topics)
         request = None
         prompt: list[dict[str, Any]] = []
+        record: dict[str, Any] = {}
         if message is not None:
-            prompt, request = await request_items(services, chat_id, message, decision.history)
-    record = decision.record.as_dict()
+            prompt, request, record = await request_items(
+                services, chat_id, message, decision, services.settings.token_model or None
+            )
+    record = decision.record.as_dict() if request is None else record
     if as_json:
         result: dict[str, Any] = {"smart_context": record}
         if request is not None and message is not None:

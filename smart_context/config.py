@@ -23,6 +23,7 @@ TABLE = ("plugins", "smart_context")
 
 EMBEDDERS = ("host", "local", "openai")
 EXTRACTORS = ("llm", "offline")
+SUMMARIZERS = ("llm", "offline")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,22 @@ class Settings:
     context_expansion_top_n: int = 3
     rules_dir: str = "rules"
     references_dir: str = "references"
+    # the token budget and long memory (CONTRACT §9, seeds 003 and 004)
+    budget_tokens: int = 8000
+    token_model: str = ""  # the chat model, for its tokenizer, when the host does not say
+    recent_messages: int = 10
+    summarization_threshold: int = 30
+    summarizer: str = "llm"
+    summary_share: float = 0.15
+    search_limit: int = 30
+    importance_threshold: float = 0.0
+    importance_recency_weight: float = 0.15
+    importance_semantic_weight: float = 0.6
+    importance_entity_weight: float = 0.15
+    importance_user_weight: float = 0.1
+    compression_detailed: float = 0.7
+    compression_high_level: float = 0.85
+    compression_key_facts: float = 0.95
 
 
 def _check_bool(key: str, value: Any) -> bool:
@@ -142,6 +159,21 @@ _CHECKS: dict[str, Any] = {
     "openai_embedding_model": _check_text,
     "openai_api_key_env": _check_text,
     "extraction_category": _check_text,
+    "budget_tokens": _count(10_000_000),
+    "token_model": lambda k, v: v.strip() if isinstance(v, str) else _check_text(k, v),
+    "recent_messages": _count(1000),
+    "summarization_threshold": _count(100_000),
+    "summarizer": lambda k, v: _check_choice(k, v, SUMMARIZERS),
+    "summary_share": lambda k, v: _check_number(k, v, 0.0, 0.9),
+    "search_limit": _count(1000),
+    "importance_threshold": _share,
+    "importance_recency_weight": _share,
+    "importance_semantic_weight": _share,
+    "importance_entity_weight": _share,
+    "importance_user_weight": _share,
+    "compression_detailed": lambda k, v: _check_number(k, v, 0.0, 0.99),
+    "compression_high_level": lambda k, v: _check_number(k, v, 0.0, 0.99),
+    "compression_key_facts": lambda k, v: _check_number(k, v, 0.0, 0.99),
 }
 
 SETTING_KEYS = frozenset(_CHECKS)  # every key ``[plugins.smart_context]`` accepts

@@ -7,3 +7,5 @@ FILTER_CHANGED = (
     "smart_context.filter_changed"  # chat_id, active_topics, included_ids, total_messages
 )
 ITEMS_CHANGED = "smart_context.items_changed"  # chat_id, items (the session, CONTRACT §8)
+# chat_id, what ("summaries"), done, total: a long chat's first summaries being made (§9)
+MEMORY_PROGRESS = "smart_context.memory_progress"

@@ -74,7 +74,9 @@ class SmartContextPlugin:
             services = self._services()
             services.current_chat_id = chat_id
             decision = await assemble(services, chat_id, History(ctx.history))
-            sent, request = await request_items(services, chat_id, ctx.message, decision.history)
+            sent, request, record = await request_items(
+                services, chat_id, ctx.message, decision, _model_of(ctx)
+            )
         except Exception as exc:  # the one broad except: the user's request must go through
             if isinstance(exc, SmartContextError):  # ours, with a message that says it all
                 log.warning("Smart Context: sending the full history: %s", exc)
@@ -84,7 +86,7 @@ class SmartContextPlugin:
             ctx.metadata["smart_context"] = failed.as_dict()
             return
         ctx.history = sent
-        ctx.metadata["smart_context"] = decision.record.as_dict()
+        ctx.metadata["smart_context"] = record
         ctx.metadata["request_context"] = request.record()
         tools = request.tools()
         if tools:
@@ -108,6 +110,13 @@ class SmartContextPlugin:
                 "Smart Context has not been started (sidecar_startup not called)."
             )
         return self.services
+
+
+def _model_of(ctx: PipelineContext) -> str | None:
+    """The chat model the host will call, when it says (``ctx.metadata["model"]``): its
+    tokenizer counts the budget."""
+    model = ctx.metadata.get("model")
+    return model if isinstance(model, str) and model.strip() else None
 
 
 plugin = SmartContextPlugin()

@@ -13,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+import numpy.typing as npt
+
 Mode = Literal["full", "filtered", "fallback"]
 FULL: Mode = "full"
 FILTERED: Mode = "filtered"
@@ -63,6 +66,19 @@ class ContextRecord:
         if self.error is not None:
             out["error"] = self.error
         return out
+
+
+def shorter_ids(
+    all_ids: Sequence[Any], kept: npt.NDArray[np.bool_] | None
+) -> tuple[str, list[Any]]:
+    """``included_ids`` or ``excluded_ids``, whichever is shorter: stored records stay small.
+    ``kept`` says which of ``all_ids`` were sent; ``None``: all of them."""
+    if kept is None:
+        return ("excluded_ids", [])
+    count = int(kept.sum())
+    if count <= len(all_ids) - count:
+        return ("included_ids", [all_ids[i] for i in np.flatnonzero(kept).tolist()])
+    return ("excluded_ids", [all_ids[i] for i in np.flatnonzero(~kept).tolist()])
 
 
 def included_ids(record: Mapping[str, Any], candidate_ids: Sequence[Any]) -> list[Any]:

@@ -13,10 +13,13 @@ import logging
 from smart_context.background import Coalescer
 from smart_context.chats import ChatViews
 from smart_context.config import Settings
+from smart_context.context.budgeted import Budgeter
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
 from smart_context.host import Host
 from smart_context.items.catalog import ItemCatalog
+from smart_context.memory.db import MemoryDB
+from smart_context.memory.refresh import refresh_memory
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.topics.refresh import refresh
@@ -44,6 +47,12 @@ class Services:
         self.background: Coalescer[ChatId] = Coalescer(lambda chat_id: refresh(self, chat_id))
         self.indexing: Coalescer[str] = Coalescer(lambda _: self._index_items())
         self.items.servers.on_listed = self.index_items
+        # long memory (CONTRACT §9): the SQLite store, the budget, and its pass after replies
+        self.memory_db = MemoryDB(host.vault_path)
+        self.budget = Budgeter(settings, self.memory_db)
+        self.remembering: Coalescer[ChatId] = Coalescer(
+            lambda chat_id: refresh_memory(self, chat_id)
+        )
         self._embedder = embedder
         self._store: VectorStore | None = None
         self._store_lock = asyncio.Lock()
@@ -69,12 +78,15 @@ class Services:
             log.warning("Smart Context: items not indexed ahead: %s", exc)
 
     def schedule_refresh(self, chat_id: ChatId) -> None:
-        """Map the chat's topics again in the background (bursts coalesce)."""
+        """Map the chat's topics again and bring its long memory up to date, in the
+        background (bursts coalesce)."""
         self.background.request(chat_id)
+        self.remembering.request(chat_id)
 
     async def settle(self, timeout: float = 10.0) -> None:
         """Let background work (topic passes, saving selections) finish."""
         await self.background.drain(timeout)
+        await self.remembering.drain(timeout)
         await self.indexing.drain(timeout)
         await self.chats.settle(timeout)
 
@@ -86,3 +98,4 @@ class Services:
         await self.settle()
         if self._store is not None:
             self._store.flush()
+        self.memory_db.close()

@@ -30,7 +30,7 @@ from smart_context.vectors import files
 from smart_context.vectors.chat import ChatVectors
 from smart_context.vectors.codec import content_hash
 from smart_context.vectors.keyed import KeyedMatrix, Rows
-from smart_context.vectors.ops import Matrix, normalize_rows
+from smart_context.vectors.ops import Matrix, Scores, normalize_rows
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +175,27 @@ class VectorStore:
             text = self.snapshot(vectors)
         await self.write(embeddings_file(self.vault, chat_id), vectors, text)
         return ordered
+
+    async def known_scores(self, chat_id: ChatId, history: History, queries: Matrix) -> Scores:
+        """Each message's best cosine over the rows of ``queries``, from the vectors the chat
+        already has; a message without one scores 0. Nothing is embedded: a long chat's first
+        request must not wait for thousands of messages (the background pass embeds them)."""
+        name = f"chat:{chat_id}"
+        out = np.zeros(len(history), dtype=np.float32)
+        if not len(history) or not len(queries):
+            return out
+        async with self.lock(name):
+            vectors = await self.collection(
+                name, lambda: embeddings_file(self.vault, chat_id), ChatVectors
+            )
+            if vectors is None or vectors.dim != queries.shape[1] or not len(vectors):
+                return out
+            rows, _ = vectors.locate(history)
+            found = rows >= 0
+            if found.any():
+                best = (vectors.matrix @ queries.T).max(axis=1)  # no copy of the rows
+                out[found] = best[rows[found]]
+        return out
 
     # ------------------------------------------------------------------ texts
 

@@ -12,6 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from smart_context.chats import ChatView
+from smart_context.context.budgeted import Fitted, Fixed
 from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
 from smart_context.errors import EmbeddingError, SmartContextError
@@ -19,6 +23,7 @@ from smart_context.items.request import RequestContext, build
 from smart_context.items.selection import chat_limits
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
+from smart_context.record import FILTERED, shorter_ids
 from smart_context.services import Services
 
 
@@ -52,16 +57,66 @@ async def assemble(
 
 
 async def request_items(
-    services: Services, chat_id: ChatId, message: str, history: Sequence[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], RequestContext]:
-    """The rules and references this request is sent with (CONTRACT §8), and the history with
-    their text as the system message that comes before it (CONTRACT §9)."""
+    services: Services,
+    chat_id: ChatId,
+    message: str,
+    decision: Decision,
+    model: str | None = None,
+) -> tuple[list[dict[str, Any]], RequestContext, dict[str, Any]]:
+    """The request as sent: the rules and references (CONTRACT §8) as the system message before
+    the history, and the history within the token budget (CONTRACT §9); with the record of
+    both. ``decision`` is the topic rule's history and record."""
     view = await services.chats.view(chat_id)
     documents, tools = chat_limits(services.settings, view.context_settings)
     request = await build(services.items, services.store, message, documents, view.session, tools)
     text = request.system_text()
-    sent = [{"role": "system", "content": text}, *history] if text else list(history)
-    return sent, request
+    system = [{"role": "system", "content": text}] if text else []
+    record = decision.record.as_dict()
+    fitted = await _fit(services, chat_id, message, decision, system, request, model, view)
+    if fitted is None:
+        return [*system, *decision.history], request, record
+    kept = np.array(fitted.kept, dtype=bool)
+    if not kept.all():
+        record = _narrowed(record, decision, kept)
+    return [*system, *fitted.history], request, record | fitted.record
+
+
+async def _fit(
+    services: Services,
+    chat_id: ChatId,
+    message: str,
+    decision: Decision,
+    system: list[dict[str, Any]],
+    request: RequestContext,
+    model: str | None,
+    view: ChatView,
+) -> Fitted | None:
+    """The budget over the topic rule's history (``None``: no budget)."""
+    fixed = Fixed(system=system, tools=request.tools(), message=message)
+    return await services.budget.fit(
+        chat_id,
+        decision.history,
+        fixed,
+        model,
+        services.store,
+        request.queries,
+        [m.get("id") for m in view.sticky],
+        summaries=decision.record.mode != FILTERED,
+    )
+
+
+def _narrowed(record: dict[str, Any], decision: Decision, kept: np.ndarray) -> dict[str, Any]:
+    """The record's id list when the budget sent only ``kept`` of the rule's history."""
+    sent = {id(m) for m, k in zip(decision.history, kept.tolist(), strict=True) if k}
+    position = {mid: i for i, mid in enumerate(decision.all_ids)}
+    flags = np.zeros(len(decision.all_ids), dtype=bool)
+    for m in decision.history:
+        if id(m) in sent and (i := position.get(m.get("id"))) is not None:
+            flags[i] = True
+    out = {k: v for k, v in record.items() if k not in ("included_ids", "excluded_ids")}
+    side, ids = shorter_ids(decision.all_ids, flags)
+    out[side] = ids
+    return out
 
 
 async def _click(

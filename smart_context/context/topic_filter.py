@@ -11,16 +11,15 @@ are older than that window, so they are put first, in the order the chat file ha
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from smart_context.context.topic_scores import TopicScores
 from smart_context.messages import History, Message
-from smart_context.record import FALLBACK, FILTERED, FULL, ContextRecord
+from smart_context.record import FALLBACK, FILTERED, FULL, ContextRecord, shorter_ids
 
 
 @dataclass(frozen=True)
@@ -29,6 +28,7 @@ class Decision:
 
     history: list[Any]
     record: ContextRecord
+    all_ids: list[Any] = field(default_factory=list)  # the ids the record's lists are over
 
 
 @dataclass(frozen=True)
@@ -68,16 +68,6 @@ def _unique(
     return [messages[i] for i in positions], [ids[i] for i in positions], present, positions
 
 
-def _id_lists(all_ids: Sequence[Any], kept: npt.NDArray[np.bool_] | None) -> tuple[str, list[Any]]:
-    """``included_ids`` or ``excluded_ids``, whichever is shorter: stored records stay small."""
-    if kept is None:
-        return ("excluded_ids", [])
-    count = int(kept.sum())
-    if count <= len(all_ids) - count:
-        return ("included_ids", [all_ids[i] for i in np.flatnonzero(kept).tolist()])
-    return ("excluded_ids", [all_ids[i] for i in np.flatnonzero(~kept).tolist()])
-
-
 def fallback_note(topics: Sequence[str]) -> str:
     """The words for a click that kept nothing (CONTRACT §6): never "N of N in context"."""
     names = " or ".join(f"'{t}'" for t in topics)
@@ -111,12 +101,13 @@ def decide(
         error=selection.error,
     )
     if not active or scores is None or not len(messages):
-        return Decision(candidates, record(FULL))
+        return Decision(candidates, record(FULL), list(all_ids))
 
     values, keep = scores.values, scores.keep.copy()
     if not keep.any():
         best = round(float(values.max()), 3)
-        return Decision(candidates, record(FALLBACK, best_score=best, note=fallback_note(active)))
+        fell_back = record(FALLBACK, best_score=best, note=fallback_note(active))
+        return Decision(candidates, fell_back, list(all_ids))
 
     for sid in sticky_ids:  # few ids: a scan in C each beats a Python step per message
         if sid in present:
@@ -126,5 +117,5 @@ def decide(
     rounded = np.round(values[idx].astype(np.float64), 3).tolist()
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
     kept_scores = dict(zip(kept_ids, rounded, strict=True))
-    filtered = record(FILTERED, scores=kept_scores, ids=_id_lists(all_ids, kept_flags))
-    return Decision([*older, *(messages[i] for i in idx)], filtered)
+    filtered = record(FILTERED, scores=kept_scores, ids=shorter_ids(all_ids, kept_flags))
+    return Decision([*older, *(messages[i] for i in idx)], filtered, list(all_ids))

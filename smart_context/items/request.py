@@ -48,6 +48,9 @@ class RequestContext:
 
     items: tuple[Chosen, ...] = ()
     error: str | None = None
+    # the message's sentence vectors when agent selection embedded them: the budget's search
+    # of the history uses them too, so a request embeds its message once
+    queries: Matrix | None = field(default=None, compare=False, repr=False)
     timestamp: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     def record(self) -> dict[str, Any]:
@@ -126,6 +129,7 @@ async def build(
         chosen = [Chosen(item, mode) for item, mode in resolve(entries, current.items)]
         found: list[Found] = []
         error = None
+        queries: Matrix | None = None
         agent_types = current.agent_types
         if agent_types:
             try:
@@ -160,7 +164,7 @@ async def build(
             await asyncio.gather(early, return_exceptions=True)  # its error is read, not lost
     present = {c.item.key for c in chosen}
     agent = [Chosen(f.item, f.mode, f.score) for f in found if f.item.key not in present]
-    return RequestContext((*chosen, *agent), error)
+    return RequestContext((*chosen, *agent), error, queries)
 
 
 async def _embed(

@@ -129,7 +129,7 @@ class Pipeline:
             message=content,
             original_message=content,
             history=history,
-            metadata={"chat_id": chat_id},
+            metadata=self._metadata(chat_id),
         )
         for phase in BEFORE_MODEL:
             await call_hook(self.pm, phase, ctx=ctx)
@@ -156,7 +156,7 @@ class Pipeline:
             message=content,
             original_message=content,
             history=history,
-            metadata={"chat_id": chat_id, "dry_run": True},
+            metadata={**self._metadata(chat_id), "dry_run": True},
         )
         for phase in ("pipeline_input", "pipeline_context", "pipeline_prompt"):
             await call_hook(self.pm, phase, ctx=ctx)
@@ -172,6 +172,15 @@ class Pipeline:
         out["tokens"] = self._tokens(out["messages"], out["tools"])
         if ctx.should_abort:
             out["aborted"] = ctx.abort_reason or "a plugin stopped this message"
+        return out
+
+    def _metadata(self, chat_id: str) -> dict[str, Any]:
+        """What plugins learn of a request besides its messages: the chat, and the chat model
+        that will answer (its tokenizer counts a token budget)."""
+        out: dict[str, Any] = {"chat_id": chat_id}
+        model = self.llm.model_name("chat")
+        if model:
+            out["model"] = model
         return out
 
     def _tokens(self, messages: list[dict[str, Any]], tools: list[Any]) -> dict[str, Any]:

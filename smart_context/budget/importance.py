@@ -1,0 +1,109 @@
+"""Seed 003's importance score and the hybrid relevance it builds on. Pure numpy.
+
+``importance = recency_weight * recency + semantic_weight * relevance + entity_weight *
+entities + user_weight * marked`` (seed 003), each part in [0, 1]:
+
+- **recency**: ``0.5 ** (age / half_life)``, age in messages back from the newest;
+- **relevance**: the hybrid search score of the message for the current message: the best
+  cosine over the message's sentences-as-queries, fused with BM25 the way items are
+  (:func:`smart_context.items.lexical.fuse`), so a rare word shared with the question counts;
+- **entities**: the share of the current message's names, numbers and identifiers the message
+  mentions too ("the Jeep", "10.4.2.17", ``parse_config``), which a paraphrase keeps while its
+  other words change;
+- **marked**: 1 when the user pinned the message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from smart_context.items.lexical import SATURATION
+
+Floats = npt.NDArray[np.float32]
+Flags = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.intp]
+
+_ENTITY = re.compile(
+    r"\b\d[\d.,:/-]*\d\b|\b\d+\b"  # numbers, dates, versions, addresses
+    r"|\b\w+(?:[._]\w+)+\b"  # identifiers: parse_config, app.main
+    r"|\b[a-z]+[A-Z]\w*\b"  # camelCase
+    r"|(?<=[a-z,;:] )[A-Z][a-zA-Z]+"  # a capitalised word inside a sentence: a name
+)
+_COMMON = frozenset(["I", "I'm", "OK", "Ok"])
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Seed 003's weights (settings ``importance_*``) and the recency half-life in messages."""
+
+    recency: float = 0.15
+    semantic: float = 0.6
+    entity: float = 0.15
+    user: float = 0.1
+    half_life: float = 200.0
+
+
+def entities(text: str) -> frozenset[str]:
+    """The names, numbers and identifiers of a text, lower-cased; "1" and "2" alone are too
+    common to say anything and are left out."""
+    found = {e.lower() for e in _ENTITY.findall(text) if e not in _COMMON}
+    return frozenset(e for e in found if len(e) > 1)
+
+
+def entity_overlap(query: frozenset[str], index: Mapping[str, Sequence[int]], n: int) -> Floats:
+    """Per message, the share of ``query``'s entities it mentions (``index``: entity -> the
+    positions of the messages that mention it)."""
+    out = np.zeros(n, dtype=np.float32)
+    if not query:
+        return out
+    for entity in query:
+        positions = index.get(entity)
+        if positions:
+            out[np.asarray(positions, dtype=np.intp)] += 1.0
+    out /= len(query)
+    return out
+
+
+def relevance(dense: Floats, lexical: Floats, lexical_weight: float) -> Floats:
+    """Cosine fused with BM25, as items are fused (module docstring)."""
+    squashed = lexical / (lexical + SATURATION)
+    fused: Floats = ((1 - lexical_weight) * dense + lexical_weight * squashed).astype(np.float32)
+    return fused
+
+
+def recency(n: int, half_life: float) -> Floats:
+    """``0.5 ** (age / half_life)`` for positions ``0..n-1`` (the last is age 0)."""
+    age = np.arange(n - 1, -1, -1, dtype=np.float32)
+    out: Floats = np.power(np.float32(0.5), age / np.float32(max(half_life, 1e-6)))
+    return out
+
+
+def importance(
+    relevance_scores: Floats, overlap: Floats, marked: Flags, weights: Weights
+) -> Floats:
+    """Seed 003's weighted sum (module docstring)."""
+    n = len(relevance_scores)
+    score = (
+        weights.recency * recency(n, weights.half_life)
+        + weights.semantic * np.clip(relevance_scores, 0.0, 1.0)
+        + weights.entity * overlap
+        + weights.user * marked.astype(np.float32)
+    )
+    out: Floats = score.astype(np.float32)
+    return out
+
+
+def top_hits(scores: Floats, eligible: Flags, limit: int, floor: float) -> IntArray:
+    """Positions of the best ``limit`` eligible scores at or above ``floor``, best first."""
+    candidates = np.flatnonzero(eligible & (scores >= floor))
+    if len(candidates) > limit:
+        part = np.argpartition(-scores[candidates], limit - 1)[:limit]
+        candidates = candidates[part]
+    order = np.argsort(-scores[candidates], kind="stable")
+    out: IntArray = candidates[order].astype(np.intp)
+    return out

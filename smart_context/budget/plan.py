@@ -1,0 +1,207 @@
+"""Which messages of a long history fit a token budget, and which summaries stand in for the
+rest (CONTRACT §9, seeds 003 and 004). Pure numpy: the caller brings counts and scores.
+
+The history's room is what the budget leaves after the sections that always go (system prompt,
+memory, knowledge, tools, the current message). It is filled in this order:
+
+1. the whole history, when it fits (a chat that fits is sent whole);
+2. the last ``recent`` messages, newest first;
+3. pinned messages (sticky instructions, messages the user marked important), newest first;
+4. the older messages the search found relevant to the current message, best first, each with
+   its *turn*: a question keeps its answer and an answer its question;
+5. summaries of the stretches left out, from a share of the room kept for them, chosen on the
+   summary tree (:func:`choose_summaries`);
+6. whatever room is left: the remaining messages by seed 003's importance score, highest first,
+   down to ``importance_threshold``.
+
+Nothing is ever taken that would pass the room: a message that does not fit is skipped and the
+next one tried, so the plan is as full as the greedy order allows and never over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.intp]
+Flags = npt.NDArray[np.bool_]
+Floats = npt.NDArray[np.float32]
+
+# why a message is sent (``Plan.why``)
+LEFT_OUT, RECENT, PINNED, RELEVANT, TURN, IMPORTANT, WHOLE = range(7)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A stored summary that can stand in for positions ``start``..``end - 1`` of the history.
+
+    Spans of one level never overlap; a span of level ``L + 1`` covers whole spans of level
+    ``L`` (its ``children``, indexes into the same list), so the spans form a tree per stretch.
+    """
+
+    start: int
+    end: int
+    level: int
+    tokens: int
+    children: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How the history's room is shared (settings of CONTRACT §9)."""
+
+    room: int  # tokens the history may use, summaries included
+    recent: int = 10
+    summary_share: float = 0.15  # of the room, kept for summaries until step 5
+    relevant_limit: int = 30  # older messages the search may add (seed 003's search limit)
+    importance_threshold: float = 0.0
+    detailed_age: int = 50  # seed 003: summaries of the last 50 messages are its detailed ones
+    high_level_age: int = 100  # ...up to 100 back high-level ones; older: key facts only
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Per message of the history, in order."""
+
+    tokens: IntArray  # what the message costs in the prompt, framing included
+    pinned: Flags
+    relevance: Floats  # the search's score; 0 where the search found nothing
+    importance: Floats  # seed 003's score, for step 6
+    partner: IntArray  # the other message of its turn, -1 if none
+    hits: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))  # best first
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What goes: ``keep`` per message, the reason (``why``), and the summaries (indexes into
+    the spans given), with what each part costs."""
+
+    keep: Flags
+    why: npt.NDArray[np.int8]
+    summaries: list[int]
+    message_tokens: int
+    summary_tokens: int
+
+    @property
+    def whole(self) -> bool:
+        return bool(self.keep.all())
+
+
+def plan(inputs: Inputs, spans: Sequence[Span], budget: Budget) -> Plan:
+    """The plan for one request (module docstring)."""
+    tokens = inputs.tokens
+    n = len(tokens)
+    why = np.zeros(n, dtype=np.int8)
+    if int(tokens.sum()) <= budget.room:
+        why[:] = WHOLE
+        return Plan(np.ones(n, dtype=bool), why, [], int(tokens.sum()), 0)
+    filler = _Filler(tokens, why, budget.room)
+    for i in range(n - 1, max(n - budget.recent, 0) - 1, -1):
+        filler.take(i, RECENT)
+    for i in np.flatnonzero(inputs.pinned)[::-1].tolist():
+        filler.take(i, PINNED)
+    reserve = int(budget.summary_share * budget.room) if spans else 0
+    filler.room -= reserve
+    for i in inputs.hits[: budget.relevant_limit].tolist():
+        if filler.take(i, RELEVANT) and (j := int(inputs.partner[i])) >= 0:
+            filler.take(j, TURN)
+    filler.room += reserve
+    summary_room = budget.room - filler.used
+    chosen = choose_summaries(spans, why == LEFT_OUT, summary_room, inputs.relevance, budget)
+    summary_tokens = sum(spans[s].tokens for s in chosen)
+    filler.room -= summary_tokens
+    order = np.argsort(-inputs.importance, kind="stable")
+    for i in order[inputs.importance[order] >= budget.importance_threshold].tolist():
+        filler.take(i, IMPORTANT)
+    return Plan(why != LEFT_OUT, why, chosen, filler.used, summary_tokens)
+
+
+class _Filler:
+    """Takes messages while they fit."""
+
+    def __init__(self, tokens: IntArray, why: npt.NDArray[np.int8], room: int) -> None:
+        self.tokens, self.why, self.room, self.used = tokens, why, room, 0
+
+    def take(self, i: int, reason: int) -> bool:
+        """Take message ``i`` if it is not taken and fits; whether it is in the plan now."""
+        if self.why[i] != LEFT_OUT:
+            return True
+        cost = int(self.tokens[i])
+        if self.used + cost > self.room:
+            return False
+        self.used += cost
+        self.why[i] = reason
+        return True
+
+
+def choose_summaries(
+    spans: Sequence[Span], left_out: Flags, room: int, relevance: Floats, budget: Budget
+) -> list[int]:
+    """Summaries for the stretches left out, within ``room`` tokens, in order of time.
+
+    Top-down on the tree: start from the largest spans over left-out messages, then, while room
+    allows, replace a span by its children, newest and most relevant first, down to the level
+    seed 003 gives its age (detailed for the last ``detailed_age`` messages, high-level up to
+    ``high_level_age``, key facts beyond). A span whose messages are all sent is dropped; when
+    even the largest spans do not fit, the oldest are dropped first.
+    """
+    if not spans or room <= 0:
+        return []
+    n = len(left_out)
+    out_before = np.concatenate(([0], np.cumsum(left_out, dtype=np.intp)))
+
+    def useful(s: int) -> bool:
+        span = spans[s]
+        return bool(out_before[min(span.end, n)] - out_before[min(span.start, n)] > 0)
+
+    inner = {c for span in spans for c in span.children}
+    frontier = [s for s in range(len(spans)) if s not in inner and useful(s)]
+    frontier.sort(key=lambda s: spans[s].start)
+    cost = sum(spans[s].tokens for s in frontier)
+    while cost > room and frontier:  # even the coarsest do not fit: the oldest go first
+        cost -= spans[frontier.pop(0)].tokens
+    while True:
+        best = _best_split(spans, frontier, useful, room - cost, relevance, n, budget)
+        if best is None:
+            break
+        children = [c for c in spans[best].children if useful(c)]
+        cost += sum(spans[c].tokens for c in children) - spans[best].tokens
+        place = frontier.index(best)
+        frontier[place : place + 1] = children
+    return frontier
+
+
+def _best_split(
+    spans: Sequence[Span],
+    frontier: list[int],
+    useful: Callable[[int], bool],
+    free: int,
+    relevance: Floats,
+    n: int,
+    budget: Budget,
+) -> int | None:
+    """The span to replace by its children next: newest first, a relevant one before others."""
+    best, best_key = None, (-np.inf, -np.inf)
+    for s in frontier:
+        span = spans[s]
+        if not span.children or span.level <= _finest_level(n - span.end, budget):
+            continue
+        extra = sum(spans[c].tokens for c in span.children if useful(c)) - span.tokens
+        if extra > free:
+            continue
+        key = (float(relevance[span.start : span.end].max(initial=0.0)) > 0, span.end)
+        if key > best_key:
+            best, best_key = s, key
+    return best
+
+
+def _finest_level(age: int, budget: Budget) -> int:
+    """The most detailed summary level a stretch ``age`` messages back may use."""
+    if age <= budget.detailed_age:
+        return 1
+    if age <= budget.high_level_age:
+        return 2
+    return 3

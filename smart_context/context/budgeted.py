@@ -1,0 +1,336 @@
+"""The token budget applied to one request (CONTRACT §9): the history that fits, with summaries
+of what does not, and the record of what each part cost.
+
+The pure choice is :func:`smart_context.budget.plan.plan`; this module brings what it needs:
+token counts (:class:`~smart_context.budget.facts.MessageFacts`, kept per chat), the search's
+relevance (cosine from the chat's vectors, BM25 from the SQLite text index), the user's pins,
+and the valid stored summaries. It reads only what exists: a message not yet embedded or
+indexed scores 0, a stretch not yet summarised has no summary, and the background pass
+(:mod:`smart_context.memory.refresh`) catches up after the reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from smart_context.budget.facts import MessageFacts
+from smart_context.budget.importance import (
+    Weights,
+    entities,
+    entity_overlap,
+    importance,
+    relevance,
+    top_hits,
+)
+from smart_context.budget.plan import (
+    RECENT,
+    RELEVANT,
+    TURN,
+    Budget,
+    Inputs,
+    Span,
+    plan,
+)
+from smart_context.budget.tokens import (
+    PER_MESSAGE,
+    Counter,
+    context_window,
+    counter_for,
+    prompt_tokens,
+)
+from smart_context.config import Settings
+from smart_context.errors import SmartContextError
+from smart_context.items.catalog import ItemCatalog
+from smart_context.memory.db import MemoryDB
+from smart_context.memory.records import Summary
+from smart_context.memory.tree import Node, Stored, plan_tree
+from smart_context.messages import History
+from smart_context.paths import ChatId
+from smart_context.store import VectorStore
+from smart_context.vectors.ops import Matrix
+
+log = logging.getLogger(__name__)
+
+LEXICAL_WEIGHT = 0.3  # BM25's share of relevance, as for items (items/lexical.py)
+LEXICAL_HITS = 200  # messages the text index is asked for
+REPLY_RESERVE = 0.25  # of a known context window, left for the reply (at most 4,096 tokens)
+SECTIONS = ("system", "memory", "knowledge", "tools", "history", "summaries", "message")
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """What goes with every request besides the history: the system messages the plugin puts
+    first (rules and references, memory), the tools and the current message."""
+
+    system: Sequence[Mapping[str, Any]] = ()
+    memory: Sequence[Mapping[str, Any]] = ()
+    knowledge: Sequence[Mapping[str, Any]] = ()
+    tools: Sequence[Any] = ()
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """The history to send (messages and summaries, in order of time) and the record's parts."""
+
+    history: list[dict[str, Any]]
+    kept: list[bool]  # per candidate message
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def budget_limit(settings: Settings, model: str | None) -> int:
+    """The request's budget: ``budget_tokens``, within the model's window less the reply's room
+    when the window is known; 0 when there is no budget."""
+    limit = settings.budget_tokens
+    window = context_window(model)
+    if limit and window:
+        limit = min(limit, window - min(4096, int(window * REPLY_RESERVE)))
+    return limit
+
+
+class Budgeter:
+    """Per-process state of the budget: facts per chat and model, summary spans per chat."""
+
+    def __init__(self, settings: Settings, db: MemoryDB) -> None:
+        self.settings = settings
+        self.db = db
+        self._facts: dict[tuple[ChatId, str], MessageFacts] = {}
+        self._spans: dict[ChatId, tuple[Any, list[Span], list[Summary]]] = {}
+        self._summary_tokens: dict[str, int] = {}
+        self.summary_version: dict[ChatId, int] = {}  # bumped by the background pass
+
+    def facts(self, chat_id: ChatId, counter: Counter) -> MessageFacts:
+        key = (chat_id, counter.name)
+        found = self._facts.get(key)
+        if found is None:
+            if len(self._facts) > 64:  # a long-running sidecar visits many chats
+                self._facts.clear()
+            found = self._facts[key] = MessageFacts(counter)
+        return found
+
+    async def fit(
+        self,
+        chat_id: ChatId,
+        candidates: Sequence[Mapping[str, Any]],
+        fixed: Fixed,
+        model: str | None,
+        store: Callable[[], Awaitable[VectorStore]] | None,
+        queries: Matrix | None,
+        sticky_ids: Sequence[Any] = (),
+        summaries: bool = True,
+    ) -> Fitted | None:
+        """The history within the budget, or ``None`` when there is no budget."""
+        limit = budget_limit(self.settings, model or self.settings.token_model or None)
+        if not limit:
+            return None
+        counter = counter_for(model or self.settings.token_model or None)
+        costs = _fixed_costs(counter, fixed)
+        room = max(limit - sum(costs.values()), 0)
+        history = History(candidates)
+        facts = self.facts(chat_id, counter)
+        facts.update(history)
+        total = int(facts.tokens.sum())
+        if total <= room:
+            kept = [True] * len(candidates)
+            record = _record(limit, costs, total, 0, [], [], [], [], counter)
+            return Fitted([dict(m) for m in candidates], kept, record)
+        marks = await asyncio.to_thread(self.db.marks, chat_id)
+        pinned_ids = {str(i) for i in sticky_ids} | marks
+        ids = [str(i) for i in history.ids]
+        pinned = np.array([i in pinned_ids for i in ids], dtype=bool)
+        rel = await self._relevance(chat_id, history, ids, fixed.message, store, queries)
+        eligible = np.ones(len(ids), dtype=bool)
+        eligible[max(len(ids) - self.settings.recent_messages, 0) :] = False
+        hits = top_hits(rel, eligible, self.settings.search_limit, floor=0.0)
+        overlap = entity_overlap(entities(fixed.message), facts.entity_index, len(ids))
+        marked = np.array([i in marks for i in ids], dtype=bool)
+        scores = importance(rel, overlap, marked, _weights(self.settings))
+        hit_relevance = np.zeros_like(rel)
+        hit_relevance[hits] = rel[hits]
+        spans, rows = await self._spans_of(chat_id, facts, counter) if summaries else ([], [])
+        budget = Budget(
+            room,
+            recent=self.settings.recent_messages,
+            summary_share=self.settings.summary_share,
+            relevant_limit=self.settings.search_limit,
+            importance_threshold=self.settings.importance_threshold,
+        )
+        inputs = Inputs(facts.tokens, pinned, hit_relevance, scores, facts.partner, hits)
+        chosen = plan(inputs, spans, budget)
+        out = _interleave(candidates, chosen.keep, [(spans[s], rows[s]) for s in chosen.summaries])
+        why, keep = chosen.why, chosen.keep
+        record = _record(
+            limit,
+            costs,
+            chosen.message_tokens,
+            chosen.summary_tokens,
+            [ids[i] for i in np.flatnonzero(why == RECENT)],
+            [ids[i] for i in np.flatnonzero((why == RELEVANT) | (why == TURN))],
+            [ids[i] for i in np.flatnonzero(keep & marked)],
+            [rows[s] for s in chosen.summaries],
+            counter,
+        )
+        return Fitted(out, chosen.keep.tolist(), record)
+
+    async def _relevance(
+        self,
+        chat_id: ChatId,
+        history: History,
+        ids: list[str],
+        message: str,
+        store: Callable[[], Awaitable[VectorStore]] | None,
+        queries: Matrix | None,
+    ) -> np.ndarray:
+        """Each message's hybrid relevance to ``message``; the embedding part is left out (with
+        a log line) when there is no embedder, the lexical part when the index fails."""
+        dense = np.zeros(len(ids), dtype=np.float32)
+        try:
+            if store is not None:
+                vectors = await store()
+                if queries is None:
+                    queries = await ItemCatalog.query_vectors(vectors, message)
+                if len(queries):
+                    dense = await vectors.known_scores(chat_id, history, queries)
+        except SmartContextError as exc:
+            log.warning("Smart Context: the budget searches by words only: %s", exc)
+        lexical = np.zeros(len(ids), dtype=np.float32)
+        found = await asyncio.to_thread(self.db.search, chat_id, message, LEXICAL_HITS)
+        if found:
+            position = {mid: i for i, mid in enumerate(ids)}
+            for mid, score in found:
+                i = position.get(mid)
+                if i is not None:
+                    lexical[i] = score
+        return relevance(dense, lexical, LEXICAL_WEIGHT)
+
+    async def _spans_of(
+        self, chat_id: ChatId, facts: MessageFacts, counter: Counter
+    ) -> tuple[list[Span], list[Summary]]:
+        """The valid stored summaries over this history, as plan spans, memoised until the
+        history or the stored summaries change."""
+        version = (id(facts), facts.generation, self.summary_version.get(chat_id, 0))
+        memo = self._spans.get(chat_id)
+        if memo is not None and memo[0] == version:
+            return memo[1], memo[2]
+        stored = await asyncio.to_thread(self.db.summaries, chat_id)
+        by_key = {(s.level, s.from_id, s.to_id): s for s in stored}
+        ids = [str(i) for i in facts.ids]
+        tree = plan_tree(
+            ids, facts.keys, [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored], 0
+        )
+        nodes = sorted(tree.valid, key=lambda n: (n.level, n.start))
+        index = {(n.level, n.start): k for k, n in enumerate(nodes)}
+        rows = [by_key[n.key(ids)] for n in nodes]
+        texts = [summary_message(r)["content"] for r in rows]
+        counts = self._count_summaries(counter, texts)
+        spans = [
+            Span(n.start, n.end, n.level, counts[k], _children(n, index))
+            for k, n in enumerate(nodes)
+        ]
+        self._spans[chat_id] = (version, spans, rows)
+        return spans, rows
+
+    def _count_summaries(self, counter: Counter, texts: list[str]) -> list[int]:
+        todo = [t for t in texts if f"{counter.name}\x00{t}" not in self._summary_tokens]
+        if todo:
+            for text, n in zip(todo, counter.count(todo), strict=True):
+                # the text, the role "system" and the framing, as prompt_tokens counts them
+                role = counter.count(["system"])[0]
+                self._summary_tokens[f"{counter.name}\x00{text}"] = n + role + PER_MESSAGE
+        return [self._summary_tokens[f"{counter.name}\x00{t}"] for t in texts]
+
+
+def _children(node: Node, index: Mapping[tuple[int, int], int]) -> tuple[int, ...]:
+    return tuple(index[(c.level, c.start)] for c in node.children if (c.level, c.start) in index)
+
+
+def summary_message(summary: Summary) -> dict[str, str]:
+    """How a summary is sent: a system message at its place in time."""
+    kind = {1: "Summary", 2: "Summary"}.get(summary.level, "Key facts")
+    return {
+        "role": "system",
+        "content": (
+            f"[{kind} of {summary.size} earlier messages of this conversation, left out to save "
+            f"room]\n{summary.text}"
+        ),
+    }
+
+
+def _interleave(
+    candidates: Sequence[Mapping[str, Any]],
+    keep: np.ndarray,
+    summaries: Sequence[tuple[Span, Summary]],
+) -> list[dict[str, Any]]:
+    """The kept messages in order, each summary before the first message at or after its
+    start."""
+    out: list[dict[str, Any]] = []
+    queue = sorted(summaries, key=lambda s: s[0].start)
+    q = 0
+    for i, message in enumerate(candidates):
+        while q < len(queue) and queue[q][0].start <= i:
+            out.append(summary_message(queue[q][1]))
+            q += 1
+        if keep[i]:
+            out.append(dict(message))
+    out.extend(summary_message(s[1]) for s in queue[q:])
+    return out
+
+
+def _fixed_costs(counter: Counter, fixed: Fixed) -> dict[str, int]:
+    def cost(messages: Sequence[Mapping[str, Any]]) -> int:
+        if not messages:
+            return 0
+        return prompt_tokens(counter, messages)["messages"] - 3  # the reply's priming, once
+
+    return {
+        "system": cost(fixed.system),
+        "memory": cost(fixed.memory),
+        "knowledge": cost(fixed.knowledge),
+        "tools": prompt_tokens(counter, [], fixed.tools)["tools"] if fixed.tools else 0,
+        "message": prompt_tokens(counter, [{"role": "user", "content": fixed.message}])["total"],
+    }
+
+
+def _weights(settings: Settings) -> Weights:
+    return Weights(
+        recency=settings.importance_recency_weight,
+        semantic=settings.importance_semantic_weight,
+        entity=settings.importance_entity_weight,
+        user=settings.importance_user_weight,
+    )
+
+
+def _record(
+    limit: int,
+    costs: Mapping[str, int],
+    history: int,
+    summaries: int,
+    recent_ids: list[str],
+    relevant_ids: list[str],
+    important_ids: list[str],
+    summary_rows: Sequence[Summary],
+    counter: Counter,
+) -> dict[str, Any]:
+    by_section = {**costs, "history": history, "summaries": summaries}
+    by_section = {k: by_section[k] for k in SECTIONS}
+    return {
+        "budget": {
+            "limit": limit,
+            "used": sum(by_section.values()),
+            "by_section": by_section,
+            "counted_with": counter.name,
+            "exact": counter.exact,
+        },
+        "recent_ids": recent_ids,
+        "relevant_ids": relevant_ids,
+        "important_ids": important_ids,
+        "summaries": [
+            {"from_id": r.from_id, "to_id": r.to_id, "level": r.level} for r in summary_rows
+        ],
+    }

@@ -1,0 +1,240 @@
+"""The background long-memory pass of one chat, run after replies: the text index and the
+summary tree brought up to date, so the next request finds them (it never waits for them).
+
+- **Text index**: messages new or edited since the last pass are indexed, deleted ones removed.
+- **Summaries**: the tree of :mod:`.tree` over the chat's messages, once the chat has
+  ``summarization_threshold`` messages. Stored nodes an edit or a deletion broke are dropped;
+  missing ones are made bottom-up (a node of level 2 from its children's summaries), by the
+  host's fast model when ``summarizer = "llm"`` and one answers, else by the offline picker
+  (:mod:`.extractive`). Nodes are written as they are made, a level at a time, so a long
+  chat's first pass shows progress and a stop loses little.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from smart_context.config import Settings
+from smart_context.events import MEMORY_PROGRESS
+from smart_context.host import LLM, resolve
+from smart_context.memory.db import MemoryDB
+from smart_context.memory.extractive import Line, summarize
+from smart_context.memory.records import Summary
+from smart_context.memory.tree import Node, Stored, plan_tree
+from smart_context.messages import message_text
+from smart_context.paths import ChatId
+from smart_context.topics.extract import reply_text
+from smart_context.vectors.codec import cache_key
+
+if TYPE_CHECKING:
+    from smart_context.services import Services
+
+log = logging.getLogger(__name__)
+
+CAPS = {1: 150, 2: 150}  # most tokens of a summary by level; key facts (3+) take KEY_FACTS_CAP
+KEY_FACTS_CAP = 120
+MIN_TOKENS = 30
+LLM_CALLS_PER_PASS = 20  # a long chat's first pass asks the model for its newest nodes only
+CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class Made:
+    """A summary to store."""
+
+    node: Node
+    text: str
+    source: str
+
+
+async def refresh_memory(services: Services, chat_id: ChatId) -> None:
+    """One pass over the chat (module docstring)."""
+    data = await services.chats.load(chat_id)
+    messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
+    db = services.memory_db
+    await asyncio.to_thread(sync_index, db, chat_id, messages)
+    if len(messages) < services.settings.summarization_threshold:
+        return
+
+    async def progress(done: int, total: int) -> None:
+        payload = {"chat_id": chat_id, "done": done, "total": total, "what": "summaries"}
+        await resolve(services.host.emit(MEMORY_PROGRESS, payload))
+
+    made = await summarize_chat(
+        db, chat_id, messages, services.settings, services.host.llm, progress
+    )
+    if made:
+        services.budget.summary_version[chat_id] = (
+            services.budget.summary_version.get(chat_id, 0) + 1
+        )
+
+
+def sync_index(db: MemoryDB, chat_id: str, messages: Sequence[Mapping[str, Any]]) -> int:
+    """Index what is new or edited, drop what is gone; returns how many messages changed."""
+    indexed = db.indexed_keys(chat_id)
+    current: dict[str, tuple[str, str]] = {}
+    for m in messages:
+        text = message_text(m)
+        current[str(m.get("id"))] = (cache_key(str(m.get("id")), text), text)
+    todo = [(mid, key, text) for mid, (key, text) in current.items() if indexed.get(mid) != key]
+    gone = [mid for mid in indexed if mid not in current]
+    if todo:
+        db.index_messages(chat_id, todo)
+    if gone:
+        db.unindex(chat_id, gone)
+    return len(todo) + len(gone)
+
+
+Progress = Callable[[int, int], Any]
+
+
+async def summarize_chat(
+    db: MemoryDB,
+    chat_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    settings: Settings,
+    llm: LLM | None,
+    progress: Progress | None = None,
+) -> int:
+    """Make the chat's missing summaries and drop the broken ones; returns how many were made."""
+    ids = [str(m.get("id")) for m in messages]
+    keys = [cache_key(i, message_text(m)) for i, m in zip(ids, messages, strict=True)]
+    stored = await asyncio.to_thread(db.summaries, chat_id)
+    rows = [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored]
+    settled = max(len(ids) - settings.recent_messages, 0)
+    tree = await asyncio.to_thread(plan_tree, ids, keys, rows, settled)
+    if tree.invalid:
+        drop = [(s.level, s.from_id, s.to_id) for s in tree.invalid]
+        await asyncio.to_thread(db.drop_summaries, chat_id, drop)
+    if not tree.missing:
+        return 0
+    texts = {(s.level, s.from_id, s.to_id): s.text for s in stored}
+    writer = _Writer(settings, llm)
+    total, done = len(tree.missing), 0
+    for level in sorted({n.level for n in tree.missing}):
+        batch = [n for n in tree.missing if n.level == level]
+        batch.sort(key=lambda n: -n.start)  # the newest first: the model's calls go there
+        out: list[Summary] = []
+        for node in batch:
+            made = await writer.write(node, messages, ids, texts)
+            texts[node.key(ids)] = made.text
+            out.append(_row(chat_id, made, ids, messages))
+        await asyncio.to_thread(db.put_summaries, chat_id, out)
+        done += len(batch)
+        if progress is not None:
+            await progress(done, total)
+    return total
+
+
+class _Writer:
+    """Writes one summary: the model while it answers and has calls left, else the picker."""
+
+    def __init__(self, settings: Settings, llm: LLM | None) -> None:
+        self.settings = settings
+        self.llm = llm if settings.summarizer == "llm" else None
+        self.calls_left = LLM_CALLS_PER_PASS
+
+    async def write(
+        self,
+        node: Node,
+        messages: Sequence[Mapping[str, Any]],
+        ids: Sequence[str],
+        texts: Mapping[tuple[int, str, str], str],
+    ) -> Made:
+        lines = _lines(node, messages, ids, texts)
+        limit = _max_tokens(node, messages, self.settings)
+        if self.llm is not None and self.calls_left > 0:
+            self.calls_left -= 1
+            try:
+                text = await _ask(self.llm, self.settings, lines, limit, node.level)
+                if text:
+                    return Made(node, text, "llm")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a host's model may fail any way: pick instead
+                log.info("Smart Context: summary by the fast model failed (%s); offline", exc)
+                self.llm = None  # do not wait on a failing model for every node of this pass
+        text = await asyncio.to_thread(summarize, lines, limit, node.level >= 3)
+        return Made(node, text, "offline")
+
+
+def _lines(
+    node: Node,
+    messages: Sequence[Mapping[str, Any]],
+    ids: Sequence[str],
+    texts: Mapping[tuple[int, str, str], str],
+) -> list[Line]:
+    """What a node summarises: its messages (a leaf) or its children's summaries."""
+    if node.level == 1 or not node.children:
+        return [
+            Line(str(m.get("role") or "note"), message_text(m))
+            for m in messages[node.start : node.end]
+            if not m.get("notice") and not m.get("error")
+        ]
+    return [Line("summary", texts.get(c.key(ids), "")) for c in node.children]
+
+
+def _max_tokens(node: Node, messages: Sequence[Mapping[str, Any]], settings: Settings) -> int:
+    source = sum(len(message_text(m)) for m in messages[node.start : node.end]) / CHARS_PER_TOKEN
+    if node.level == 1:
+        keep = 1 - settings.compression_detailed
+    elif node.level == 2:
+        keep = 1 - settings.compression_high_level
+    else:
+        keep = 1 - settings.compression_key_facts
+    cap = CAPS.get(node.level, KEY_FACTS_CAP)
+    return int(max(MIN_TOKENS, min(cap, keep * source)))
+
+
+_INSTRUCTIONS = {
+    1: "Summarise this stretch of a conversation in detail: every decision, name, number and "
+    "open question, in short sentences.",
+    2: "Summarise these summaries of a conversation at a high level: what was worked on, what "
+    "was decided, with the names and numbers that matter.",
+}
+_KEY_FACTS = (
+    "List only the key facts of these summaries of a conversation, one per line: decisions, "
+    "names, numbers, dates, preferences. No commentary."
+)
+
+
+async def _ask(llm: LLM, settings: Settings, lines: Sequence[Line], limit: int, level: int) -> str:
+    transcript = "\n".join(f"{line.role}: {line.text}" for line in lines)
+    transcript = transcript[: settings.extraction_max_chars]
+    prompt = [
+        {
+            "role": "system",
+            "content": f"{_INSTRUCTIONS.get(level, _KEY_FACTS)} At most {limit * 3 // 4} words. "
+            "Write only the summary.",
+        },
+        {"role": "user", "content": transcript},
+    ]
+    reply = await asyncio.wait_for(
+        resolve(llm.complete(prompt, category=settings.extraction_category, temperature=0.2)),
+        timeout=settings.extraction_timeout,
+    )
+    text = reply_text(reply).strip()
+    return text[: limit * CHARS_PER_TOKEN * 2]  # a model that rambles is cut, not trusted
+
+
+def _row(
+    chat_id: str, made: Made, ids: Sequence[str], messages: Sequence[Mapping[str, Any]]
+) -> Summary:
+    level, from_id, to_id = made.node.key(ids)
+    return Summary(
+        chat_id=chat_id,
+        level=level,
+        from_id=from_id,
+        to_id=to_id,
+        covers=made.node.covers,
+        size=made.node.end - made.node.start,
+        text=made.text,
+        tokens=len(made.text) // CHARS_PER_TOKEN + 1,
+        source=made.source,
+        created_at=time.time(),
+    )

@@ -1,0 +1,136 @@
+"""The budget's pure choice: what fits, in which order, and never over."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from smart_context.budget.facts import turn_partners
+from smart_context.budget.plan import (
+    IMPORTANT,
+    LEFT_OUT,
+    PINNED,
+    RECENT,
+    RELEVANT,
+    TURN,
+    WHOLE,
+    Budget,
+    Inputs,
+    Span,
+    choose_summaries,
+    plan,
+)
+
+
+def inputs(n: int, tokens: int = 10, **overrides: object) -> Inputs:
+    roles = ["user" if i % 2 == 0 else "assistant" for i in range(n)]
+    values: dict[str, object] = {
+        "tokens": np.full(n, tokens, dtype=np.intp),
+        "pinned": np.zeros(n, dtype=bool),
+        "relevance": np.zeros(n, dtype=np.float32),
+        "importance": np.zeros(n, dtype=np.float32),
+        "partner": turn_partners(roles),
+        "hits": np.zeros(0, dtype=np.intp),
+    }
+    values.update(overrides)
+    return Inputs(**values)  # type: ignore[arg-type]
+
+
+def test_a_history_that_fits_is_sent_whole() -> None:
+    chosen = plan(inputs(20), [], Budget(room=200))
+    assert chosen.whole and (chosen.why == WHOLE).all() and chosen.message_tokens == 200
+
+
+def test_the_last_messages_come_first_then_pinned_then_relevant_with_their_turn() -> None:
+    pinned = np.zeros(100, dtype=bool)
+    pinned[3] = True
+    hits = np.array([41, 60], dtype=np.intp)
+    chosen = plan(inputs(100, pinned=pinned, hits=hits), [], Budget(room=145, recent=10))
+    assert (chosen.why[90:] == RECENT).all()
+    assert chosen.why[3] == PINNED
+    # 41 is an answer: its question (40) comes with it; the budget ends before 60's turn
+    assert chosen.why[41] == RELEVANT and chosen.why[40] == TURN
+    assert chosen.why[60] == RELEVANT and chosen.why[61] == LEFT_OUT
+    assert chosen.message_tokens == 140
+
+
+def test_never_over_the_room_whatever_the_sizes() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 300))
+        tokens = rng.integers(1, 400, n).astype(np.intp)
+        room = int(rng.integers(0, 5000))
+        importance = rng.random(n).astype(np.float32)
+        hits = rng.permutation(n)[: int(rng.integers(0, 20))].astype(np.intp)
+        spans = [Span(0, min(n, 10), 1, int(rng.integers(1, 300)))]
+        pinned = rng.random(n) < 0.05
+        relevance = np.zeros(n, dtype=np.float32)
+        chosen = plan(
+            Inputs(tokens, pinned, relevance, importance, np.full(n, -1, dtype=np.intp), hits),
+            spans,
+            Budget(room=room, recent=int(rng.integers(0, 20))),
+        )
+        assert chosen.message_tokens + chosen.summary_tokens <= max(room, 0) or chosen.whole
+        assert chosen.message_tokens == int(tokens[chosen.keep].sum())
+
+
+def test_the_remaining_room_goes_by_importance_above_the_threshold() -> None:
+    importance = np.zeros(50, dtype=np.float32)
+    importance[[5, 7, 9]] = [0.9, 0.2, 0.5]
+    chosen = plan(
+        inputs(50, importance=importance),
+        [],
+        Budget(room=120, recent=10, importance_threshold=0.3),
+    )
+    assert chosen.why[5] == IMPORTANT and chosen.why[9] == IMPORTANT
+    assert chosen.why[7] == LEFT_OUT  # under the threshold, though room was left
+
+
+def leaf_tree(n_leaves: int, tokens: int = 20) -> list[Span]:
+    """Leaves of 10 messages and parents of 5 leaves over them."""
+    spans = [Span(10 * i, 10 * i + 10, 1, tokens) for i in range(n_leaves)]
+    for p in range(n_leaves // 5):
+        children = tuple(range(5 * p, 5 * p + 5))
+        spans.append(Span(50 * p, 50 * p + 50, 2, tokens, children))
+    return spans
+
+
+def test_summaries_start_coarse_and_get_finer_near_the_present() -> None:
+    spans = leaf_tree(10)  # 100 messages, 2 parents
+    left_out = np.ones(100, dtype=bool)
+    relevance = np.zeros(100, dtype=np.float32)
+    budget = Budget(room=0, detailed_age=50, high_level_age=100)
+    # only the two parents fit
+    assert choose_summaries(spans, left_out, 40, relevance, budget) == [10, 11]
+    # room for the newer parent's leaves: it splits, the older does not (older than 50)
+    chosen = choose_summaries(spans, left_out, 20 + 5 * 20, relevance, budget)
+    assert chosen == [10, 5, 6, 7, 8, 9]
+
+
+def test_summaries_skip_stretches_that_are_sent_and_drop_the_oldest_when_short() -> None:
+    spans = leaf_tree(3)  # three leaves, no parent
+    left_out = np.ones(30, dtype=bool)
+    left_out[10:20] = False  # the middle leaf is sent whole
+    relevance = np.zeros(30, dtype=np.float32)
+    assert choose_summaries(spans, left_out, 100, relevance, Budget(room=0)) == [0, 2]
+    assert choose_summaries(spans, left_out, 25, relevance, Budget(room=0)) == [2]
+
+
+def test_summaries_use_the_room_kept_for_them_and_the_history_what_is_left() -> None:
+    spans = leaf_tree(10, tokens=10)
+    chosen = plan(inputs(100), spans, Budget(room=300, recent=10, summary_share=0.2))
+    assert chosen.summary_tokens > 0 and chosen.summaries
+    assert chosen.message_tokens + chosen.summary_tokens <= 300
+
+
+@pytest.mark.parametrize(
+    "roles,expected",
+    [
+        (["user", "assistant", "user", "assistant"], [1, 0, 3, 2]),
+        (["user", "user", "assistant"], [-1, 2, 1]),
+        (["assistant", "user"], [-1, -1]),
+        ([], []),
+    ],
+)
+def test_turn_partners(roles: list[str], expected: list[int]) -> None:
+    assert turn_partners(roles).tolist() == expected
