@@ -53,6 +53,7 @@ class Services:
         self.remembering: Coalescer[ChatId] = Coalescer(
             lambda chat_id: refresh_memory(self, chat_id)
         )
+        self.budget.on_behind = self.schedule_refresh
         self._embedder = embedder
         self._store: VectorStore | None = None
         self._store_lock = asyncio.Lock()

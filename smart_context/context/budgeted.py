@@ -50,7 +50,7 @@ from smart_context.items.catalog import ItemCatalog
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.records import Summary
 from smart_context.memory.tree import Node, Stored, plan_tree
-from smart_context.messages import History
+from smart_context.messages import History, message_text
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.vectors.ops import Matrix
@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 
 LEXICAL_WEIGHT = 0.3  # BM25's share of relevance, as for items (items/lexical.py)
 LEXICAL_HITS = 200  # messages the text index is asked for
+INDEX_INLINE = 2000  # a request indexes at most this many missing messages itself (~0.2 s)
 REPLY_RESERVE = 0.25  # of a known context window, left for the reply (at most 4,096 tokens)
 SECTIONS = ("system", "memory", "knowledge", "tools", "history", "summaries", "message")
 
@@ -104,6 +105,10 @@ class Budgeter:
         self._spans: dict[ChatId, tuple[Any, list[Span], list[Summary]]] = {}
         self._summary_tokens: dict[str, int] = {}
         self.summary_version: dict[ChatId, int] = {}  # bumped by the background pass
+        # per chat: the message keys known to be in the text index, and the facts generation
+        # they were last compared with
+        self._indexed: dict[ChatId, tuple[tuple[int, int], set[str]]] = {}
+        self.on_behind: Callable[[ChatId], None] | None = None  # asks for the background pass
 
     def facts(self, chat_id: ChatId, counter: Counter) -> MessageFacts:
         key = (chat_id, counter.name)
@@ -140,6 +145,7 @@ class Budgeter:
             kept = [True] * len(candidates)
             record = _record(limit, costs, total, 0, [], [], [], [], counter)
             return Fitted([dict(m) for m in candidates], kept, record)
+        await self._index(chat_id, facts, candidates)
         marks = await asyncio.to_thread(self.db.marks, chat_id)
         pinned_ids = {str(i) for i in sticky_ids} | marks
         ids = [str(i) for i in history.ids]
@@ -177,6 +183,31 @@ class Budgeter:
             counter,
         )
         return Fitted(out, chosen.keep.tolist(), record)
+
+    async def _index(
+        self, chat_id: ChatId, facts: MessageFacts, candidates: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Put the messages the text index lacks into it, when they are few enough to do
+        while the request waits (a chat seen for the first time, or the last reply); a long
+        chat met whole is indexed by the background pass instead, with progress shown."""
+        memo = self._indexed.get(chat_id)
+        if memo is not None and memo[0] == (id(facts), facts.generation):
+            return
+        if memo is None:
+            known = set((await asyncio.to_thread(self.db.indexed_keys, chat_id)).values())
+        else:
+            known = memo[1]
+        todo = [i for i, key in enumerate(facts.keys) if key not in known]
+        if len(todo) > INDEX_INLINE:
+            self._indexed.pop(chat_id, None)  # read again once the pass has indexed them
+            if self.on_behind is not None:
+                self.on_behind(chat_id)
+            return
+        rows = [(str(facts.ids[i]), facts.keys[i], message_text(candidates[i])) for i in todo]
+        if rows:
+            await asyncio.to_thread(self.db.index_messages, chat_id, rows)
+        known.update(facts.keys[i] for i in todo)
+        self._indexed[chat_id] = ((id(facts), facts.generation), known)
 
     async def _relevance(
         self,

@@ -169,9 +169,18 @@ def _parents(
             invalid.append(found[1])
         after = bisect.bisect_right(starts, units[j].start)
         stop = starts[after] if after < len(starts) else None
+        if units[j].level != level - 1:  # a root left lower down: it stays a root
+            out.append(units[j])
+            j += 1
+            continue
         group = []
         k = j
-        while k < len(units) and len(group) < FANOUT and (stop is None or units[k].start < stop):
+        while (
+            k < len(units)
+            and len(group) < FANOUT
+            and units[k].level == level - 1
+            and (stop is None or units[k].start < stop)
+        ):
             group.append(units[k])
             k += 1
         gap_fill = stop is not None and k < len(units) and units[k].start >= stop

@@ -1,0 +1,154 @@
+"""The token budget through the real plugin: a long chat on real files, the fake embedder and
+the real SQLite store. What is sent never passes the budget, keeps the recent, pinned and
+relevant messages, and carries the stored summaries of the rest after the background pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smart_context.budget.tokens import counter_for, prompt_tokens
+from smart_context.memory.db import MemoryDB
+from tests.conftest import Ctx, call, write_chat
+
+SUBJECTS = [
+    "the sourdough starter needs rye flour and a warm kitchen",
+    "the garden beds get tomatoes, basil and a drip line",
+    "the Python parser reads TOML files with tomlkit",
+    "the trip to Lisbon in May needs a hotel near Alfama",
+]
+
+
+def long_chat(n: int) -> list[dict[str, Any]]:
+    messages = []
+    for i in range(n):
+        subject = SUBJECTS[(i // 6) % len(SUBJECTS)]
+        role = "user" if i % 2 == 0 else "assistant"
+        text = f"Message {i} about {subject}. " + "More words about it, and detail. " * 4
+        messages.append({"id": f"m{i:04d}", "role": role, "content": text})
+    if n <= 123:
+        return messages
+    messages[123]["content"] = (
+        "The landlord, Mrs. Okafor, said the lease ends on 14 March and the deposit is 950 euros."
+    )
+    return messages
+
+
+def sent_tokens(ctx: Any) -> int:
+    from smart_context.sidecar.pipeline import PipelineContext, prompt_messages
+
+    pc = PipelineContext(message=ctx.message, original_message=ctx.message, history=ctx.history)
+    tools = ctx.metadata.get("tools") or []
+    return prompt_tokens(counter_for("gpt-4o"), prompt_messages(pc), tools)["total"]
+
+
+@pytest.fixture
+def chat(vault: Path) -> list[dict[str, Any]]:
+    messages = long_chat(400)
+    write_chat(vault, "long", messages)
+    return messages
+
+
+async def test_a_chat_that_fits_is_sent_whole_and_the_record_says_what_it_cost(
+    start: Any, vault: Path
+) -> None:
+    messages = long_chat(20)
+    write_chat(vault, "short", messages)
+    running = await start(settings={"budget_tokens": 8000})
+    ctx = await running.context("short", messages)
+    assert [m["id"] for m in ctx.history] == [m["id"] for m in messages]
+    budget = ctx.metadata["smart_context"]["budget"]
+    assert budget["limit"] == 8000 and 0 < budget["used"] <= 8000
+    assert budget["by_section"]["history"] > 0 and budget["by_section"]["summaries"] == 0
+
+
+async def test_a_long_chat_is_cut_to_the_budget_keeping_recent_and_relevant_turns(
+    start: Any, chat: list[dict[str, Any]]
+) -> None:
+    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o"})
+    ctx = Ctx("long", chat, "When does the lease with Mrs. Okafor end?")
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    record = ctx.metadata["smart_context"]
+    ids = [m.get("id") for m in ctx.history]
+    assert sent_tokens(ctx) <= 2000
+    assert record["budget"]["used"] <= 2000
+    assert ids[-10:] == [m["id"] for m in chat[-10:]]  # the recent ones, in order
+    assert set(record["recent_ids"]) == {m["id"] for m in chat[-10:]}
+    assert "m0123" in ids and "m0123" in record["relevant_ids"]
+    assert "m0122" in ids  # the question before the answer that matched
+    assert len(record["included_ids"]) == len(ids)  # the record names what was sent
+
+
+async def test_pinned_messages_are_sent_and_named(
+    start: Any, vault: Path, chat: list[dict[str, Any]]
+) -> None:
+    MemoryDB(vault).set_mark("long", "m0007", True)
+    running = await start(settings={"budget_tokens": 1500})
+    ctx = await running.context("long", chat)
+    assert "m0007" in [m.get("id") for m in ctx.history]
+    assert ctx.metadata["smart_context"]["important_ids"] == ["m0007"]
+
+
+async def test_after_the_background_pass_summaries_stand_in_for_what_is_left_out(
+    start: Any, vault: Path, chat: list[dict[str, Any]]
+) -> None:
+    running = await start(settings={"budget_tokens": 2500, "summarizer": "offline"})
+
+    await call(running.pm.hook.pipeline_output, ctx=Ctx("long", chat))
+    await running.settle()
+    db = MemoryDB(vault)
+    stored = db.summaries("long")
+    assert stored and {s.level for s in stored} >= {1, 2}
+    assert all(s.text for s in stored if s.level == 1)
+    assert db.search("long", "Okafor lease", 5)[0][0] == "m0123"
+    ctx = await running.context("long", chat)
+    record = ctx.metadata["smart_context"]
+    assert record["summaries"], record["budget"]
+    assert record["budget"]["by_section"]["summaries"] > 0
+    summaries = [m for m in ctx.history if "earlier messages" in m["content"]]
+    assert len(summaries) == len(record["summaries"])
+    assert sent_tokens(ctx) <= 2500
+    progress = [e for e in running.host.events if e[0] == "smart_context.memory_progress"]
+    assert progress and progress[-1][1]["done"] == progress[-1][1]["total"]
+
+
+async def test_an_edited_message_drops_the_summaries_over_it_and_they_are_made_again(
+    start: Any, vault: Path, chat: list[dict[str, Any]]
+) -> None:
+    running = await start(settings={"budget_tokens": 2500, "summarizer": "offline"})
+    services = running.plugin.services
+    assert services is not None
+    from smart_context.memory.refresh import refresh_memory
+    from smart_context.paths import ChatId
+
+    await refresh_memory(services, ChatId("long"))
+    before = {s.key: s.covers for s in MemoryDB(vault).summaries("long")}
+    chat[15]["content"] = "An edited message about something else entirely."
+    write_chat(vault, "long", chat)
+    await refresh_memory(services, ChatId("long"))
+    after = {s.key: s.covers for s in MemoryDB(vault).summaries("long")}
+    changed = {k for k in after if before.get(k) != after[k]}
+    assert changed == {(1, "m0010", "m0019"), (2, "m0000", "m0049"), (3, "m0000", "m0249")}
+
+
+async def test_no_budget_sends_the_history_as_the_topic_rule_leaves_it(
+    start: Any, chat: list[dict[str, Any]]
+) -> None:
+    running = await start(settings={"budget_tokens": 0})
+    ctx = await running.context("long", chat)
+    assert len(ctx.history) == len(chat) and "budget" not in ctx.metadata["smart_context"]
+
+
+async def test_a_broken_database_never_costs_the_reply(
+    start: Any, vault: Path, chat: list[dict[str, Any]]
+) -> None:
+    (vault / ".memory" / "smart_context.sqlite").write_bytes(b"not a database at all" * 100)
+    running = await start(settings={"budget_tokens": 2000})
+    ctx = await running.context("long", chat)
+    assert 10 <= len(ctx.history) < len(chat)
+    assert sent_tokens(ctx) <= 2000
+    assert list((vault / ".memory").glob("smart_context.sqlite.corrupt-*"))
+    json.dumps(ctx.metadata["smart_context"])  # the record stays JSON
