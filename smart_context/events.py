@@ -9,3 +9,5 @@ FILTER_CHANGED = (
 ITEMS_CHANGED = "smart_context.items_changed"  # chat_id, items (the session, CONTRACT §8)
 # chat_id, what ("summaries"), done, total: a long chat's first summaries being made (§9)
 MEMORY_PROGRESS = "smart_context.memory_progress"
+# chat_id (None: every chat), what ("memories", "marks", "direct_messages"), at
+MEMORY_CHANGED = "smart_context.memory_changed"

@@ -6,7 +6,7 @@ so a command behaves the same wherever it is called from.
 
 from __future__ import annotations
 
-from smart_context.commands import items, topics
+from smart_context.commands import items, memory, topics
 from smart_context.commands.guard import Command, Handler, bind
 from smart_context.services import Services
 
@@ -20,6 +20,18 @@ COMMANDS: dict[str, Command] = {
     "smart_context.search_items": items.search_items,
     "smart_context.set_session_settings": items.set_session_settings,
     "smart_context.call_tool": items.call_tool,
+    # long memory (CONTRACT §9)
+    "smart_context.store_memory": memory.store_memory,
+    "smart_context.retrieve_context": memory.retrieve_context,
+    "smart_context.summarize_conversation": memory.summarize_conversation,
+    "smart_context.mark_important": memory.mark_important,
+    "smart_context.forget_context": memory.forget_context,
+    "smart_context.post_direct_message": memory.post_direct_message,
+    "smart_context.list_memories": memory.list_memories,
+    "smart_context.update_memory": memory.update_memory,
+    "smart_context.delete_memory": memory.delete_memory,
+    "smart_context.list_marks": memory.list_marks,
+    "smart_context.list_direct_messages": memory.list_direct_messages,
 }
 
 

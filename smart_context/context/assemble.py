@@ -9,22 +9,29 @@ budget) are built here in that order, each from its own module.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from smart_context.chats import ChatView
-from smart_context.context.budgeted import Fitted, Fixed
+from smart_context.context.budgeted import Fixed, budget_limit
 from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
 from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.items.request import RequestContext, build
 from smart_context.items.selection import chat_limits
+from smart_context.memory.section import MemorySection, memory_section
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
 from smart_context.record import FILTERED, shorter_ids
 from smart_context.services import Services
+
+log = logging.getLogger(__name__)
+
+MEMORY_SHARE = 0.15  # of the budget, at most, for the memory section
+MEMORY_TOKENS = 1500  # ...and without a budget
 
 
 async def assemble(
@@ -69,31 +76,25 @@ async def request_items(
     view = await services.chats.view(chat_id)
     documents, tools = chat_limits(services.settings, view.context_settings)
     request = await build(services.items, services.store, message, documents, view.session, tools)
-    text = request.system_text()
+    memory = await memory_of(services, chat_id, model)
+    text = request.system_text(memory.text)
     system = [{"role": "system", "content": text}] if text else []
     record = decision.record.as_dict()
-    fitted = await _fit(services, chat_id, message, decision, system, request, model, view)
-    if fitted is None:
-        return [*system, *decision.history], request, record
-    kept = np.array(fitted.kept, dtype=bool)
-    if not kept.all():
-        record = _narrowed(record, decision, kept)
-    return [*system, *fitted.history], request, record | fitted.record
-
-
-async def _fit(
-    services: Services,
-    chat_id: ChatId,
-    message: str,
-    decision: Decision,
-    system: list[dict[str, Any]],
-    request: RequestContext,
-    model: str | None,
-    view: ChatView,
-) -> Fitted | None:
-    """The budget over the topic rule's history (``None``: no budget)."""
-    fixed = Fixed(system=system, tools=request.tools(), message=message)
-    return await services.budget.fit(
+    if memory.text:
+        record["memory"] = {
+            "direct_ids": list(memory.direct_ids),
+            "memory_ids": list(memory.memory_ids),
+            "left_out": memory.left_out,
+        }
+    sections = request.sections()
+    fixed = Fixed(
+        system=_as_system(sections.get("rule")),
+        memory=_as_system(memory.text),
+        knowledge=_as_system(sections.get("reference")),
+        tools=request.tools(),
+        message=message,
+    )
+    fitted = await services.budget.fit(
         chat_id,
         decision.history,
         fixed,
@@ -103,6 +104,31 @@ async def _fit(
         [m.get("id") for m in view.sticky],
         summaries=decision.record.mode != FILTERED,
     )
+    if fitted is None:
+        return [*system, *decision.history], request, record
+    kept = np.array(fitted.kept, dtype=bool)
+    if not kept.all():
+        record = _narrowed(record, decision, kept)
+    return [*system, *fitted.history], request, record | fitted.record
+
+
+async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> MemorySection:
+    """The chat's memory section: live direct messages and stored memories, within a share of
+    the budget; a store that cannot be read costs the section, never the request."""
+    db = services.memory_db
+    limit = budget_limit(services.settings, model or services.settings.token_model or None)
+    max_tokens = int(MEMORY_SHARE * limit) if limit else MEMORY_TOKENS
+    try:
+        direct = await asyncio.to_thread(db.live_direct, chat_id)
+        memories = await asyncio.to_thread(db.memories, chat_id)
+    except SmartContextError as exc:
+        log.warning("Smart Context: memory left out of the request: %s", exc)
+        return memory_section((), (), 0)
+    return memory_section(direct, memories, max_tokens)
+
+
+def _as_system(text: str | None) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": text}] if text else []
 
 
 def _narrowed(record: dict[str, Any], decision: Decision, kept: np.ndarray) -> dict[str, Any]:

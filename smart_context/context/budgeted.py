@@ -150,7 +150,7 @@ class Budgeter:
         pinned_ids = {str(i) for i in sticky_ids} | marks
         ids = [str(i) for i in history.ids]
         pinned = np.array([i in pinned_ids for i in ids], dtype=bool)
-        rel = await self._relevance(chat_id, history, ids, fixed.message, store, queries)
+        rel = await self.relevance(chat_id, history, fixed.message, store, queries)
         eligible = np.ones(len(ids), dtype=bool)
         eligible[max(len(ids) - self.settings.recent_messages, 0) :] = False
         hits = top_hits(rel, eligible, self.settings.search_limit, floor=0.0)
@@ -209,17 +209,18 @@ class Budgeter:
         known.update(facts.keys[i] for i in todo)
         self._indexed[chat_id] = ((id(facts), facts.generation), known)
 
-    async def _relevance(
+    async def relevance(
         self,
         chat_id: ChatId,
         history: History,
-        ids: list[str],
         message: str,
         store: Callable[[], Awaitable[VectorStore]] | None,
         queries: Matrix | None,
     ) -> np.ndarray:
-        """Each message's hybrid relevance to ``message``; the embedding part is left out (with
-        a log line) when there is no embedder, the lexical part when the index fails."""
+        """Each message's hybrid relevance to ``message``: cosine from the vectors the chat has
+        (left out, with a log line, when there is no embedder) fused with BM25 from the text
+        index. Nothing is embedded but the message, and only when ``queries`` is not given."""
+        ids = [str(i) for i in history.ids]
         dense = np.zeros(len(ids), dtype=np.float32)
         try:
             if store is not None:

@@ -94,15 +94,21 @@ class RequestContext:
             out.append({"type": "function", "function": function})
         return out
 
-    def system_text(self) -> str:
-        """The rules and references as the model reads them, rules first, by priority."""
-        sections = []
+    def sections(self) -> dict[str, str]:
+        """The rules and the references as the model reads them, each by priority."""
+        out = {}
         for kind, title in SECTION_TITLES.items():
             chosen = sorted((c.item for c in self.items if c.item.type == kind), key=_order)
             if chosen:
                 body = "\n\n".join(f"## {item.name}\n{item.text.strip()}" for item in chosen)
-                sections.append(f"# {title}\n\n{body}")
-        return "\n\n".join(sections)
+                out[kind] = f"# {title}\n\n{body}"
+        return out
+
+    def system_text(self, memory: str = "") -> str:
+        """The system message: rules, then ``memory``, then references (CONTRACT §9's order)."""
+        sections = self.sections()
+        parts = [sections.get("rule", ""), memory, sections.get("reference", "")]
+        return "\n\n".join(p for p in parts if p)
 
 
 async def build(

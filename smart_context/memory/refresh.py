@@ -52,13 +52,14 @@ class Made:
     source: str
 
 
-async def refresh_memory(services: Services, chat_id: ChatId) -> None:
-    """One pass over the chat (module docstring)."""
+async def refresh_memory(services: Services, chat_id: ChatId, force: bool = False) -> None:
+    """One pass over the chat (module docstring); ``force`` summarises a chat under the
+    ``summarization_threshold`` too (the ``summarize_conversation`` command)."""
     data = await services.chats.load(chat_id)
     messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     db = services.memory_db
     await asyncio.to_thread(sync_index, db, chat_id, messages)
-    if len(messages) < services.settings.summarization_threshold:
+    if len(messages) < services.settings.summarization_threshold and not force:
         return
 
     async def progress(done: int, total: int) -> None:
