@@ -270,6 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     items.add_argument("--query", help="also show what agent selection adds for this message")
     items.add_argument("--chat", help="mark the items in this chat's session; use its settings")
     items.add_argument("--json", action="store_true", help="print JSON")
+    mcp = sub.add_parser("mcp", help="serve the vault's long memory as an MCP server (stdio)")
+    mcp.add_argument("vault", type=Path)
     doctor = sub.add_parser("doctor", help="list damaged files and crash leftovers in a vault")
     doctor.add_argument("vault", type=Path)
     serve = sub.add_parser(
@@ -318,6 +320,11 @@ def run_command(args: argparse.Namespace) -> int:
             return run_serve(args)
         if args.command == "doctor":
             return show_doctor(args.vault, sys.stdout)
+        if args.command == "mcp":
+            from smart_context.memory.mcp_server import serve
+
+            asyncio.run(serve(args.vault))
+            return 0
         if args.command == "items":
             chat = None if args.chat is None else check_chat_id(args.chat)
             asyncio.run(show_items(args.vault, args.query, args.json, sys.stdout, chat))
