@@ -146,7 +146,7 @@ class Budgeter:
             record = _record(limit, costs, total, 0, [], [], [], [], counter)
             return Fitted([dict(m) for m in candidates], kept, record)
         await self._index(chat_id, facts, candidates)
-        marks = await asyncio.to_thread(self.db.marks, chat_id)
+        marks: set[str] = await self._read(set(), self.db.marks, chat_id)
         pinned_ids = {str(i) for i in sticky_ids} | marks
         ids = [str(i) for i in history.ids]
         pinned = np.array([i in pinned_ids for i in ids], dtype=bool)
@@ -194,7 +194,7 @@ class Budgeter:
         if memo is not None and memo[0] == (id(facts), facts.generation):
             return
         if memo is None:
-            known = set((await asyncio.to_thread(self.db.indexed_keys, chat_id)).values())
+            known = set((await self._read({}, self.db.indexed_keys, chat_id)).values())
         else:
             known = memo[1]
         todo = [i for i, key in enumerate(facts.keys) if key not in known]
@@ -205,7 +205,7 @@ class Budgeter:
             return
         rows = [(str(facts.ids[i]), facts.keys[i], message_text(candidates[i])) for i in todo]
         if rows:
-            await asyncio.to_thread(self.db.index_messages, chat_id, rows)
+            await self._read(None, self.db.index_messages, chat_id, rows)
         known.update(facts.keys[i] for i in todo)
         self._indexed[chat_id] = ((id(facts), facts.generation), known)
 
@@ -232,7 +232,7 @@ class Budgeter:
         except SmartContextError as exc:
             log.warning("Smart Context: the budget searches by words only: %s", exc)
         lexical = np.zeros(len(ids), dtype=np.float32)
-        found = await asyncio.to_thread(self.db.search, chat_id, message, LEXICAL_HITS)
+        found = await self._read([], self.db.search, chat_id, message, LEXICAL_HITS)
         if found:
             position = {mid: i for i, mid in enumerate(ids)}
             for mid, score in found:
@@ -250,7 +250,7 @@ class Budgeter:
         memo = self._spans.get(chat_id)
         if memo is not None and memo[0] == version:
             return memo[1], memo[2]
-        stored = await asyncio.to_thread(self.db.summaries, chat_id)
+        stored = await self._read([], self.db.summaries, chat_id)
         by_key = {(s.level, s.from_id, s.to_id): s for s in stored}
         ids = [str(i) for i in facts.ids]
         tree = plan_tree(
@@ -267,6 +267,15 @@ class Budgeter:
         ]
         self._spans[chat_id] = (version, spans, rows)
         return spans, rows
+
+    async def _read(self, default: Any, call: Callable[..., Any], *args: Any) -> Any:
+        """A store call off the loop; when the store fails (locked by another process for
+        longer than its timeout, damaged under us) the budget goes on without that part."""
+        try:
+            return await asyncio.to_thread(call, *args)
+        except SmartContextError as exc:
+            log.warning("Smart Context: the memory store failed, the budget goes on: %s", exc)
+            return default
 
     def _count_summaries(self, counter: Counter, texts: list[str]) -> list[int]:
         todo = [t for t in texts if f"{counter.name}\x00{t}" not in self._summary_tokens]

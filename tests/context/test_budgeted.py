@@ -152,3 +152,23 @@ async def test_a_broken_database_never_costs_the_reply(
     assert sent_tokens(ctx) <= 2000
     assert list((vault / ".memory").glob("smart_context.sqlite.corrupt-*"))
     json.dumps(ctx.metadata["smart_context"])  # the record stays JSON
+
+
+async def test_a_store_that_fails_mid_session_costs_only_its_part_of_the_budget(
+    start: Any, chat: list[dict[str, Any]]
+) -> None:
+    from smart_context.errors import MemoryDBError
+
+    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o"})
+    services = running.plugin.services
+    assert services is not None
+
+    def locked(*_: Any) -> Any:
+        raise MemoryDBError("The memory store is locked by another process.")
+
+    for name in ("marks", "search", "summaries", "indexed_keys", "index_messages"):
+        setattr(services.memory_db, name, locked)
+    ctx = Ctx("long", chat, "When does the lease with Mrs. Okafor end?")
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    assert "error" not in ctx.metadata["smart_context"]
+    assert 10 <= len(ctx.history) < len(chat) and sent_tokens(ctx) <= 2000
