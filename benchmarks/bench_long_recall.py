@@ -1,0 +1,175 @@
+"""Does the budget keep what a question about an old part of a long chat needs? (issue 11)
+
+For each generated long chat (``benchmarks/data/long_chats.json``, made by
+``benchmarks/long_chats.py``) and each of its questions about old parts (each labelled with the
+messages that answer it), the question is sent as the current message with the whole chat as
+history, under a budget of 2%, 5%, 10% and 20% of the chat's tokens. The figure is the share of
+answering messages inside what is sent, for:
+
+- ``last N``: the most recent messages that fit (what a plain truncation sends);
+- ``dense only``: messages by cosine similarity to the question, best first, while they fit;
+- ``lexical only``: the same by BM25 (SQLite FTS5);
+- ``smart context``: the plugin's budget with its default settings (recent, pinned, hybrid
+  search with turns, summaries from the offline pass, importance).
+
+Messages are embedded for real by the local model (all-MiniLM-L6-v2 int8), once per chat, as
+the background pass would. Counts use gpt-4o's tokenizer.
+
+    PYTHONPATH=. python benchmarks/bench_long_recall.py [--chats N] [--kinds]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from smart_context.budget.facts import MessageFacts
+from smart_context.budget.tokens import counter_for
+from smart_context.config import Settings
+from smart_context.context.budgeted import Budgeter, Fixed
+from smart_context.items.catalog import ItemCatalog
+from smart_context.memory.db import MemoryDB
+from smart_context.memory.refresh import summarize_chat, sync_index
+from smart_context.messages import History
+from smart_context.paths import ChatId
+from smart_context.store import VectorStore
+
+DATA = Path(__file__).parent / "data" / "long_chats.json"
+MODEL = "gpt-4o"
+SHARES = (0.02, 0.05, 0.10, 0.20)
+METHODS = ("last N", "dense only", "lexical only", "smart context")
+
+
+def load_chats(limit: int | None) -> list[dict[str, Any]]:
+    if DATA.exists():
+        chats = json.loads(DATA.read_text(encoding="utf-8"))
+    else:
+        from benchmarks.long_chats import make_set
+
+        chats = make_set()
+    return list(chats[:limit] if limit else chats)
+
+
+def fill_by_rank(order: Sequence[int], tokens: np.ndarray, room: int) -> set[int]:
+    """Positions taken in ``order`` while they fit in ``room``."""
+    taken, used = set(), 0
+    for i in order:
+        cost = int(tokens[i])
+        if used + cost <= room:
+            taken.add(i)
+            used += cost
+    return taken
+
+
+async def run_chat(
+    chat: dict[str, Any], embedder: Any, settings: Settings
+) -> dict[tuple[str, float], list[float]]:
+    """Recall of every answer set, per (method, share)."""
+    out: dict[tuple[str, float], list[float]] = defaultdict(list)
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp)
+        chat_id = ChatId(chat["id"])
+        messages = chat["messages"]
+        store = VectorStore(vault, embedder)
+        await store.sync_chat(chat_id, messages)
+        db = MemoryDB(vault)
+        sync_index(db, chat_id, messages)
+        await summarize_chat(db, chat_id, messages, settings, None)
+        counter = counter_for(MODEL)
+        facts = MessageFacts(counter)
+        history = History(messages)
+        facts.update(history)
+        total = int(facts.tokens.sum())
+        position = {m["id"]: i for i, m in enumerate(messages)}
+        n = len(messages)
+
+        async def get_store() -> VectorStore:
+            return store
+
+        for question in chat["questions"]:
+            text = question["text"]
+            answers = {position[a] for a in question["answers"] if a in position}
+            queries = await ItemCatalog.query_vectors(store, text)
+            dense = await store.known_scores(chat_id, history, queries)
+            lexical = np.zeros(n, dtype=np.float32)
+            for mid, score in db.search(chat_id, text, n):
+                lexical[position[mid]] = score
+            for share in SHARES:
+                limit = int(share * total)
+                budgeter = Budgeter(Settings(**{**settings.__dict__, "budget_tokens": limit}), db)
+                fitted = await budgeter.fit(
+                    chat_id, messages, Fixed(message=text), MODEL, get_store, queries
+                )
+                assert fitted is not None
+                # the baselines get the history's whole room: the budget less the question
+                room = limit - fitted.record["budget"]["by_section"]["message"]
+                kept = {i for i, k in enumerate(fitted.kept) if k}
+                chosen = {
+                    "last N": fill_by_rank(range(n - 1, -1, -1), facts.tokens, room),
+                    "dense only": fill_by_rank(
+                        np.argsort(-dense, kind="stable"), facts.tokens, room
+                    ),
+                    "lexical only": fill_by_rank(
+                        np.argsort(-lexical, kind="stable"), facts.tokens, room
+                    ),
+                    "smart context": kept,
+                }
+                for method, taken in chosen.items():
+                    out[(method, share)].append(len(answers & taken) / len(answers))
+                    out[(method, share, question.get("kind", "?"))].append(  # type: ignore[index]
+                        len(answers & taken) / len(answers)
+                    )
+        db.close()
+    return out
+
+
+async def main(limit: int | None, kinds: bool) -> None:
+    from smart_context.embeddings.local import LocalMiniLM
+
+    chats = load_chats(limit)
+    embedder = LocalMiniLM.from_package()
+    settings = Settings(token_model=MODEL, summarizer="offline")
+    results: dict[Any, list[float]] = defaultdict(list)
+    start = time.perf_counter()
+    for chat in chats:
+        for key, values in (await run_chat(chat, embedder, settings)).items():
+            results[key].extend(values)
+    questions = sum(len(c["questions"]) for c in chats)
+    messages = sum(len(c["messages"]) for c in chats)
+    print(
+        f"machine: {platform.machine()}, Python {platform.python_version()}; {len(chats)} chats, "
+        f"{messages:,} messages, {questions} questions ({time.perf_counter() - start:.0f} s)"
+    )
+    print("share of answering messages inside the budget (budget = share of the chat's tokens):")
+    print(f"  {'method':<15}" + "".join(f"{f'{s:.0%}':>8}" for s in SHARES))
+    for method in METHODS:
+        row = "".join(f"{statistics.mean(results[(method, s)]):>8.3f}" for s in SHARES)
+        print(f"  {method:<15}{row}")
+    if kinds:
+        found = sorted({k[2] for k in results if len(k) == 3})
+        for kind in found:
+            print(f"questions of kind {kind!r}:")
+            for method in METHODS:
+                row = "".join(
+                    f"{statistics.mean(results[(method, s, kind)]):>8.3f}" for s in SHARES
+                )
+                print(f"  {method:<15}{row}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--chats", type=int, default=None, help="only the first N chats")
+    parser.add_argument("--kinds", action="store_true", help="also per kind of question")
+    args = parser.parse_args()
+    asyncio.run(main(args.chats, args.kinds))
