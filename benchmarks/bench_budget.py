@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from benchmarks.long_chats import make_chat
 
+from benchmarks.long_chats import make_chat
 from smart_context.budget.tokens import counter_for, prompt_tokens
 from smart_context.config import Settings
 from smart_context.context.budgeted import Budgeter, Fixed
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.refresh import summarize_chat, sync_index
+from smart_context.messages import History
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.vectors.ops import Matrix, normalize_rows
@@ -83,23 +84,34 @@ async def measure(chat: dict[str, Any], settings: Settings, rounds: int = 30) ->
         counter = counter_for(MODEL)
         full = prompt_tokens(counter, [*messages, {"role": "user", "content": questions[0]}])
         queries = normalize_rows(np.random.default_rng(5).standard_normal((2, DIM)))
-        times, used = [], []
+        times, reads, used = [], [], []
         for r in range(rounds + 1):
             question = questions[r % len(questions)]
             start = time.perf_counter()
+            history = History(messages)  # the topic rule reads the ids; the budget reuses them
+            read = time.perf_counter() - start
+            start = time.perf_counter()
             fitted = await budgeter.fit(
-                ChatId(chat["id"]), messages, Fixed(message=question), MODEL, get_store, queries
+                ChatId(chat["id"]),
+                messages,
+                Fixed(message=question),
+                MODEL,
+                get_store,
+                queries,
+                history=history,
             )
             elapsed = time.perf_counter() - start
             assert fitted is not None
             if r:  # the first builds the memos: warm requests are what a chat pays
                 times.append(elapsed)
+                reads.append(read)
                 used.append(fitted.record["budget"]["used"])
         budgeter.db.close()
         return {
             "full": full["total"],
             "sent": statistics.median(used),
             "fit_ms": 1000 * statistics.median(times),
+            "read_ms": 1000 * statistics.median(reads),
         }
 
 
@@ -134,18 +146,31 @@ async def summarise_1000(settings: Settings) -> tuple[float, float, int]:
     return elapsed, peak / 2**20, made
 
 
+def chat_of(n: int) -> dict[str, Any]:
+    """A generated chat of ``n`` messages: the generator makes 200 to about 2,500, so a longer
+    one is several of its chats one after the other (ids prefixed by part)."""
+    parts, questions, messages = 0, [], []
+    while len(messages) < n:
+        part = make_chat(min(max(n - len(messages), 200), 2000), seed=1 + parts)
+        messages += [{**m, "id": f"p{parts}-{m['id']}"} for m in part["messages"]]
+        questions += part["questions"]
+        parts += 1
+    return {"id": f"bench-{n}", "messages": messages[:n], "questions": questions}
+
+
 async def main(sizes: Sequence[int]) -> None:
     settings = Settings(budget_tokens=4000, token_model=MODEL, summarizer="offline")
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, budget 4000 tokens")
     baseline = await embed_baseline("When does the lease on the flat end, and who is the landlord?")
     for n in sizes:
-        chat = make_chat(n, seed=1)
+        chat = chat_of(n)
         figures = await measure(chat, settings)
         ratio = f", {figures['fit_ms'] / baseline:.2f}x one message embedding" if baseline else ""
         print(
             f"{n:>6} messages: full history {figures['full']:>8,} tokens, sent "
             f"{figures['sent']:>6,.0f} ({figures['sent'] / figures['full']:.1%}); "
-            f"assembly median {figures['fit_ms']:.1f} ms{ratio}"
+            f"assembly median {figures['fit_ms']:.1f} ms{ratio} (reading the ids: "
+            f"{figures['read_ms']:.1f} ms, shared with the topic rule)"
         )
     if baseline:
         print(f"one embedding of the message by the local model: {baseline:.1f} ms (median)")

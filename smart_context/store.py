@@ -193,7 +193,9 @@ class VectorStore:
             rows, _ = vectors.locate(history)
             found = rows >= 0
             if found.any():
-                best = (vectors.matrix @ queries.T).max(axis=1)  # no copy of the rows
+                # no copy of the rows; einsum: see topics/offline/cluster.py on thin products
+                sims = np.einsum("nd,kd->nk", vectors.matrix, queries, optimize=False)
+                best = sims.max(axis=1)
                 out[found] = best[rows[found]]
         return out
 

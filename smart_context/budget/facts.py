@@ -29,6 +29,8 @@ class MessageFacts:
     def __init__(self, counter: Counter) -> None:
         self.counter = counter
         self.ids: list[Any] = []
+        self.str_ids: list[str] = []  # the ids as text, as the store and the record use them
+        self.position: dict[str, int] = {}  # text id -> its last position
         self.contents: list[Any] = []
         self.keys: list[str] = []
         self.roles: list[str] = []
@@ -53,6 +55,9 @@ class MessageFacts:
         if known == len(ids):
             return
         new = history.messages[known:]
+        fresh = [str(i) for i in ids[known:]]
+        self.position.update(zip(fresh, range(known, len(ids)), strict=True))
+        self.str_ids.extend(fresh)
         texts = [message_text(m) for m in new]
         self.keys.extend(cache_key(str(m.get("id")), t) for m, t in zip(new, texts, strict=True))
         self.roles.extend(str(m.get("role")) for m in new)

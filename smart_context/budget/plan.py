@@ -113,10 +113,11 @@ def plan(inputs: Inputs, spans: Sequence[Span], budget: Budget) -> Plan:
     chosen = choose_summaries(spans, why == LEFT_OUT, summary_room, inputs.relevance, budget)
     summary_tokens = sum(spans[s].tokens for s in chosen)
     filler.room -= summary_tokens
-    order = np.argsort(-inputs.importance, kind="stable")
-    for i in order[inputs.importance[order] >= budget.importance_threshold].tolist():
-        filler.take(i, IMPORTANT)
+    filler.fill(inputs.importance, budget.importance_threshold)
     return Plan(why != LEFT_OUT, why, chosen, filler.used, summary_tokens)
+
+
+SCAN_AFTER_FULL = 256  # once the room is nearly full, how many more candidates are tried
 
 
 class _Filler:
@@ -135,6 +136,21 @@ class _Filler:
         self.used += cost
         self.why[i] = reason
         return True
+
+    def fill(self, scores: Floats, threshold: float) -> None:
+        """Take the messages left out, highest ``scores`` first, while they fit: the run that
+        fits whole is taken at once (a 10,000-message chat is not walked in Python), then the
+        next :data:`SCAN_AFTER_FULL` are tried one by one for the room that is left."""
+        left = np.flatnonzero(self.why == LEFT_OUT)
+        left = left[scores[left] >= threshold]
+        order = left[np.argsort(-scores[left], kind="stable")]
+        spent = np.cumsum(self.tokens[order])
+        fits = int(np.searchsorted(spent, self.room - self.used, side="right"))
+        if fits:
+            self.why[order[:fits]] = IMPORTANT
+            self.used += int(spent[fits - 1])
+        for i in order[fits : fits + SCAN_AFTER_FULL].tolist():
+            self.take(i, IMPORTANT)
 
 
 def choose_summaries(

@@ -103,6 +103,7 @@ async def request_items(
         request.queries,
         [m.get("id") for m in view.sticky],
         summaries=decision.record.mode != FILTERED,
+        history=decision.source,
     )
     if fitted is None:
         return [*system, *decision.history], request, record

@@ -129,15 +129,18 @@ class Budgeter:
         queries: Matrix | None,
         sticky_ids: Sequence[Any] = (),
         summaries: bool = True,
+        history: History | None = None,
     ) -> Fitted | None:
-        """The history within the budget, or ``None`` when there is no budget."""
+        """The history within the budget, or ``None`` when there is no budget. ``history``,
+        when given, is ``candidates`` with its ids already read (the topic rule's)."""
         limit = budget_limit(self.settings, model or self.settings.token_model or None)
         if not limit:
             return None
         counter = counter_for(model or self.settings.token_model or None)
         costs = _fixed_costs(counter, fixed)
         room = max(limit - sum(costs.values()), 0)
-        history = History(candidates)
+        if history is None or len(history) != len(candidates):
+            history = History(candidates)
         facts = self.facts(chat_id, counter)
         facts.update(history)
         total = int(facts.tokens.sum())
@@ -146,16 +149,16 @@ class Budgeter:
             record = _record(limit, costs, total, 0, [], [], [], [], counter)
             return Fitted([dict(m) for m in candidates], kept, record)
         await self._index(chat_id, facts, candidates)
-        marks: set[str] = await self._read(set(), self.db.marks, chat_id)
-        pinned_ids = {str(i) for i in sticky_ids} | marks
-        ids = [str(i) for i in history.ids]
-        pinned = np.array([i in pinned_ids for i in ids], dtype=bool)
-        rel = await self.relevance(chat_id, history, fixed.message, store, queries)
+        pins = asyncio.ensure_future(self._read(set(), self.db.marks, chat_id))
+        rel = await self.relevance(chat_id, history, fixed.message, store, queries, facts.position)
+        marks: set[str] = await pins
+        ids = facts.str_ids
+        marked = _flags(facts.position, marks, len(ids))
+        pinned = marked | _flags(facts.position, {str(i) for i in sticky_ids}, len(ids))
         eligible = np.ones(len(ids), dtype=bool)
         eligible[max(len(ids) - self.settings.recent_messages, 0) :] = False
         hits = top_hits(rel, eligible, self.settings.search_limit, floor=0.0)
         overlap = entity_overlap(entities(fixed.message), facts.entity_index, len(ids))
-        marked = np.array([i in marks for i in ids], dtype=bool)
         scores = importance(rel, overlap, marked, _weights(self.settings))
         hit_relevance = np.zeros_like(rel)
         hit_relevance[hits] = rel[hits]
@@ -216,12 +219,17 @@ class Budgeter:
         message: str,
         store: Callable[[], Awaitable[VectorStore]] | None,
         queries: Matrix | None,
+        position: Mapping[str, int] | None = None,
     ) -> np.ndarray:
         """Each message's hybrid relevance to ``message``: cosine from the vectors the chat has
         (left out, with a log line, when there is no embedder) fused with BM25 from the text
         index. Nothing is embedded but the message, and only when ``queries`` is not given."""
-        ids = [str(i) for i in history.ids]
-        dense = np.zeros(len(ids), dtype=np.float32)
+        # the text search runs in a thread while the vectors are scored here
+        found = asyncio.ensure_future(
+            self._read([], self.db.search, chat_id, message, LEXICAL_HITS)
+        )
+        n = len(history)
+        dense = np.zeros(n, dtype=np.float32)
         try:
             if store is not None:
                 vectors = await store()
@@ -231,11 +239,13 @@ class Budgeter:
                     dense = await vectors.known_scores(chat_id, history, queries)
         except SmartContextError as exc:
             log.warning("Smart Context: the budget searches by words only: %s", exc)
-        lexical = np.zeros(len(ids), dtype=np.float32)
-        found = await self._read([], self.db.search, chat_id, message, LEXICAL_HITS)
-        if found:
-            position = {mid: i for i, mid in enumerate(ids)}
-            for mid, score in found:
+        finally:
+            hits: list[tuple[str, float]] = await found
+        lexical = np.zeros(n, dtype=np.float32)
+        if hits:
+            if position is None:
+                position = {str(mid): i for i, mid in enumerate(history.ids)}
+            for mid, score in hits:
                 i = position.get(mid)
                 if i is not None:
                     lexical[i] = score
@@ -287,6 +297,14 @@ class Budgeter:
         return [self._summary_tokens[f"{counter.name}\x00{t}"] for t in texts]
 
 
+def _flags(position: Mapping[str, int], ids: set[str], n: int) -> np.ndarray:
+    """Which of ``n`` positions hold one of ``ids`` (a few: a lookup each, not a scan)."""
+    out = np.zeros(n, dtype=bool)
+    found = [i for i in map(position.get, ids) if i is not None]
+    out[found] = True
+    return out
+
+
 def _children(node: Node, index: Mapping[tuple[int, int], int]) -> tuple[int, ...]:
     return tuple(index[(c.level, c.start)] for c in node.children if (c.level, c.start) in index)
 
@@ -310,15 +328,14 @@ def _interleave(
 ) -> list[dict[str, Any]]:
     """The kept messages in order, each summary before the first message at or after its
     start."""
-    out: list[dict[str, Any]] = []
     queue = sorted(summaries, key=lambda s: s[0].start)
+    out: list[dict[str, Any]] = []
     q = 0
-    for i, message in enumerate(candidates):
+    for i in np.flatnonzero(keep).tolist():  # the kept few, not every message
         while q < len(queue) and queue[q][0].start <= i:
             out.append(summary_message(queue[q][1]))
             q += 1
-        if keep[i]:
-            out.append(dict(message))
+        out.append(dict(candidates[i]))
     out.extend(summary_message(s[1]) for s in queue[q:])
     return out
 

@@ -29,6 +29,8 @@ class Decision:
     history: list[Any]
     record: ContextRecord
     all_ids: list[Any] = field(default_factory=list)  # the ids the record's lists are over
+    # ``history`` with its ids read, when it is the rule's input unchanged (the budget reuses it)
+    source: History | None = None
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,8 @@ def decide(
         error=selection.error,
     )
     if not active or scores is None or not len(messages):
-        return Decision(candidates, record(FULL), list(all_ids))
+        source = history if not older and positions is None else None
+        return Decision(candidates, record(FULL), list(all_ids), source)
 
     values, keep = scores.values, scores.keep.copy()
     if not keep.any():

@@ -54,6 +54,9 @@ _STOP = frozenset([
 # fmt: on
 
 
+STOP_WORDS = _STOP  # public: other indexes drop the same function words
+
+
 def words(text: str) -> list[str]:
     """``text`` as the words BM25 counts (see the module docstring)."""
     return [w for w in map(_term, _tokens(text)) if w]

@@ -10,20 +10,28 @@ from __future__ import annotations
 import hashlib
 import re
 
+from smart_context.items.lexical import STOP_WORDS
+
 MAX_TOKENS = 32
 MIN_TOKEN_CHARS = 2
 _WORD = re.compile(r"[^\W_]+")
+# the function words BM25 drops for items, and the question words of chat questions
+QUERY_STOP_WORDS = STOP_WORDS | frozenset(
+    ["about", "did", "does", "had", "were", "who", "why", "where", "should", "could", "any"]
+)
 
 
 def query_tokens(text: str) -> list[str]:
     """The distinct lowercase words (letters and digits) of ``text``, in order, at most 32.
 
-    Words under two characters are dropped: they match nearly everything and rank nothing.
+    Words under two characters and English function words ("the", "what", "does") are dropped:
+    they match nearly everything and rank nothing, and in a long chat an OR over them makes
+    FTS5 score most of its rows (32 ms instead of 3 at 10,000 messages).
     """
     seen: dict[str, None] = {}
     for match in _WORD.finditer(text.lower()):
         token = match.group()
-        if len(token) >= MIN_TOKEN_CHARS:
+        if len(token) >= MIN_TOKEN_CHARS and token not in QUERY_STOP_WORDS:
             seen.setdefault(token, None)
             if len(seen) == MAX_TOKENS:
                 break

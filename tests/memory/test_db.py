@@ -435,9 +435,10 @@ def test_a_query_is_reduced_to_its_distinct_words() -> None:
     assert query_tokens("Cat, CAT! a dog_house 42 x") == ["cat", "dog", "house", "42"]
     assert len(query_tokens(" ".join(f"w{i}" for i in range(100)))) == 32
     assert match_expression("c", "?! a") is None
+    assert match_expression("c", "What did the it do?") is None  # function words only
     expression = match_expression("c", 'say "hi" there')
     assert expression is not None
-    assert expression.endswith('AND content : ("say" OR "hi" OR "there")')
+    assert expression.endswith('AND content : ("say" OR "hi")')
 
 
 # -- a whole chat --------------------------------------------------------------------------------
