@@ -34,30 +34,20 @@ def memory_section(
     direct: Sequence[DirectMessage], memories: Sequence[Memory], max_tokens: int
 ) -> MemorySection:
     """The section (module docstring); ``direct`` and ``memories`` in the store's order."""
-    budget = max_tokens * CHARS_PER_TOKEN
-    lines: list[str] = []
-    direct_ids: list[int] = []
-    memory_ids: list[int] = []
-    left_out = 0
-    used = 0
-    for message in direct:
-        source = f" (from {message.source})" if message.source else ""
-        line = f"- Message{source}, priority {message.priority:.1f}: {message.content}"
-        if used + len(line) > budget:
-            left_out += 1
-            continue
-        lines.append(line)
-        direct_ids.append(message.id)
-        used += len(line)
-    remembered: list[str] = []
-    for memory in memories:
-        line = f"- {memory.content}"
-        if used + len(line) > budget:
-            left_out += 1
-            continue
-        remembered.append(line)
-        memory_ids.append(memory.id)
-        used += len(line)
+    room = [max_tokens * CHARS_PER_TOKEN]  # characters left, shared by both lists
+
+    def fit(entries: Sequence[tuple[int, str]]) -> tuple[list[int], list[str]]:
+        ids, lines = [], []
+        for entry_id, line in entries:
+            if len(line) <= room[0]:
+                ids.append(entry_id)
+                lines.append(line)
+                room[0] -= len(line)
+        return ids, lines
+
+    direct_ids, lines = fit([(m.id, _direct_line(m)) for m in direct])
+    memory_ids, remembered = fit([(m.id, f"- {m.content}") for m in memories])
+    left_out = len(direct) + len(memories) - len(direct_ids) - len(memory_ids)
     parts = []
     if lines:
         parts.append("Messages for this conversation:\n" + "\n".join(lines))
@@ -67,3 +57,8 @@ def memory_section(
         parts.append(f"({left_out} more stored, not shown: retrieve_context can find them.)")
     text = f"# {TITLE}\n\n" + "\n\n".join(parts) if lines or remembered else ""
     return MemorySection(text, tuple(direct_ids), tuple(memory_ids), left_out)
+
+
+def _direct_line(message: DirectMessage) -> str:
+    source = f" (from {message.source})" if message.source else ""
+    return f"- Message{source}, priority {message.priority:.1f}: {message.content}"
