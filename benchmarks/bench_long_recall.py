@@ -74,9 +74,9 @@ def fill_by_rank(order: Sequence[int], tokens: np.ndarray, room: int) -> set[int
 
 async def run_chat(
     chat: dict[str, Any], embedder: Any, settings: Settings
-) -> dict[tuple[str, float], list[float]]:
-    """Recall of every answer set, per (method, share)."""
-    out: dict[tuple[str, float], list[float]] = defaultdict(list)
+) -> dict[tuple[Any, ...], list[float]]:
+    """Recall of every answer set, per (method, share) and (method, share, kind)."""
+    out: dict[tuple[Any, ...], list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as tmp:
         vault = Path(tmp)
         chat_id = ChatId(chat["id"])
@@ -125,11 +125,11 @@ async def run_chat(
                     ),
                     "smart context": kept,
                 }
+                kind = question.get("kind", "?")
                 for method, taken in chosen.items():
-                    out[(method, share)].append(len(answers & taken) / len(answers))
-                    out[(method, share, question.get("kind", "?"))].append(  # type: ignore[index]
-                        len(answers & taken) / len(answers)
-                    )
+                    recall = len(answers & taken) / len(answers)
+                    out[(method, share)].append(recall)
+                    out[(method, share, kind)].append(recall)
         db.close()
     return out
 

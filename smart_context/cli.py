@@ -95,9 +95,7 @@ async def show_context(
         prompt: list[dict[str, Any]] = []
         record: dict[str, Any] = {}
         if message is not None:
-            prompt, request, record = await request_items(
-                services, chat_id, message, decision, services.settings.token_model or None
-            )
+            prompt, request, record = await request_items(services, chat_id, message, decision)
     record = decision.record.as_dict() if request is None else record
     if as_json:
         result: dict[str, Any] = {"smart_context": record}

@@ -57,6 +57,13 @@ def test_example_file_documents_every_key_and_is_valid() -> None:
         ({"embed_batch_size": 2.5}, "embed_batch_size"),
         ({"similarity_treshold": 0.3}, "similarity_treshold"),
         ({"openai_base_url": ""}, "openai_base_url"),
+        ({"budget_tokens": -1}, "budget_tokens"),
+        ({"budget_tokens": 4000.5}, "budget_tokens"),
+        ({"summarizer": "gpt"}, "summarizer"),
+        ({"summary_share": 0.95}, "summary_share"),
+        ({"importance_semantic_weight": 2}, "importance_semantic_weight"),
+        ({"compression_key_facts": 1.0}, "compression_key_facts"),
+        ({"token_model": 42}, "token_model"),
     ],
 )
 def test_bad_value_names_the_key(table: dict, key: str) -> None:

@@ -149,3 +149,23 @@ async def test_summarize_conversation_makes_summaries_now(start: Any, vault: Pat
     assert {s["level"] for s in result["summaries"]} == {1}
     assert all(s["source"] == "offline" and s["text"] for s in result["summaries"])
     assert len(result["summaries"]) == 3  # 40 messages, the last 10 are recent
+
+
+async def test_odd_arguments_to_the_panels_memory_commands_are_refused(
+    start: Any, vault: Path
+) -> None:
+    running = await started(start, vault)
+    for name, kwargs in (
+        ("mark_important", {"chat_id": "c1", "message_id": "m2", "important": "yes"}),
+        ("mark_important", {"chat_id": "c1", "message_id": 7}),
+        ("update_memory", {"memory_id": "abc", "content": "x"}),
+        ("update_memory", {"memory_id": True, "content": "x"}),
+        ("delete_memory", {"memory_id": -3}),
+        ("list_memories", {"chat_id": "../../etc"}),
+        ("list_direct_messages", {"chat_id": "a/b"}),
+        ("forget_context", {}),
+    ):
+        result = await running.command(name, **kwargs)
+        assert result["status"] == "error" and result["reason"] == "bad_arguments", (name, kwargs)
+    unknown = await running.command("update_memory", memory_id=999, content="x")
+    assert unknown["status"] == "error" and "999" in unknown["error"]

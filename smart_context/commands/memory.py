@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
+from smart_context.budget.facts import turn_partners
 from smart_context.commands.guard import BadArguments, Result, chat_id_argument
 from smart_context.events import MEMORY_CHANGED
 from smart_context.host import resolve
@@ -20,7 +22,7 @@ from smart_context.items.lexical import LexicalIndex
 from smart_context.memory.records import DirectMessage, Memory
 from smart_context.memory.refresh import refresh_memory, sync_index
 from smart_context.messages import History, message_text
-from smart_context.paths import ChatId
+from smart_context.paths import ChatId, check_chat_id
 from smart_context.services import Services
 from smart_context.shorten import shorten
 
@@ -36,7 +38,6 @@ async def store_memory(
     """Remember ``content`` for one chat (``chat_id``) or for every chat (none given)."""
     chat = _optional_chat(chat_id)
     memory = await _db(
-        services,
         services.memory_db.add_memory,
         content,
         chat,
@@ -61,16 +62,14 @@ async def update_memory(
     services: Services, memory_id: Any = None, content: Any = None, importance: Any = None
 ) -> Result:
     """Edit a stored memory's text or importance."""
-    memory = await _db(
-        services, services.memory_db.update_memory, _memory_id(memory_id), content, importance
-    )
+    memory = await _db(services.memory_db.update_memory, _memory_id(memory_id), content, importance)
     await _changed(services, memory.chat_id, "memories")
     return {"memory": memory_row(memory)}
 
 
 async def delete_memory(services: Services, memory_id: Any = None) -> Result:
     """Delete one stored memory."""
-    deleted = await _db(services, services.memory_db.delete_memory, _memory_id(memory_id))
+    deleted = await _db(services.memory_db.delete_memory, _memory_id(memory_id))
     if not deleted:
         raise BadArguments(f"There is no memory {memory_id}.")
     await _changed(services, None, "memories")
@@ -87,7 +86,7 @@ async def forget_context(
     if chat_id is None or before is None:
         raise BadArguments("Pass memory_id, or chat_id and before (a time).")
     chat = chat_id_argument(services, chat_id)
-    count = await _db(services, services.memory_db.forget, chat, _time(before))
+    count = await _db(services.memory_db.forget, chat, _time(before))
     await _changed(services, chat, "memories")
     return {"forgotten": count}
 
@@ -106,7 +105,7 @@ async def mark_important(
         isinstance(m, dict) and m.get("id") == message_id for m in data.get("messages") or []
     ):
         raise BadArguments(f"Chat {chat} has no message {message_id!r}.")
-    await _db(services, services.memory_db.set_mark, chat, message_id, important)
+    await _db(services.memory_db.set_mark, chat, message_id, important)
     await _changed(services, chat, "marks")
     return {"message_id": message_id, "important": important}
 
@@ -114,7 +113,7 @@ async def mark_important(
 async def list_marks(services: Services, chat_id: Any = None) -> Result:
     """The ids of the chat's pinned messages."""
     chat = chat_id_argument(services, chat_id)
-    return {"important_ids": sorted(await _db(services, services.memory_db.marks, chat))}
+    return {"important_ids": sorted(await _db(services.memory_db.marks, chat))}
 
 
 async def post_direct_message(
@@ -129,7 +128,7 @@ async def post_direct_message(
     memory section by priority until ``ttl_seconds`` pass."""
     chat = chat_id_argument(services, chat_id)
     message = await _db(
-        services, services.memory_db.post_direct, chat, content, priority, ttl_seconds, source
+        services.memory_db.post_direct, chat, content, priority, ttl_seconds, source
     )
     await _changed(services, chat, "direct_messages")
     return {"direct_message": direct_row(message)}
@@ -138,7 +137,7 @@ async def post_direct_message(
 async def list_direct_messages(services: Services, chat_id: Any = None) -> Result:
     """The chat's live direct messages, highest priority first."""
     chat = chat_id_argument(services, chat_id)
-    found = await _db(services, services.memory_db.live_direct, chat)
+    found = await _db(services.memory_db.live_direct, chat)
     return {"direct_messages": [direct_row(m) for m in found]}
 
 
@@ -146,7 +145,7 @@ async def summarize_conversation(services: Services, chat_id: Any = None) -> Res
     """Bring the chat's summaries and text index up to date now; the summaries, oldest first."""
     chat = chat_id_argument(services, chat_id)
     await refresh_memory(services, chat, force=True)
-    stored = await _db(services, services.memory_db.summaries, chat)
+    stored = await _db(services.memory_db.summaries, chat)
     return {
         "summaries": [
             {
@@ -181,9 +180,7 @@ async def retrieve_context(
         else chat_id_argument(services, chat_id)
     )
     db = services.memory_db
-    memories = (
-        await _db(services, db.memories, chat) if chat else await _db(services, db.all_memories)
-    )
+    memories = await _db(db.memories, chat) if chat else await _db(db.all_memories)
     out: dict[str, Any] = {
         "memories": [memory_row(m) for m in _best_memories(memories, query, limit)]
     }
@@ -195,27 +192,13 @@ async def retrieve_context(
 
 
 def memory_row(memory: Memory) -> dict[str, Any]:
-    return {
-        "id": memory.id,
-        "content": memory.content,
-        "chat_id": memory.chat_id,
-        "importance": memory.importance,
-        "source": memory.source,
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-    }
+    """A stored memory as commands answer it: its fields, JSON-ready."""
+    return asdict(memory)
 
 
 def direct_row(message: DirectMessage) -> dict[str, Any]:
-    return {
-        "id": message.id,
-        "chat_id": message.chat_id,
-        "content": message.content,
-        "priority": message.priority,
-        "source": message.source,
-        "created_at": message.created_at,
-        "expires_at": message.expires_at,
-    }
+    """A direct message as commands answer it: its fields, JSON-ready."""
+    return asdict(message)
 
 
 def _best_memories(memories: list[Memory], query: str, limit: int) -> list[Memory]:
@@ -238,8 +221,9 @@ async def _best_messages(
     await asyncio.to_thread(sync_index, services.memory_db, chat, messages)
     history = History(messages)
     scores = await services.budget.relevance(chat, history, query, services.store, None)
-    best = np.argsort(-scores, kind="stable")[:limit].tolist()
-    chosen = sorted({j for i in best if scores[i] > 0 for j in _turn(messages, i)})
+    best = [i for i in np.argsort(-scores, kind="stable")[:limit].tolist() if scores[i] > 0]
+    partner = turn_partners([str(m.get("role")) for m in messages])
+    chosen = sorted({*best, *(int(partner[i]) for i in best if partner[i] >= 0)})
     return [
         {
             "id": messages[i].get("id"),
@@ -251,18 +235,7 @@ async def _best_messages(
     ]
 
 
-def _turn(messages: list[dict[str, Any]], i: int) -> list[int]:
-    role = messages[i].get("role")
-    if role == "assistant" and i > 0 and messages[i - 1].get("role") == "user":
-        return [i - 1, i]
-    if role == "user" and i + 1 < len(messages) and messages[i + 1].get("role") == "assistant":
-        return [i, i + 1]
-    return [i]
-
-
 def _optional_chat(chat_id: Any) -> ChatId | None:
-    from smart_context.paths import check_chat_id
-
     return None if chat_id is None or chat_id == "" else check_chat_id(chat_id)
 
 
@@ -283,7 +256,7 @@ def _time(value: Any) -> float:
     raise BadArguments("before must be a time: epoch seconds or ISO 8601 (2026-11-23T10:00).")
 
 
-async def _db(services: Services, call: Any, *args: Any) -> Any:
+async def _db(call: Any, *args: Any) -> Any:
     """A store call off the event loop; its refusal of a value is the caller's bad argument."""
     try:
         return await asyncio.to_thread(call, *args)

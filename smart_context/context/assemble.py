@@ -117,7 +117,7 @@ async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> M
     """The chat's memory section: live direct messages and stored memories, within a share of
     the budget; a store that cannot be read costs the section, never the request."""
     db = services.memory_db
-    limit = budget_limit(services.settings, model or services.settings.token_model or None)
+    limit = budget_limit(services.settings, model)
     max_tokens = int(MEMORY_SHARE * limit) if limit else MEMORY_TOKENS
     try:
         direct = await asyncio.to_thread(db.live_direct, chat_id)

@@ -39,6 +39,7 @@ from smart_context.budget.plan import (
 )
 from smart_context.budget.tokens import (
     PER_MESSAGE,
+    PER_REPLY,
     Counter,
     context_window,
     counter_for,
@@ -60,6 +61,8 @@ log = logging.getLogger(__name__)
 LEXICAL_WEIGHT = 0.3  # BM25's share of relevance, as for items (items/lexical.py)
 LEXICAL_HITS = 200  # messages the text index is asked for
 INDEX_INLINE = 2000  # a request indexes at most this many missing messages itself (~0.2 s)
+MAX_CHATS = 64  # chats whose facts, spans and index state are kept in memory
+MAX_COUNTED = 50_000  # summary texts whose token counts are kept
 REPLY_RESERVE = 0.25  # of a known context window, left for the reply (at most 4,096 tokens)
 SECTIONS = ("system", "memory", "knowledge", "tools", "history", "summaries", "message")
 
@@ -85,11 +88,16 @@ class Fitted:
     record: dict[str, Any] = field(default_factory=dict)
 
 
+def chat_model(settings: Settings, model: str | None) -> str | None:
+    """The chat model to count for: the host's word, else the ``token_model`` setting."""
+    return model or settings.token_model or None
+
+
 def budget_limit(settings: Settings, model: str | None) -> int:
     """The request's budget: ``budget_tokens``, within the model's window less the reply's room
-    when the window is known; 0 when there is no budget."""
+    when the window is known; 0 when there is no budget. ``model``: the host's word."""
     limit = settings.budget_tokens
-    window = context_window(model)
+    window = context_window(chat_model(settings, model))
     if limit and window:
         limit = min(limit, window - min(4096, int(window * REPLY_RESERVE)))
     return limit
@@ -114,8 +122,10 @@ class Budgeter:
         key = (chat_id, counter.name)
         found = self._facts.get(key)
         if found is None:
-            if len(self._facts) > 64:  # a long-running sidecar visits many chats
+            if len(self._facts) > MAX_CHATS:  # a long-running sidecar visits many chats
                 self._facts.clear()
+                self._spans.clear()
+                self._indexed.clear()
             found = self._facts[key] = MessageFacts(counter)
         return found
 
@@ -133,10 +143,10 @@ class Budgeter:
     ) -> Fitted | None:
         """The history within the budget, or ``None`` when there is no budget. ``history``,
         when given, is ``candidates`` with its ids already read (the topic rule's)."""
-        limit = budget_limit(self.settings, model or self.settings.token_model or None)
+        limit = budget_limit(self.settings, model)
         if not limit:
             return None
-        counter = counter_for(model or self.settings.token_model or None)
+        counter = counter_for(chat_model(self.settings, model))
         costs = _fixed_costs(counter, fixed)
         room = max(limit - sum(costs.values()), 0)
         if history is None or len(history) != len(candidates):
@@ -149,7 +159,7 @@ class Budgeter:
             record = _record(limit, costs, total, 0, [], [], [], [], counter)
             return Fitted([dict(m) for m in candidates], kept, record)
         await self._index(chat_id, facts, candidates)
-        pins = asyncio.ensure_future(self._read(set(), self.db.marks, chat_id))
+        pins = asyncio.ensure_future(self._guarded(set(), self.db.marks, chat_id))
         rel = await self.relevance(chat_id, history, fixed.message, store, queries, facts.position)
         marks: set[str] = await pins
         ids = facts.str_ids
@@ -197,7 +207,7 @@ class Budgeter:
         if memo is not None and memo[0] == (id(facts), facts.generation):
             return
         if memo is None:
-            known = set((await self._read({}, self.db.indexed_keys, chat_id)).values())
+            known = set((await self._guarded({}, self.db.indexed_keys, chat_id)).values())
         else:
             known = memo[1]
         todo = [i for i, key in enumerate(facts.keys) if key not in known]
@@ -206,9 +216,10 @@ class Budgeter:
             if self.on_behind is not None:
                 self.on_behind(chat_id)
             return
-        rows = [(str(facts.ids[i]), facts.keys[i], message_text(candidates[i])) for i in todo]
-        if rows:
-            await self._read(None, self.db.index_messages, chat_id, rows)
+        rows = [(facts.str_ids[i], facts.keys[i], message_text(candidates[i])) for i in todo]
+        if rows and not await self._guarded(False, _index_rows, self.db, chat_id, rows):
+            self._indexed.pop(chat_id, None)  # not written: the next request tries again
+            return
         known.update(facts.keys[i] for i in todo)
         self._indexed[chat_id] = ((id(facts), facts.generation), known)
 
@@ -226,7 +237,7 @@ class Budgeter:
         index. Nothing is embedded but the message, and only when ``queries`` is not given."""
         # the text search runs in a thread while the vectors are scored here
         found = asyncio.ensure_future(
-            self._read([], self.db.search, chat_id, message, LEXICAL_HITS)
+            self._guarded([], self.db.search, chat_id, message, LEXICAL_HITS)
         )
         n = len(history)
         dense = np.zeros(n, dtype=np.float32)
@@ -260,7 +271,7 @@ class Budgeter:
         memo = self._spans.get(chat_id)
         if memo is not None and memo[0] == version:
             return memo[1], memo[2]
-        stored = await self._read([], self.db.summaries, chat_id)
+        stored = await self._guarded([], self.db.summaries, chat_id)
         by_key = {(s.level, s.from_id, s.to_id): s for s in stored}
         ids = [str(i) for i in facts.ids]
         tree = plan_tree(
@@ -278,7 +289,7 @@ class Budgeter:
         self._spans[chat_id] = (version, spans, rows)
         return spans, rows
 
-    async def _read(self, default: Any, call: Callable[..., Any], *args: Any) -> Any:
+    async def _guarded(self, default: Any, call: Callable[..., Any], *args: Any) -> Any:
         """A store call off the loop; when the store fails (locked by another process for
         longer than its timeout, damaged under us) the budget goes on without that part."""
         try:
@@ -288,13 +299,22 @@ class Budgeter:
             return default
 
     def _count_summaries(self, counter: Counter, texts: list[str]) -> list[int]:
-        todo = [t for t in texts if f"{counter.name}\x00{t}" not in self._summary_tokens]
+        """What each summary message costs, counted once per text and counter."""
+        if len(self._summary_tokens) > MAX_COUNTED:
+            self._summary_tokens.clear()  # counting a summary again is cheap
+        keys = [f"{counter.name}\x00{t}" for t in texts]
+        todo = [t for t, k in zip(texts, keys, strict=True) if k not in self._summary_tokens]
         if todo:
+            # the text, the role "system" and the framing, as prompt_tokens counts them
+            role = counter.count(["system"])[0]
             for text, n in zip(todo, counter.count(todo), strict=True):
-                # the text, the role "system" and the framing, as prompt_tokens counts them
-                role = counter.count(["system"])[0]
                 self._summary_tokens[f"{counter.name}\x00{text}"] = n + role + PER_MESSAGE
-        return [self._summary_tokens[f"{counter.name}\x00{t}"] for t in texts]
+        return [self._summary_tokens[k] for k in keys]
+
+
+def _index_rows(db: MemoryDB, chat_id: str, rows: list[tuple[str, str, str]]) -> bool:
+    db.index_messages(chat_id, rows)
+    return True
 
 
 def _flags(position: Mapping[str, int], ids: set[str], n: int) -> np.ndarray:
@@ -311,7 +331,7 @@ def _children(node: Node, index: Mapping[tuple[int, int], int]) -> tuple[int, ..
 
 def summary_message(summary: Summary) -> dict[str, str]:
     """How a summary is sent: a system message at its place in time."""
-    kind = {1: "Summary", 2: "Summary"}.get(summary.level, "Key facts")
+    kind = "Summary" if summary.level <= 2 else "Key facts"  # seed 003: key facts beyond 100
     return {
         "role": "system",
         "content": (
@@ -344,7 +364,8 @@ def _fixed_costs(counter: Counter, fixed: Fixed) -> dict[str, int]:
     def cost(messages: Sequence[Mapping[str, Any]]) -> int:
         if not messages:
             return 0
-        return prompt_tokens(counter, messages)["messages"] - 3  # the reply's priming, once
+        # the reply's priming is counted once, with the message
+        return prompt_tokens(counter, messages)["messages"] - PER_REPLY
 
     return {
         "system": cost(fixed.system),

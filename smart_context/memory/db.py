@@ -149,14 +149,11 @@ class MemoryDB:
         importance = check_fraction("importance", importance)
         source = check_source(source)
         stamp = time.time() if now is None else now
-        with self._write() as conn:
-            cursor = conn.execute(
-                "INSERT INTO memories (content, chat_id, importance, source, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (content, chat_id, importance, source, stamp, stamp),
-            )
-            assert cursor.lastrowid is not None
-            memory_id = cursor.lastrowid
+        memory_id = self._insert(
+            "INSERT INTO memories (content, chat_id, importance, source, created_at, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (content, chat_id, importance, source, stamp, stamp),
+        )
         return Memory(memory_id, content, chat_id, importance, source, stamp, stamp)
 
     def memories(self, chat_id: str | None = None, include_global: bool = True) -> list[Memory]:
@@ -238,15 +235,12 @@ class MemoryDB:
         source = None if source is None else check_source(source)
         stamp = time.time() if now is None else now
         expires_at = None if ttl is None else stamp + ttl
-        with self._write() as conn:
-            conn.execute("DELETE FROM direct_messages WHERE expires_at <= ?", (stamp,))
-            cursor = conn.execute(
-                "INSERT INTO direct_messages (chat_id, content, priority, source, created_at, "
-                "expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (chat_id, content, priority, source, stamp, expires_at),
-            )
-            assert cursor.lastrowid is not None
-            message_id = cursor.lastrowid
+        message_id = self._insert(
+            "INSERT INTO direct_messages (chat_id, content, priority, source, created_at, "
+            "expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (chat_id, content, priority, source, stamp, expires_at),
+            ("DELETE FROM direct_messages WHERE expires_at <= ?", (stamp,)),
+        )
         return DirectMessage(message_id, chat_id, content, priority, source, stamp, expires_at)
 
     def live_direct(self, chat_id: str, now: float | None = None) -> list[DirectMessage]:
@@ -322,6 +316,20 @@ class MemoryDB:
                 conn.execute(f"DELETE FROM {table} WHERE chat_id = ?", (chat_id,))  # noqa: S608
 
     # -- connection ---------------------------------------------------------------------------
+
+    def _insert(
+        self,
+        sql: str,
+        args: tuple[Any, ...],
+        before: tuple[str, tuple[Any, ...]] | None = None,
+    ) -> int:
+        """Insert one row (after the statement ``before``, in the same transaction); its id."""
+        with self._write() as conn:
+            if before is not None:
+                conn.execute(*before)
+            cursor = conn.execute(sql, args)
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
 
     def _connection(self) -> sqlite3.Connection:
         """The open connection, opening the file on first use (the caller holds the lock)."""

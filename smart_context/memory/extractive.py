@@ -21,16 +21,16 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from smart_context.budget.importance import entities
+from smart_context.budget.tokens import CHARS_PER_TOKEN
 from smart_context.items.lexical import words
 from smart_context.topics.offline.talk import is_small_talk
 
-CHARS_PER_TOKEN = 4
+CHARS = int(CHARS_PER_TOKEN)  # the estimate's characters per token
+
 MAX_SENTENCE_WORDS = 40  # a longer sentence is cut: a summary line is a line
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+")
 _CODE = re.compile(r"```.*?(?:```|$)", re.S)
-_NUMBER = re.compile(r"\b\d[\d.,:/%-]*\b")
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
-_IDENT = re.compile(r"\b\w+(?:[._]\w+)+\b|\b[a-z]+[A-Z]\w*\b")
 _DECISION = re.compile(
     r"\b(?:decided|settled|chose|chosen|agreed|picked|went with|we'?ll use|use|booked|"
     r"bought|ordered|replaced|fixed|set (?:it )?to|is called|named|costs?|deadline|due)\b",
@@ -66,7 +66,7 @@ def summarize(lines: Sequence[Line], max_tokens: int, facts_only: bool = False) 
         if score > 0:
             scored.append((score, order, role, sentence))
     scored.sort(key=lambda s: (-s[0], s[1]))
-    budget = max_tokens * CHARS_PER_TOKEN
+    budget = max_tokens * CHARS
     chosen: list[tuple[int, str, str]] = []
     used = 0
     for _, order, role, sentence in scored:
@@ -96,11 +96,7 @@ def _sentences(text: str) -> list[str]:
 def _score(
     sentence: str, bag: set[str], counts: Counter[str], role: str, facts_only: bool
 ) -> float:
-    facts = (
-        len(_NUMBER.findall(sentence))
-        + len(_NAME.findall(sentence))
-        + len(_IDENT.findall(sentence))
-    )
+    facts = len(entities(sentence))  # the names, numbers and identifiers importance counts
     if facts_only and not facts:
         return 0.0
     if not bag:

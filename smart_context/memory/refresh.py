@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from smart_context.budget.tokens import CHARS_PER_TOKEN
 from smart_context.config import Settings
 from smart_context.events import MEMORY_PROGRESS
 from smart_context.host import LLM, resolve
@@ -31,6 +32,8 @@ from smart_context.paths import ChatId
 from smart_context.topics.extract import reply_text
 from smart_context.vectors.codec import cache_key
 
+CHARS = int(CHARS_PER_TOKEN)  # the estimate's characters per token
+
 if TYPE_CHECKING:
     from smart_context.services import Services
 
@@ -40,7 +43,6 @@ CAPS = {1: 150, 2: 150}  # most tokens of a summary by level; key facts (3+) tak
 KEY_FACTS_CAP = 120
 MIN_TOKENS = 30
 LLM_CALLS_PER_PASS = 20  # a long chat's first pass asks the model for its newest nodes only
-CHARS_PER_TOKEN = 4
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,8 @@ async def refresh_memory(services: Services, chat_id: ChatId, force: bool = Fals
     data = await services.chats.load(chat_id)
     messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     db = services.memory_db
-    await asyncio.to_thread(sync_index, db, chat_id, messages)
+    keyed = await asyncio.to_thread(message_keys, messages)  # hashed once for both parts
+    await asyncio.to_thread(sync_index, db, chat_id, messages, keyed)
     if len(messages) < services.settings.summarization_threshold and not force:
         return
 
@@ -67,7 +70,7 @@ async def refresh_memory(services: Services, chat_id: ChatId, force: bool = Fals
         await resolve(services.host.emit(MEMORY_PROGRESS, payload))
 
     made = await summarize_chat(
-        db, chat_id, messages, services.settings, services.host.llm, progress
+        db, chat_id, messages, services.settings, services.host.llm, progress, keyed
     )
     if made:
         services.budget.summary_version[chat_id] = (
@@ -75,14 +78,28 @@ async def refresh_memory(services: Services, chat_id: ChatId, force: bool = Fals
         )
 
 
-def sync_index(db: MemoryDB, chat_id: str, messages: Sequence[Mapping[str, Any]]) -> int:
+Keyed = tuple[list[str], list[str]]  # the messages' ids as text, and their content keys
+
+
+def message_keys(messages: Sequence[Mapping[str, Any]]) -> Keyed:
+    """Each message's id as text and its key (``{id}:{content hash}``, CONTRACT §2)."""
+    ids = [str(m.get("id")) for m in messages]
+    return ids, [cache_key(i, message_text(m)) for i, m in zip(ids, messages, strict=True)]
+
+
+def sync_index(
+    db: MemoryDB,
+    chat_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    keyed: Keyed | None = None,
+) -> int:
     """Index what is new or edited, drop what is gone; returns how many messages changed."""
+    ids, keys = keyed or message_keys(messages)
     indexed = db.indexed_keys(chat_id)
-    current: dict[str, tuple[str, str]] = {}
-    for m in messages:
-        text = message_text(m)
-        current[str(m.get("id"))] = (cache_key(str(m.get("id")), text), text)
-    todo = [(mid, key, text) for mid, (key, text) in current.items() if indexed.get(mid) != key]
+    current = {mid: (key, m) for mid, key, m in zip(ids, keys, messages, strict=True)}
+    todo = [
+        (mid, key, message_text(m)) for mid, (key, m) in current.items() if indexed.get(mid) != key
+    ]
     gone = [mid for mid in indexed if mid not in current]
     if todo:
         db.index_messages(chat_id, todo)
@@ -101,10 +118,12 @@ async def summarize_chat(
     settings: Settings,
     llm: LLM | None,
     progress: Progress | None = None,
+    keyed: Keyed | None = None,
 ) -> int:
     """Make the chat's missing summaries and drop the broken ones; returns how many were made."""
-    ids = [str(m.get("id")) for m in messages]
-    keys = [cache_key(i, message_text(m)) for i, m in zip(ids, messages, strict=True)]
+    if keyed is None:
+        keyed = await asyncio.to_thread(message_keys, messages)
+    ids, keys = keyed
     stored = await asyncio.to_thread(db.summaries, chat_id)
     rows = [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored]
     settled = max(len(ids) - settings.recent_messages, 0)
@@ -181,7 +200,7 @@ def _lines(
 
 
 def _max_tokens(node: Node, messages: Sequence[Mapping[str, Any]], settings: Settings) -> int:
-    source = sum(len(message_text(m)) for m in messages[node.start : node.end]) / CHARS_PER_TOKEN
+    source = sum(len(message_text(m)) for m in messages[node.start : node.end]) / CHARS
     if node.level == 1:
         keep = 1 - settings.compression_detailed
     elif node.level == 2:
@@ -220,7 +239,7 @@ async def _ask(llm: LLM, settings: Settings, lines: Sequence[Line], limit: int, 
         timeout=settings.extraction_timeout,
     )
     text = reply_text(reply).strip()
-    return text[: limit * CHARS_PER_TOKEN * 2]  # a model that rambles is cut, not trusted
+    return text[: limit * CHARS * 2]  # a model that rambles is cut, not trusted
 
 
 def _row(
@@ -235,7 +254,7 @@ def _row(
         covers=made.node.covers,
         size=made.node.end - made.node.start,
         text=made.text,
-        tokens=len(made.text) // CHARS_PER_TOKEN + 1,
+        tokens=len(made.text) // CHARS + 1,
         source=made.source,
         created_at=time.time(),
     )

@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from smart_context.budget.tokens import CHARS_PER_TOKEN
 from smart_context.memory.records import DirectMessage, Memory
 
-CHARS_PER_TOKEN = 4
+CHARS = int(CHARS_PER_TOKEN)  # the estimate's characters per token
+
 TITLE = "Memory"
 
 
@@ -34,7 +36,7 @@ def memory_section(
     direct: Sequence[DirectMessage], memories: Sequence[Memory], max_tokens: int
 ) -> MemorySection:
     """The section (module docstring); ``direct`` and ``memories`` in the store's order."""
-    room = [max_tokens * CHARS_PER_TOKEN]  # characters left, shared by both lists
+    room = [max_tokens * CHARS]  # characters left, shared by both lists
 
     def fit(entries: Sequence[tuple[int, str]]) -> tuple[list[int], list[str]]:
         ids, lines = [], []

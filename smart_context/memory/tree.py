@@ -61,10 +61,6 @@ class Tree:
     missing: list[Node]
     invalid: list[Stored]
 
-    @property
-    def nodes(self) -> list[Node]:
-        return sorted([*self.valid, *self.missing], key=lambda n: (n.level, n.start))
-
 
 def covers(keys: Sequence[str], start: int, end: int) -> str:
     """The hash of the message keys at ``start``..``end - 1``."""

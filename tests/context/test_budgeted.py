@@ -172,3 +172,18 @@ async def test_a_store_that_fails_mid_session_costs_only_its_part_of_the_budget(
     await call(running.pm.hook.pipeline_context, ctx=ctx)
     assert "error" not in ctx.metadata["smart_context"]
     assert 10 <= len(ctx.history) < len(chat) and sent_tokens(ctx) <= 2000
+
+
+def test_summary_counts_are_kept_within_bounds(
+    monkeypatch: pytest.MonkeyPatch, vault: Path
+) -> None:
+    from smart_context.config import Settings
+    from smart_context.context import budgeted
+
+    monkeypatch.setattr(budgeted, "MAX_COUNTED", 3)
+    budgeter = budgeted.Budgeter(Settings(), MemoryDB(vault))
+    counter = counter_for("gpt-4o")
+    texts = [f"summary number {i}" for i in range(5)]
+    first = budgeter._count_summaries(counter, texts)
+    again = budgeter._count_summaries(counter, texts)  # over the bound: counted afresh, same
+    assert first == again and all(n > 3 for n in first)
