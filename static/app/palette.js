@@ -35,7 +35,11 @@ export class Palette {
       if (event.target === dialog) this.close();
     });
     dialog.addEventListener("close", () => {
-      if (this.opener && this.opener.isConnected) this.opener.focus();
+      // "close" comes a task later: focus the opener only if nothing took the focus meanwhile
+      // (typing into the composer right after Escape must not land on the opener instead).
+      const now = document.activeElement;
+      const free = !now || now === document.body || dialog.contains(now);
+      if (free && this.opener && this.opener.isConnected) this.opener.focus();
     });
   }
 

@@ -228,6 +228,33 @@ def test_send_streams_reply_and_view_context_shows_the_record(
     shot(page, "reply-error")
 
 
+def test_closing_the_palette_never_takes_the_focus_back_from_what_took_it_meanwhile(
+    site: Site, open_page: OpenPage
+) -> None:
+    """The palette's "close" event comes a task after Escape: the CSP test once typed into the
+    composer right then, and Enter went to the topic bubble the palette was opened from."""
+    page = open_page(f"{site['base']}/?chat=hostile")
+    wait_messages(page, 31)
+    opener = bubble(page, site["hostile"])
+    opener.focus()
+    page.keyboard.press("Control+k")
+    expect(page.locator("#palette")).to_be_visible()
+    # close and focus the composer in one task, before the dialog's "close" event runs
+    page.evaluate(
+        """() => {
+          document.getElementById("palette").close();
+          document.getElementById("composer-input").focus();
+        }"""
+    )
+    page.wait_for_timeout(100)  # the "close" event has run by now
+    expect(page.locator("#composer-input")).to_be_focused()
+    # with nothing focused meanwhile, the opener gets the focus back as before
+    opener.focus()
+    page.keyboard.press("Control+k")
+    page.keyboard.press("Escape")
+    expect(opener).to_be_focused()
+
+
 def test_palette_filters_by_topic_and_hostile_labels_stay_text(
     site: Site, open_page: OpenPage
 ) -> None:
