@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Set
+from collections.abc import Sequence, Set
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -257,12 +257,20 @@ async def _best_messages(
     history = History(messages)
     scores = await services.budget.relevance(chat, history, query, services.store, None)
     allowed = np.array([among is None or m.get("id") in among for m in messages], dtype=bool)
+    chosen = look_back_hits(scores, [str(m.get("role")) for m in messages], limit, allowed)
+    return [_message_row(messages[i], float(scores[i])) for i in chosen]
+
+
+def look_back_hits(
+    scores: np.ndarray, roles: Sequence[str], limit: int, allowed: np.ndarray
+) -> list[int]:
+    """Positions a look back returns, in order of time: the ``limit`` best-scoring messages
+    among ``allowed`` (score above 0), each with the other half of its turn when allowed."""
     scores = np.where(allowed, scores, 0.0)
     best = [i for i in np.argsort(-scores, kind="stable")[:limit].tolist() if scores[i] > 0]
-    partner = turn_partners([str(m.get("role")) for m in messages])
+    partner = turn_partners(roles)
     partners = (int(partner[i]) for i in best if partner[i] >= 0)
-    chosen = sorted({*best, *(i for i in partners if allowed[i])})
-    return [_message_row(messages[i], float(scores[i])) for i in chosen]
+    return sorted({*best, *(i for i in partners if allowed[i])})
 
 
 def _message_row(message: Message, score: float) -> dict[str, Any]:
