@@ -12,7 +12,7 @@ from typing import Any
 
 from smart_context.commands import make_commands
 from smart_context.config import Settings, parse_settings
-from smart_context.context.assemble import assemble, request_items
+from smart_context.context.assemble import Prepared, assemble, request_items
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
 from smart_context.hookspecs import hookimpl
@@ -89,16 +89,9 @@ class SmartContextPlugin:
             ctx.metadata["smart_context"] = failed.as_dict()
             return
         if not ctx.metadata.get("dry_run"):  # where the model's look back will search
-            services.unsent.put(
-                chat_id, unsent_of(ctx.history, prepared.messages, _sent_memories(prepared.record))
-            )
-        ctx.history = prepared.messages
-        ctx.metadata["smart_context"] = prepared.record
-        ctx.metadata["request_context"] = prepared.request.record()
-        if prepared.tools:
-            ctx.metadata["tools"] = prepared.tools
-        if services.settings.memory_tools and services.settings.memory_tools_auto_approve:
-            ctx.metadata["auto_approve_servers"] = [PLUGIN_SERVER]
+            unsent = unsent_of(ctx.history, prepared.messages, _sent_memories(prepared.record))
+            services.unsent.put(chat_id, unsent)
+        _write_back(ctx, prepared, services.settings)
 
     @hookimpl
     def pipeline_output(self, ctx: PipelineContext) -> None:
@@ -125,6 +118,18 @@ def _model_of(ctx: PipelineContext) -> str | None:
     tokenizer counts the budget."""
     model = ctx.metadata.get("model")
     return model if isinstance(model, str) and model.strip() else None
+
+
+def _write_back(ctx: PipelineContext, prepared: Prepared, settings: Settings) -> None:
+    """The request as the host sends it: the history, the records, the tools, and which of the
+    plugin's own tools may run unasked."""
+    ctx.history = prepared.messages
+    ctx.metadata["smart_context"] = prepared.record
+    ctx.metadata["request_context"] = prepared.request.record()
+    if prepared.tools:
+        ctx.metadata["tools"] = prepared.tools
+    if settings.memory_tools and settings.memory_tools_auto_approve:
+        ctx.metadata["auto_approve_servers"] = [PLUGIN_SERVER]
 
 
 def _takes_tools(ctx: PipelineContext) -> bool:
