@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from smart_context.context.topic_scores import TopicQuery, TopicScores, score_to
 from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.items.request import RequestContext, build
 from smart_context.items.selection import chat_limits
+from smart_context.memory.model_tools import memory_tool_definitions
 from smart_context.memory.section import MemorySection, memory_section
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
@@ -63,16 +65,40 @@ async def assemble(
     return decide(history, view.sticky, selection, scores)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A request as sent: ``messages`` (the system message, then the history), the items it
+    was built from, the record of both, and the ``tools`` offered to the model."""
+
+    messages: list[dict[str, Any]]
+    request: RequestContext
+    record: dict[str, Any]
+    tools: list[dict[str, Any]]
+
+
+def offered_tools(
+    services: Services, request: RequestContext, model_takes_tools: bool
+) -> list[dict[str, Any]]:
+    """The tools of the request's items, then the plugin's memory tools when they are on; none
+    for a chat model that takes no tools."""
+    if not model_takes_tools:
+        return []
+    memory_tools = memory_tool_definitions() if services.settings.memory_tools else []
+    return [*request.tools(), *memory_tools]
+
+
 async def request_items(
     services: Services,
     chat_id: ChatId,
     message: str,
     decision: Decision,
     model: str | None = None,
-) -> tuple[list[dict[str, Any]], RequestContext, dict[str, Any]]:
+    model_takes_tools: bool = True,
+) -> Prepared:
     """The request as sent: the rules and references (CONTRACT §8) as the system message before
     the history, and the history within the token budget (CONTRACT §9); with the record of
-    both. ``decision`` is the topic rule's history and record."""
+    both. ``decision`` is the topic rule's history and record. ``model_takes_tools``: the
+    host's word on its chat model (tools are offered only when it takes them)."""
     view = await services.chats.view(chat_id)
     documents, tools = chat_limits(services.settings, view.context_settings)
     request = await build(services.items, services.store, message, documents, view.session, tools)
@@ -87,11 +113,12 @@ async def request_items(
             "left_out": memory.left_out,
         }
     sections = request.sections()
+    offered = offered_tools(services, request, model_takes_tools)
     fixed = Fixed(
         system=_as_system(sections.get("rule")),
         memory=_as_system(memory.text),
         knowledge=_as_system(sections.get("reference")),
-        tools=request.tools(),
+        tools=offered,
         message=message,
     )
     fitted = await services.budget.fit(
@@ -106,11 +133,11 @@ async def request_items(
         history=decision.source,
     )
     if fitted is None:
-        return [*system, *decision.history], request, record
+        return Prepared([*system, *decision.history], request, record, offered)
     kept = np.array(fitted.kept, dtype=bool)
     if not kept.all():
         record = _narrowed(record, decision, kept)
-    return [*system, *fitted.history], request, record | fitted.record
+    return Prepared([*system, *fitted.history], request, record | fitted.record, offered)
 
 
 async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> MemorySection:
