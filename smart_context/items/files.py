@@ -177,7 +177,7 @@ def _listing(root: Path, folder: str) -> tuple[str, list[os.DirEntry[str]], list
     except FileNotFoundError:
         return prefix, [], []  # a vault without rules is a vault without rules
     except (OSError, RuntimeError) as exc:
-        problem = ItemProblem(shown, f"the folder cannot be read ({_reason(exc)})", skipped=True)
+        problem = ItemProblem(shown, f"the folder cannot be read ({os_reason(exc)})", skipped=True)
         return prefix, [], [problem]
     return prefix, listing, []
 
@@ -224,7 +224,7 @@ def _read_bytes(root: Path, path: Path, source: str) -> tuple[bytes | None, Item
     except FileNotFoundError:
         return refuse("cannot be read: it is gone, or a link to nothing")
     except (OSError, RuntimeError) as exc:
-        return refuse(f"cannot be read ({_reason(exc)})")
+        return refuse(f"cannot be read ({os_reason(exc)})")
     if len(data) > MAX_FILE_BYTES:
         return refuse(
             f"is larger than {MAX_FILE_BYTES // 1_000_000} MB; too large to read"
@@ -232,7 +232,8 @@ def _read_bytes(root: Path, path: Path, source: str) -> tuple[bytes | None, Item
     return data, None
 
 
-def _reason(exc: BaseException) -> str:
+def os_reason(exc: BaseException) -> str:
+    """Why an OS call failed, in a few words (``Permission denied``)."""
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
