@@ -121,3 +121,19 @@ def test_a_fifo_named_like_a_note_never_hangs(root: Path) -> None:
     assert scan(root, ["."]).stamps == {}  # not a regular file: not a note
     problem = read_note(root, "pipe.md", (0, 0))
     assert isinstance(problem, str) and "not a regular file" in problem
+
+
+def test_the_example_vault_has_a_few_notes_that_read_cleanly() -> None:
+    from smart_context.items.files import vault_root
+    from smart_context.resources import example_vault_dir
+
+    root = vault_root(example_vault_dir())
+    found = scan(root, ["."], ["rules", "references"])
+    assert list(found.stamps) == [
+        "notes/bake-log.md",
+        "notes/japan-bookings.md",
+        "notes/lenswatch-server.md",
+    ]
+    for source, stamp in found.stamps.items():
+        note = read_note(root, source, stamp)
+        assert isinstance(note, Note) and len(note.chunks) >= 2, note
