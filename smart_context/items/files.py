@@ -226,9 +226,7 @@ def _read_bytes(root: Path, path: Path, source: str) -> tuple[bytes | None, Item
     except (OSError, RuntimeError) as exc:
         return refuse(f"cannot be read ({os_reason(exc)})")
     if len(data) > MAX_FILE_BYTES:
-        return refuse(
-            f"is larger than {MAX_FILE_BYTES // 1_000_000} MB; too large to read"
-        )
+        return refuse(f"is larger than {MAX_FILE_BYTES // 1_000_000} MB; too large to read")
     return data, None
 
 

@@ -133,7 +133,9 @@ class KnowledgeIndex:
                 elif note.chunks:
                     notes[source] = note
         self._notes, self._skipped = notes, skipped
-        return layout_of(notes.values())
+        layout = layout_of(notes.values())
+        layout.lexical()  # here, in a thread: on the event loop it would stall every request
+        return layout
 
     async def vectors(self, store: VectorStore, layout: Layout, inline: int = INLINE) -> Matrix:
         """``(passages, dim)``: each passage's vector, a zero row for one not embedded yet.
