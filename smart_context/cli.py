@@ -141,6 +141,7 @@ async def show_context(
     if request is not None:
         print(f"\nsent with, for {_preview(message)!r}:", file=out)
         _print_request(request, out)
+        _print_notes(record.get("knowledge") or [], out)
 
 
 def _print_request(request: RequestContext, out: TextIO) -> None:
@@ -158,6 +159,14 @@ def _print_request(request: RequestContext, out: TextIO) -> None:
             print(f"    {priority} {c.mode:<9} {name}{score}", file=out)
     if request.error:
         print(f"  note: {request.error}", file=out)
+
+
+def _print_notes(notes: Sequence[dict[str, Any]], out: TextIO) -> None:
+    """The vault notes the request cites (the knowledge base), best first."""
+    print("  notes:" + ("" if notes else " none"), file=out)
+    for note in notes:
+        passages = f"{note['passages']} passage" + ("s" if note["passages"] != 1 else "")
+        print(f"    {note['score']:.2f} {note['path']} ({passages})", file=out)
 
 
 async def show_topics(vault: Path, chat_id: ChatId, out: TextIO) -> None:

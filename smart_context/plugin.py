@@ -50,6 +50,7 @@ class SmartContextPlugin:
         # meanwhile: list the MCP servers' tools, and embed the items no request has yet
         self.services.items.servers.refresh_soon()
         self.services.index_items()
+        self.services.index_knowledge()
 
     @hookimpl
     def sidecar_register_commands(self, commands: Commands) -> None:

@@ -16,8 +16,10 @@ from smart_context.config import Settings
 from smart_context.context.budgeted import Budgeter
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
-from smart_context.host import Host
+from smart_context.events import MEMORY_PROGRESS
+from smart_context.host import Host, resolve
 from smart_context.items.catalog import ItemCatalog
+from smart_context.knowledge.index import KnowledgeIndex
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.refresh import refresh_memory
 from smart_context.memory.unsent import UnsentLog
@@ -46,7 +48,14 @@ class Services:
         self.items = ItemCatalog(host.vault_path, settings.rules_dir, settings.references_dir)
         self.current_chat_id: ChatId | None = None
         self.background: Coalescer[ChatId] = Coalescer(lambda chat_id: refresh(self, chat_id))
-        self.indexing: Coalescer[str] = Coalescer(lambda _: self._index_items())
+        # the vault's notes (seed 004's knowledge base), indexed in the background
+        self.knowledge = KnowledgeIndex(
+            host.vault_path,
+            settings.knowledge_folders,
+            (settings.rules_dir, settings.references_dir),
+        )
+        self.knowledge.on_behind = self.index_knowledge
+        self.indexing: Coalescer[str] = Coalescer(self._index)
         self.items.servers.on_listed = self.index_items
         # long memory (CONTRACT §9): the SQLite store, the budget, and its pass after replies
         self.memory_db = MemoryDB(host.vault_path)
@@ -74,11 +83,25 @@ class Services:
         """Embed the vault's new items in the background, so no request waits for it."""
         self.indexing.request("items")
 
-    async def _index_items(self) -> None:
+    def index_knowledge(self) -> None:
+        """Embed the vault's notes that have no vectors yet, in the background."""
+        if self.settings.knowledge_folders and self.settings.knowledge_top_n:
+            self.indexing.request("knowledge")
+
+    async def _index(self, what: str) -> None:
         try:
-            await self.items.index(await self.store())
+            store = await self.store()
+            if what == "items":
+                await self.items.index(store)
+            else:
+                await self.knowledge.index(store, self._knowledge_progress)
         except SmartContextError as exc:  # the request will say so, if it is still true then
-            log.warning("Smart Context: items not indexed ahead: %s", exc)
+            log.warning("Smart Context: %s not indexed ahead: %s", what, exc)
+
+    async def _knowledge_progress(self, done: int, total: int) -> None:
+        """The notes being indexed, for the panel's progress indicator (every chat's)."""
+        payload = {"chat_id": None, "what": "notes", "done": done, "total": total}
+        await resolve(self.host.emit(MEMORY_PROGRESS, payload))
 
     def schedule_refresh(self, chat_id: ChatId) -> None:
         """Map the chat's topics again and bring its long memory up to date, in the

@@ -12,28 +12,42 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from smart_context.context.budgeted import Fixed, budget_limit
+from smart_context.budget.tokens import Counter, counter_for
+from smart_context.config import Settings
+from smart_context.context.budgeted import (
+    Fixed,
+    budget_limit,
+    chat_model,
+    fixed_costs,
+    messages_cost,
+)
 from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
 from smart_context.errors import EmbeddingError, SmartContextError
+from smart_context.items.catalog import ItemCatalog
+from smart_context.items.chunks import query_chunks
 from smart_context.items.request import RequestContext, build
+from smart_context.items.select import Limits
 from smart_context.items.selection import chat_limits
+from smart_context.knowledge.section import KnowledgeSection, find, knowledge_section
 from smart_context.memory.model_tools import memory_tool_definitions
 from smart_context.memory.section import MemorySection, memory_section
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
 from smart_context.record import FILTERED, shorter_ids
 from smart_context.services import Services
+from smart_context.vectors.ops import Matrix
 
 log = logging.getLogger(__name__)
 
 MEMORY_SHARE = 0.15  # of the budget, at most, for the memory section
 MEMORY_TOKENS = 1500  # ...and without a budget
+KNOWLEDGE_TOKENS = 2000  # the vault notes' room without a budget (with one: knowledge_share)
 
 
 async def assemble(
@@ -121,13 +135,20 @@ async def request_items(
         tools=offered,
         message=message,
     )
+    notes, queries = await notes_of(services, message, fixed, model, documents, request.queries)
+    if notes.text:
+        text = request.system_text(memory.text, notes.text)
+        system = [{"role": "system", "content": text}]
+        fixed = replace(fixed, knowledge=[*fixed.knowledge, *_as_system(notes.text)])
+    if notes.notes or notes.left_out:
+        record["knowledge"] = list(notes.notes)
     fitted = await services.budget.fit(
         chat_id,
         decision.history,
         fixed,
         model,
         services.store,
-        request.queries,
+        queries,
         [m.get("id") for m in view.sticky],
         summaries=decision.record.mode != FILTERED,
         history=decision.source,
@@ -153,6 +174,67 @@ async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> M
         log.warning("Smart Context: memory left out of the request: %s", exc)
         return memory_section((), (), 0)
     return memory_section(direct, memories, max_tokens)
+
+
+async def notes_of(
+    services: Services,
+    message: str,
+    fixed: Fixed,
+    model: str | None,
+    limits: Limits,
+    queries: Matrix | None,
+) -> tuple[KnowledgeSection, Matrix | None]:
+    """The vault notes for ``message`` (:mod:`smart_context.knowledge`), within
+    ``knowledge_share`` of the budget and what ``fixed`` leaves of it, and the message's
+    sentence vectors (embedded here when ``queries`` is ``None``, for the budget's search too).
+    Without an embedder the notes are searched by their words; a failure costs the notes."""
+    settings = services.settings
+    empty = KnowledgeSection()
+    if not settings.knowledge_folders or not settings.knowledge_top_n or not message.strip():
+        return empty, queries
+    try:
+        layout = await services.knowledge.current()
+        if not layout.chunks:
+            return empty, queries
+        counter, room = _notes_room(settings, model, fixed)
+        if room <= 0:
+            return empty, queries
+        index = np.zeros((len(layout.chunks), 0), dtype=np.float32)
+        try:
+            store = await services.store()
+            if queries is None:
+                queries = await ItemCatalog.query_vectors(store, message)
+            index = await services.knowledge.vectors(store, layout)
+        except SmartContextError as exc:
+            log.warning("Smart Context: notes searched by their words only: %s", exc)
+        cited = find(
+            layout,
+            index,
+            queries if queries is not None else np.zeros((0, 0), dtype=np.float32),
+            query_chunks(message) or [message],
+            replace(limits, top_n=settings.knowledge_top_n, expansion_depth=0),
+            settings.knowledge_min_score,
+            settings.knowledge_passages,
+        )
+    except SmartContextError as exc:
+        log.warning("Smart Context: notes left out of the request: %s", exc)
+        return empty, queries
+
+    def fits(text: str) -> bool:
+        return messages_cost(counter, _as_system(text)) <= room
+
+    return knowledge_section(cited, fits), queries
+
+
+def _notes_room(settings: Settings, model: str | None, fixed: Fixed) -> tuple[Counter, int]:
+    """The counter of the chat model and the tokens the notes may take: ``knowledge_share``
+    of the budget and never more than the rest of the request leaves of it."""
+    counter = counter_for(chat_model(settings, model))
+    limit = budget_limit(settings, model)
+    if not limit:
+        return counter, KNOWLEDGE_TOKENS
+    left = limit - sum(fixed_costs(counter, fixed).values())
+    return counter, min(int(settings.knowledge_share * limit), left)
 
 
 def _as_system(text: str | None) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ indexed scores 0, a stretch not yet summarised has no summary, and the backgroun
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -147,7 +148,7 @@ class Budgeter:
         if not limit:
             return None
         counter = counter_for(chat_model(self.settings, model))
-        costs = _fixed_costs(counter, fixed)
+        costs = fixed_costs(counter, fixed)
         room = max(limit - sum(costs.values()), 0)
         if history is None or len(history) != len(candidates):
             history = History(candidates)
@@ -360,13 +361,17 @@ def _interleave(
     return out
 
 
-def _fixed_costs(counter: Counter, fixed: Fixed) -> dict[str, int]:
-    def cost(messages: Sequence[Mapping[str, Any]]) -> int:
-        if not messages:
-            return 0
-        # the reply's priming is counted once, with the message
-        return prompt_tokens(counter, messages)["messages"] - PER_REPLY
+def messages_cost(counter: Counter, messages: Sequence[Mapping[str, Any]]) -> int:
+    """What ``messages`` add to a prompt: their text and framing, the reply's priming left
+    out (it is counted once, with the current message)."""
+    if not messages:
+        return 0
+    return prompt_tokens(counter, messages)["messages"] - PER_REPLY
 
+
+def fixed_costs(counter: Counter, fixed: Fixed) -> dict[str, int]:
+    """What each part of ``fixed`` costs, by section."""
+    cost = functools.partial(messages_cost, counter)
     return {
         "system": cost(fixed.system),
         "memory": cost(fixed.memory),
