@@ -12,6 +12,7 @@ import logging
 from smart_context.commands import make_commands
 from smart_context.config import Settings, parse_settings
 from smart_context.context.assemble import assemble, request_items
+from smart_context.context.usage import take_report
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
 from smart_context.hookspecs import hookimpl
@@ -91,6 +92,17 @@ class SmartContextPlugin:
         tools = request.tools()
         if tools:
             ctx.metadata["tools"] = tools
+
+    @hookimpl
+    async def pipeline_post_process(self, ctx: PipelineContext) -> None:
+        try:
+            services = self._services()
+            sent = [*ctx.history, {"role": "user", "content": ctx.message}]
+            await take_report(
+                services.budget, services.calibration, ctx.metadata, sent, _model_of(ctx)
+            )
+        except Exception:  # the usage figures must never cost the user the reply
+            log.exception("Smart Context: the reported token usage was not taken")
 
     @hookimpl
     def pipeline_output(self, ctx: PipelineContext) -> None:

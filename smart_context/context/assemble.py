@@ -19,6 +19,7 @@ import numpy as np
 from smart_context.context.budgeted import Fixed, budget_limit
 from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
+from smart_context.context.usage import fixed_tokens
 from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.items.request import RequestContext, build
 from smart_context.items.selection import chat_limits
@@ -105,12 +106,16 @@ async def request_items(
         summaries=decision.record.mode != FILTERED,
         history=decision.source,
     )
+    counter = services.budget.counter(model)
     if fitted is None:
+        fixed_cost = fixed_tokens(counter, system, message, fixed.tools)
+        record["usage"] = services.usage.measure(chat_id, decision, counter, fixed_cost)
         return [*system, *decision.history], request, record
     kept = np.array(fitted.kept, dtype=bool)
     if not kept.all():
         record = _narrowed(record, decision, kept)
-    return [*system, *fitted.history], request, record | fitted.record
+    usage = services.usage.measure(chat_id, decision, counter, fitted=fitted)
+    return [*system, *fitted.history], request, record | fitted.record | {"usage": usage}
 
 
 async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> MemorySection:
