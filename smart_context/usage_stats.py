@@ -22,7 +22,7 @@ from smart_context.paths import check_chat_id, memory_dir
 MAX_SERIES = 500  # the last replies the panel's chart is given
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ReplyUsage:
     """One reply's figures: tokens sent, the whole history's, and the server's count if known."""
 
@@ -85,6 +85,8 @@ def ratio(full: int, sent: int) -> float:
 
 def count(value: Any) -> int | None:
     """``value`` as a token count, or ``None`` when it is not one (text, a flag, negative)."""
+    if type(value) is int:  # what the plugin writes: the fast path of a long chat
+        return value if value >= 0 else None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if not math.isfinite(value) or value < 0:
@@ -97,27 +99,33 @@ def chat_usage(chat_id: str, data: Mapping[str, Any]) -> ChatUsage:
     title = data.get("title")
     usage = ChatUsage(chat_id, title if isinstance(title, str) else "")
     messages = data.get("messages")
+    last: Mapping[str, Any] | None = None
+    totals = usage.totals
     for message in messages if isinstance(messages, list) else []:
         if not isinstance(message, Mapping) or message.get("role") != "assistant":
             continue
-        usage.totals.replies += 1
-        found = _reply_usage(message)
-        if found is None:
+        totals.replies += 1
+        reply = _reply_usage(message)
+        if reply is None:
             continue
-        reply, last = found
         usage.series.append(reply)
-        usage.last = last
-        totals = usage.totals
+        last = message
         totals.measured += 1
         totals.sent_tokens += reply.sent_tokens
         totals.full_tokens += reply.full_tokens
         if reply.reported_prompt_tokens is not None:
             totals.reported_replies += 1
             totals.reported_prompt_tokens += reply.reported_prompt_tokens
+    if last is not None:
+        record = last["smart_context"]
+        usage.last = {
+            "usage": usage.series[-1].as_dict() | _counter(record["usage"]),
+            "budget": _budget(record.get("budget")),
+        }
     return usage
 
 
-def _reply_usage(message: Mapping[str, Any]) -> tuple[ReplyUsage, dict[str, Any]] | None:
+def _reply_usage(message: Mapping[str, Any]) -> ReplyUsage | None:
     record = message.get("smart_context")
     stored = record.get("usage") if isinstance(record, Mapping) else None
     if not isinstance(stored, Mapping):
@@ -130,12 +138,9 @@ def _reply_usage(message: Mapping[str, Any]) -> tuple[ReplyUsage, dict[str, Any]
     if reported is None and isinstance(server, Mapping):
         reported = count(server.get("prompt_tokens"))
     created = message.get("created_at")
-    reply = ReplyUsage(
+    return ReplyUsage(
         str(message.get("id")), created if isinstance(created, str) else None, sent, full, reported
     )
-    assert isinstance(record, Mapping)
-    last = {"usage": reply.as_dict() | _counter(stored), "budget": _budget(record.get("budget"))}
-    return reply, last
 
 
 def _counter(stored: Mapping[str, Any]) -> dict[str, Any]:
