@@ -98,8 +98,11 @@ async def show_context(
         request = None
         prompt: list[dict[str, Any]] = []
         record: dict[str, Any] = {}
+        tools: list[dict[str, Any]] = []
         if message is not None:
-            prompt, request, record = await request_items(services, chat_id, message, decision)
+            prepared = await request_items(services, chat_id, message, decision)
+            prompt, request, record = prepared.messages, prepared.request, prepared.record
+            tools = prepared.tools
     record = decision.record.as_dict() if request is None else record
     if as_json:
         result: dict[str, Any] = {"smart_context": record}
@@ -110,7 +113,7 @@ async def show_context(
             ctx = PipelineContext(message=message, original_message=message, history=prompt)
             result |= {
                 "request_context": request.record(),
-                "tools": request.tools(),
+                "tools": tools,
                 "messages": prompt_messages(ctx),
             }
         print(json.dumps(result, indent=2, ensure_ascii=False), file=out)

@@ -73,6 +73,9 @@ class Settings:
     compression_detailed: float = 0.7
     compression_high_level: float = 0.85
     compression_key_facts: float = 0.95
+    # the chat model's own memory tools (issue 11, point 7)
+    memory_tools: bool = True
+    memory_tools_auto_approve: bool = True
 
 
 def _check_bool(key: str, value: Any) -> bool:
@@ -174,6 +177,8 @@ _CHECKS: dict[str, Any] = {
     "compression_detailed": lambda k, v: _check_number(k, v, 0.0, 0.99),
     "compression_high_level": lambda k, v: _check_number(k, v, 0.0, 0.99),
     "compression_key_facts": lambda k, v: _check_number(k, v, 0.0, 0.99),
+    "memory_tools": _check_bool,
+    "memory_tools_auto_approve": _check_bool,
 }
 
 SETTING_KEYS = frozenset(_CHECKS)  # every key ``[plugins.smart_context]`` accepts

@@ -22,6 +22,7 @@ from smart_context.host import Host
 from smart_context.items.catalog import ItemCatalog
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.refresh import refresh_memory
+from smart_context.memory.unsent import UnsentLog
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.topics.refresh import refresh
@@ -60,6 +61,7 @@ class Services:
             lambda chat_id: refresh_memory(self, chat_id)
         )
         self.budget.on_behind = self.schedule_refresh
+        self.unsent = UnsentLog()  # where the chat model's look back searches
         self._embedder = embedder
         self._store: VectorStore | None = None
         self._store_lock = asyncio.Lock()

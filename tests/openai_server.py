@@ -184,15 +184,16 @@ def _call_id(stub: OpenAIStub, index: int) -> str:
     return f"call_{len(stub.requests)}_{index}"
 
 
-def prompt_tokens_of(messages: list[Any]) -> int:
-    """The stub's count of a prompt: a token per word, and OpenAI's framing of 4 per message
-    (3 and the role) and 3 to prime the reply."""
+def prompt_tokens_of(messages: list[Any], tools: Any = None) -> int:
+    """The stub's count of a prompt: a token per word (of the tools' JSON too), and OpenAI's
+    framing of 4 per message (3 and the role) and 3 to prime the reply."""
     texts = [_text_of(m.get("content")) for m in messages if isinstance(m, dict)]
-    return sum(len(t.split()) + 4 for t in texts) + 3
+    in_tools = len(json.dumps(tools).split()) if tools else 0
+    return sum(len(t.split()) + 4 for t in texts) + 3 + in_tools
 
 
 def _completion(stub: OpenAIStub, body: Payload, model: str, reply: Reply) -> Payload:
-    prompt_tokens = prompt_tokens_of(body["messages"])
+    prompt_tokens = prompt_tokens_of(body["messages"], body.get("tools"))
     text = reply.text if isinstance(reply, ToolCallReply) else reply
     message: Payload = {"role": "assistant", "content": text}
     if isinstance(reply, ToolCallReply):

@@ -64,6 +64,8 @@ def test_example_file_documents_every_key_and_is_valid() -> None:
         ({"importance_semantic_weight": 2}, "importance_semantic_weight"),
         ({"compression_key_facts": 1.0}, "compression_key_facts"),
         ({"token_model": 42}, "token_model"),
+        ({"memory_tools": "yes"}, "memory_tools"),
+        ({"memory_tools_auto_approve": 1}, "memory_tools_auto_approve"),
     ],
 )
 def test_bad_value_names_the_key(table: dict, key: str) -> None:

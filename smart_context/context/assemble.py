@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from smart_context.context.usage import fixed_tokens
 from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.items.request import RequestContext, build
 from smart_context.items.selection import chat_limits
+from smart_context.memory.model_tools import memory_tool_definitions
 from smart_context.memory.section import MemorySection, memory_section
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
@@ -64,16 +66,40 @@ async def assemble(
     return decide(history, view.sticky, selection, scores)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A request as sent: ``messages`` (the system message, then the history), the items it
+    was built from, the record of both, and the ``tools`` offered to the model."""
+
+    messages: list[dict[str, Any]]
+    request: RequestContext
+    record: dict[str, Any]
+    tools: list[dict[str, Any]]
+
+
+def offered_tools(
+    services: Services, request: RequestContext, model_takes_tools: bool
+) -> list[dict[str, Any]]:
+    """The tools of the request's items, then the plugin's memory tools when they are on; none
+    for a chat model that takes no tools."""
+    if not model_takes_tools:
+        return []
+    memory_tools = memory_tool_definitions() if services.settings.memory_tools else []
+    return [*request.tools(), *memory_tools]
+
+
 async def request_items(
     services: Services,
     chat_id: ChatId,
     message: str,
     decision: Decision,
     model: str | None = None,
-) -> tuple[list[dict[str, Any]], RequestContext, dict[str, Any]]:
+    model_takes_tools: bool = True,
+) -> Prepared:
     """The request as sent: the rules and references (CONTRACT §8) as the system message before
     the history, and the history within the token budget (CONTRACT §9); with the record of
-    both. ``decision`` is the topic rule's history and record."""
+    both. ``decision`` is the topic rule's history and record. ``model_takes_tools``: the
+    host's word on its chat model (tools are offered only when it takes them)."""
     view = await services.chats.view(chat_id)
     documents, tools = chat_limits(services.settings, view.context_settings)
     request = await build(services.items, services.store, message, documents, view.session, tools)
@@ -88,11 +114,12 @@ async def request_items(
             "left_out": memory.left_out,
         }
     sections = request.sections()
+    offered = offered_tools(services, request, model_takes_tools)
     fixed = Fixed(
         system=_as_system(sections.get("rule")),
         memory=_as_system(memory.text),
         knowledge=_as_system(sections.get("reference")),
-        tools=request.tools(),
+        tools=offered,
         message=message,
     )
     fitted = await services.budget.fit(
@@ -110,12 +137,13 @@ async def request_items(
     if fitted is None:
         fixed_cost = fixed_tokens(counter, system, message, fixed.tools)
         record["usage"] = services.usage.measure(chat_id, decision, counter, fixed_cost)
-        return [*system, *decision.history], request, record
+        return Prepared([*system, *decision.history], request, record, offered)
     kept = np.array(fitted.kept, dtype=bool)
     if not kept.all():
         record = _narrowed(record, decision, kept)
     usage = services.usage.measure(chat_id, decision, counter, fitted=fitted)
-    return [*system, *fitted.history], request, record | fitted.record | {"usage": usage}
+    record = record | fitted.record | {"usage": usage}
+    return Prepared([*system, *fitted.history], request, record, offered)
 
 
 async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> MemorySection:

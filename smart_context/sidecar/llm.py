@@ -89,6 +89,12 @@ class LLMService:
         """True when replies can be generated (an endpoint and a chat or fast model)."""
         return self.model_name("chat") is not None
 
+    @property
+    def takes_tools(self) -> bool:
+        """True when tools may be offered to the chat model: there is one, and ``[llm]`` does
+        not say ``tools = false`` (some local models refuse a request that offers tools)."""
+        return self.chat_configured and self.config.tools
+
     def model_name(self, category: str) -> str | None:
         """The model configured for ``category``; ``chat`` and ``fast`` stand in for each other.
 

@@ -184,7 +184,7 @@ class Pipeline:
             "smart_context": json_safe(metadata.get("smart_context")),
             "request_context": json_safe(metadata.get("request_context")),
             "messages": prompt_messages(ctx),
-            "tools": offered_tools(json_safe(metadata.get("tools"))),  # as the model gets them
+            "tools": self._tools_of(metadata),  # as the model gets them
         }
         out["tokens"] = self._tokens(out["messages"], out["tools"])
         if ctx.should_abort:
@@ -192,12 +192,14 @@ class Pipeline:
         return out
 
     def _metadata(self, chat_id: str) -> dict[str, Any]:
-        """What plugins learn of a request besides its messages: the chat, and the chat model
-        that will answer (its tokenizer counts a token budget)."""
+        """What plugins learn of a request besides its messages: the chat, the chat model that
+        will answer (its tokenizer counts a token budget), and whether it takes tools."""
         out: dict[str, Any] = {"chat_id": chat_id}
         model = self.llm.model_name("chat")
         if model:
             out["model"] = model
+        # whether tools may be offered: a chat model, and the vault does not say it takes none
+        out["tools_supported"] = self.llm.takes_tools
         return out
 
     def _tokens(self, messages: list[dict[str, Any]], tools: list[Any]) -> dict[str, Any]:
@@ -226,7 +228,7 @@ class Pipeline:
         prompt: list[dict[str, Any]] = list(prompt_messages(ctx))
         try:
             async for name, data in self.turns.run(
-                chat_id, prompt, offered_tools(json_safe(metadata.get("tools"))), reply
+                chat_id, prompt, self._tools_of(metadata), reply, _unasked(metadata)
             ):
                 yield PipelineEvent(name, data)
         except LLMError as exc:
@@ -234,6 +236,11 @@ class Pipeline:
         except Exception as exc:  # an unexpected failure must still end as a stored message
             log.exception("The reply failed.")
             reply.error = f"The reply failed: {type(exc).__name__}: {exc}"
+
+    def _tools_of(self, metadata: dict[str, Any]) -> list[dict[str, Any]]:
+        """The tools plugins offer (``ctx.metadata["tools"]``), none for a model that takes
+        none."""
+        return offered_tools(json_safe(metadata.get("tools"))) if self.llm.takes_tools else []
 
     @staticmethod
     def _aborted(ctx: PipelineContext) -> Reply:
@@ -326,6 +333,15 @@ class Pipeline:
         await self.memory.append_message(
             chat_id, message, updates={"updated_at": message["created_at"]}
         )
+
+
+def _unasked(metadata: dict[str, Any]) -> frozenset[str]:
+    """``ctx.metadata["auto_approve_servers"]``: servers of a plugin's own tools whose calls
+    may run unasked (the vault's word decides for the servers it declares)."""
+    servers = metadata.get("auto_approve_servers")
+    if not isinstance(servers, list):
+        return frozenset()
+    return frozenset(s for s in servers if isinstance(s, str))
 
 
 def _record_of(ctx: PipelineContext) -> Any:

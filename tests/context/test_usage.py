@@ -20,10 +20,10 @@ from tests.test_plugin import TEXTS, TOPICS
 UNKNOWN = "house-model-7b"  # no offline tokenizer: estimated
 
 
-def whole_request(chat: list[dict[str, Any]], message: str, model: str) -> int:
-    """The request with every message, counted independently of the plugin."""
-    messages = [*chat, {"role": "user", "content": message}]
-    return prompt_tokens(counter_for(model), messages)["total"]
+def whole_request(chat: list[dict[str, Any]], ctx: Any, model: str) -> int:
+    """The request of ``ctx`` with every message of ``chat``, counted apart from the plugin."""
+    messages = [*chat, {"role": "user", "content": ctx.message}]
+    return prompt_tokens(counter_for(model), messages, ctx.metadata.get("tools") or [])["total"]
 
 
 async def test_without_a_budget_everything_is_sent_and_the_ratio_is_one(
@@ -34,7 +34,7 @@ async def test_without_a_budget_everything_is_sent_and_the_ratio_is_one(
     running = await start(settings={"token_model": "gpt-4o"})
     ctx = await running.context("c", chat)
     usage = ctx.metadata["smart_context"]["usage"]
-    expected = whole_request(chat, ctx.message, "gpt-4o")
+    expected = whole_request(chat, ctx, "gpt-4o")
     assert usage == {
         "sent_tokens": expected,
         "full_tokens": expected,
@@ -54,7 +54,7 @@ async def test_a_budget_sends_less_than_the_whole_history_and_says_how_much(
     record = ctx.metadata["smart_context"]
     usage = record["usage"]
     assert usage["sent_tokens"] == record["budget"]["used"] <= 2000
-    assert usage["full_tokens"] == whole_request(chat, ctx.message, "gpt-4o")
+    assert usage["full_tokens"] == whole_request(chat, ctx, "gpt-4o")
     assert usage["ratio"] == round(usage["full_tokens"] / usage["sent_tokens"], 2) > 10
 
 
@@ -69,8 +69,8 @@ async def test_a_topic_filter_counts_the_kept_messages_against_the_whole_chat(
         ctx = await running.context("c1", list(chat))
         usage = ctx.metadata["smart_context"]["usage"]
         assert ctx.metadata["smart_context"]["mode"] == "filtered"
-        assert usage["sent_tokens"] == whole_request(ctx.history, ctx.message, "gpt-4o")
-        assert usage["full_tokens"] == whole_request(chat, ctx.message, "gpt-4o")
+        assert usage["sent_tokens"] == whole_request(ctx.history, ctx, "gpt-4o")
+        assert usage["full_tokens"] == whole_request(chat, ctx, "gpt-4o")
         assert usage["ratio"] > 1
 
 
@@ -86,6 +86,8 @@ async def test_the_reported_prompt_tokens_calibrate_an_estimate_and_survive_a_re
     before = usage["sent_tokens"]
     # the server counted 2.5 characters per token where we guessed 4
     characters = sum(len(m["content"]) for m in [*ctx.history]) + len(ctx.message)
+    tools = ctx.metadata.get("tools") or []
+    characters += sum(len(json.dumps(t, ensure_ascii=False)) for t in tools)
     ctx.metadata["usage"] = {"prompt_tokens": int(characters / 2.5) + 3 * 42}
     await call(running.pm.hook.pipeline_post_process, ctx=ctx)
     usage = ctx.metadata["smart_context"]["usage"]

@@ -53,7 +53,7 @@ def chat_bodies(stub: OpenAIStub) -> list[dict[str, Any]]:
 
 def words(body: dict[str, Any]) -> int:
     """The stub's count of a request's prompt tokens."""
-    return prompt_tokens_of(body["messages"])
+    return prompt_tokens_of(body["messages"], body.get("tools"))
 
 
 async def test_the_reported_prompt_tokens_are_stored_beside_ours_and_calibrate(
@@ -76,9 +76,11 @@ async def test_the_reported_prompt_tokens_are_stored_beside_ours_and_calibrate(
     figure = saved["models"]["stub-chat"]["chars_per_token"]
     await converse(stub_vault, "One more question about Kyoto temples")
     last = chat_on_disk(stub_vault, "trip")["messages"][-1]["smart_context"]["usage"]
-    sent = chat_bodies(openai_server)[-1]["messages"]
-    uncalibrated = prompt_tokens(Estimate(), sent)["total"]
-    assert last["sent_tokens"] == prompt_tokens(Estimate(figure), sent)["total"] < uncalibrated
+    body = chat_bodies(openai_server)[-1]
+    sent, tools = body["messages"], body.get("tools") or []
+    uncalibrated = prompt_tokens(Estimate(), sent, tools)["total"]
+    calibrated = prompt_tokens(Estimate(figure), sent, tools)["total"]
+    assert last["sent_tokens"] == calibrated < uncalibrated
 
 
 @pytest.mark.parametrize("refuse", [True, False], ids=["refused", "ignored"])
