@@ -4,6 +4,8 @@
     smart-context topics VAULT CHAT_ID                   run topic extraction and print the topics
     smart-context serve [VAULT]                          the reference sidecar with the panel
     smart-context doctor VAULT                           damaged files and crash leftovers
+    smart-context stats VAULT [--json]                   tokens sent per chat, against the whole
+    smart-context memories VAULT [--json]                the stored memories, exported
 
 The commands run the plugin inside the reference sidecar's host, so they see exactly what a
 request would: the vault's settings, its models, and the embedded offline default without one.
@@ -30,6 +32,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from smart_context.cli_reports import show_memories, show_stats
 from smart_context.context.assemble import assemble, request_items
 from smart_context.errors import SmartContextError
 from smart_context.items.request import RequestContext
@@ -45,6 +48,7 @@ PREVIEW = 60
 # a script that already tells a cut-short producer from a failed one (`set -o pipefail`) can
 # tell ours too. Python ignores SIGPIPE and sees BrokenPipeError instead, so it is said in code.
 EXIT_CLOSED_PIPE = 141
+REPORTS = {"stats": show_stats, "memories": show_memories}  # read files only: no services
 
 
 @asynccontextmanager
@@ -284,6 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("vault", type=Path)
     doctor = sub.add_parser("doctor", help="list damaged files and crash leftovers in a vault")
     doctor.add_argument("vault", type=Path)
+    stats = sub.add_parser("stats", help="tokens sent per chat, against the whole history")
+    stats.add_argument("vault", type=Path)
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    memories = sub.add_parser("memories", help="export the vault's stored memories")
+    memories.add_argument("vault", type=Path)
+    memories.add_argument("--json", action="store_true", help="print JSON")
     serve = sub.add_parser(
         "serve", help="run the reference sidecar: a local web chat with the panel"
     )
@@ -330,6 +340,8 @@ def run_command(args: argparse.Namespace) -> int:
             return run_serve(args)
         if args.command == "doctor":
             return show_doctor(args.vault, sys.stdout)
+        if args.command in REPORTS:
+            return REPORTS[args.command](args.vault, args.json, sys.stdout, sys.stderr)
         if args.command == "mcp":
             from smart_context.memory.mcp_server import serve
 

@@ -13,6 +13,7 @@ from typing import Any
 from smart_context.commands import make_commands
 from smart_context.config import Settings, parse_settings
 from smart_context.context.assemble import Prepared, assemble, request_items
+from smart_context.context.usage import take_report
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
 from smart_context.hookspecs import hookimpl
@@ -93,6 +94,17 @@ class SmartContextPlugin:
             unsent = unsent_of(ctx.history, prepared.messages, _sent_memories(prepared.record))
             services.unsent.put(chat_id, unsent)
         _write_back(ctx, prepared, services.settings)
+
+    @hookimpl
+    async def pipeline_post_process(self, ctx: PipelineContext) -> None:
+        try:
+            services = self._services()
+            sent = [*ctx.history, {"role": "user", "content": ctx.message}]
+            await take_report(
+                services.budget, services.calibration, ctx.metadata, sent, _model_of(ctx)
+            )
+        except Exception:  # the usage figures must never cost the user the reply
+            log.exception("Smart Context: the reported token usage was not taken")
 
     @hookimpl
     def pipeline_output(self, ctx: PipelineContext) -> None:

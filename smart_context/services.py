@@ -11,9 +11,11 @@ import asyncio
 import logging
 
 from smart_context.background import Coalescer
+from smart_context.budget.calibration import Calibration
 from smart_context.chats import ChatViews
 from smart_context.config import Settings
 from smart_context.context.budgeted import Budgeter
+from smart_context.context.usage import UsageMeter
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
 from smart_context.events import MEMORY_PROGRESS
@@ -59,7 +61,11 @@ class Services:
         self.items.servers.on_listed = self.index_items
         # long memory (CONTRACT §9): the SQLite store, the budget, and its pass after replies
         self.memory_db = MemoryDB(host.vault_path)
-        self.budget = Budgeter(settings, self.memory_db)
+        # the token estimates of models without an offline tokenizer, as servers corrected them
+        self.calibration = Calibration(host.vault_path)
+        self.calibration.load()
+        self.budget = Budgeter(settings, self.memory_db, self.calibration.estimates)
+        self.usage = UsageMeter(self.budget)
         self.remembering: Coalescer[ChatId] = Coalescer(
             lambda chat_id: refresh_memory(self, chat_id)
         )

@@ -17,17 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from smart_context.budget.tokens import Counter, counter_for
-from smart_context.config import Settings
+from smart_context.budget.tokens import Counter
 from smart_context.context.budgeted import (
     Fixed,
     budget_limit,
-    chat_model,
     fixed_costs,
     messages_cost,
 )
 from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
+from smart_context.context.usage import fixed_tokens
 from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.items.catalog import ItemCatalog
 from smart_context.items.chunks import query_chunks
@@ -153,12 +152,17 @@ async def request_items(
         summaries=decision.record.mode != FILTERED,
         history=decision.source,
     )
+    counter = services.budget.counter(model)
     if fitted is None:
+        fixed_cost = fixed_tokens(counter, system, message, fixed.tools)
+        record["usage"] = services.usage.measure(chat_id, decision, counter, fixed_cost)
         return Prepared([*system, *decision.history], request, record, offered)
     kept = np.array(fitted.kept, dtype=bool)
     if not kept.all():
         record = _narrowed(record, decision, kept)
-    return Prepared([*system, *fitted.history], request, record | fitted.record, offered)
+    usage = services.usage.measure(chat_id, decision, counter, fitted=fitted)
+    record = record | fitted.record | {"usage": usage}
+    return Prepared([*system, *fitted.history], request, record, offered)
 
 
 async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> MemorySection:
@@ -196,7 +200,7 @@ async def notes_of(
         layout = await services.knowledge.current()
         if not layout.chunks:
             return empty, queries
-        counter, room = _notes_room(settings, model, fixed)
+        counter, room = _notes_room(services, model, fixed)
         if room <= 0:
             return empty, queries
         index = np.zeros((len(layout.chunks), 0), dtype=np.float32)
@@ -226,10 +230,11 @@ async def notes_of(
     return knowledge_section(cited, fits), queries
 
 
-def _notes_room(settings: Settings, model: str | None, fixed: Fixed) -> tuple[Counter, int]:
+def _notes_room(services: Services, model: str | None, fixed: Fixed) -> tuple[Counter, int]:
     """The counter of the chat model and the tokens the notes may take: ``knowledge_share``
     of the budget and never more than the rest of the request leaves of it."""
-    counter = counter_for(chat_model(settings, model))
+    settings = services.settings
+    counter = services.budget.counter(model)  # the vault's calibrated estimate, if any
     limit = budget_limit(settings, model)
     if not limit:
         return counter, KNOWLEDGE_TOKENS

@@ -28,7 +28,7 @@ from typing import Any
 
 import pluggy
 
-from smart_context.sidecar.llm import LLMError, LLMService
+from smart_context.sidecar.llm import LLMError, LLMService, TurnUsage
 from smart_context.sidecar.memory import ChatMemory, now_iso
 from smart_context.sidecar.plugins import call_hook
 from smart_context.sidecar.tools import ToolLoop, offered_tools
@@ -75,6 +75,23 @@ class Reply:
     error: str | None = None
     notice: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[TurnUsage] = field(default_factory=list)  # per model turn, when reported
+
+
+def reply_usage(turns: list[TurnUsage]) -> dict[str, int] | None:
+    """What the server said a reply cost, OpenAI's ``usage`` shape: ``prompt_tokens`` of its
+    first turn (the request as the plugins built it: what their counts are compared with),
+    ``completion_tokens`` and ``total_tokens`` over all its turns (tool rounds send the prompt
+    again), and ``rounds``; ``None`` when the server said nothing."""
+    if not turns:
+        return None
+    completion = sum(t.completion_tokens for t in turns)
+    return {
+        "prompt_tokens": turns[0].prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": sum(t.prompt_tokens for t in turns) + completion,
+        "rounds": len(turns),
+    }
 
 
 def new_message_id() -> str:
@@ -236,6 +253,9 @@ class Pipeline:
     async def _finish(
         self, chat_id: str, ctx: PipelineContext, reply: Reply, user_message: dict[str, Any]
     ) -> PipelineEvent:
+        usage = reply_usage(reply.usage)
+        if usage is not None and isinstance(ctx.metadata, dict):  # plugins compare their counts
+            ctx.metadata["usage"] = usage
         if reply.error is None and reply.notice is None:
             ctx.response = reply.text
             await call_hook(self.pm, "pipeline_post_process", ctx=ctx)
@@ -273,6 +293,9 @@ class Pipeline:
             message["request_context"] = json_safe(request)
         if reply.tool_calls:  # shown by the page; prompt_messages never sends them again
             message["tool_calls"] = json_safe(reply.tool_calls)
+        usage = reply_usage(reply.usage)
+        if usage is not None:  # the server's own count, beside the plugin's in its record
+            message["usage"] = usage
         model = self.llm.model_name("chat")
         if model is not None and reply.notice is None:
             message["model"] = model

@@ -35,7 +35,7 @@ from smart_context.items.mcp_config import parse_mcp_servers, split_function_nam
 from smart_context.shorten import shorten
 from smart_context.sidecar.config import VaultConfig
 from smart_context.sidecar.host import CommandError
-from smart_context.sidecar.llm import LLMService, ToolCallDelta
+from smart_context.sidecar.llm import LLMService, ToolCallDelta, TurnUsage
 from smart_context.sidecar.tool_approvals import ToolApprovals
 
 CALL_TOOL_COMMAND = "smart_context.call_tool"
@@ -57,10 +57,12 @@ Emit = Callable[[str, Mapping[str, Any]], None]
 
 
 class ReplyDraft(Protocol):
-    """What the loop fills in: the reply's text so far and the record of its tool calls."""
+    """What the loop fills in: the reply's text so far, the record of its tool calls, and
+    what the server said each turn cost."""
 
     text: str
     tool_calls: list[dict[str, Any]]
+    usage: list[TurnUsage]
 
 
 @dataclass
@@ -221,6 +223,9 @@ class ToolLoop:
             async for piece in self.llm.stream_turn(messages, "chat", **params):
                 if isinstance(piece, ToolCallDelta):
                     calls.add(piece)
+                    continue
+                if isinstance(piece, TurnUsage):
+                    reply.usage.append(piece)
                     continue
                 if not text and reply.text:
                     piece = ROUND_SEPARATOR + piece  # rounds read as paragraphs

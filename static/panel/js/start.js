@@ -36,6 +36,8 @@ const startPanel = (root) => {
     dismissError: () => itemsController.dismissError(),
   });
   const itemsController = new ItemsController(items, itemsView, host);
+  const usage = new UsageController(new UsageView(root), host);
+  usage.listen();
 
   host.on(EVENTS.topicsUpdated, (payload) => controller.onTopicsUpdated(payload));
   host.on(EVENTS.filterChanged, (payload) => controller.onFilterChanged(payload));
@@ -60,6 +62,8 @@ const startPanel = (root) => {
     addItem: (item) => itemsController.add(item),
     removeItem: (item) => itemsController.remove(item),
     setSessionSettings: (change) => itemsController.setSettings(change),
+    usage: () => usage.snapshot(),
+    loadUsage: () => usage.load(),
   };
 
   const announced = document.body.dataset.chatId;
@@ -70,6 +74,7 @@ const startPanel = (root) => {
     // without an announced chat, ask the host for its current one; then show its items
     controller.loadTopics().then(() => {
       if (state.chatId && !items.chatId) itemsController.selectChat(state.chatId);
+      if (state.chatId && !usage.chatId) usage.selectChat(state.chatId);
     });
   }
 };
