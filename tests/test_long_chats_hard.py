@@ -150,3 +150,17 @@ def test_events_that_do_not_fit_are_refused(tmp_path: Path) -> None:
     chat.write_text(chat.read_text("utf-8").replace("messages = 2000", "messages = 120"), "utf-8")
     with pytest.raises(ValueError, match="events run to"):
         make_set(source)
+
+
+def test_the_benchmark_loads_one_split_or_both() -> None:
+    from benchmarks.bench_long_recall import load_chats
+
+    held = load_chats("hard", None, "heldout")
+    tune = load_chats("hard", None, "tune")
+    both = load_chats("hard", None, "all")
+    assert {c["id"] for c in held} == {"hard-d", "hard-e"}
+    assert all(q["split"] == "heldout" for c in held for q in c["questions"])
+    assert {c["id"] for c in tune} == {"hard-a", "hard-b", "hard-c"}
+    assert sum(len(c["questions"]) for c in both) == sum(
+        len(c["questions"]) for c in [*held, *tune]
+    )
