@@ -1,7 +1,6 @@
 """Does the budget keep what a question about an old part of a long chat needs? (issue 11)
 
-For each generated long chat (``benchmarks/data/long_chats.json``, made by
-``benchmarks/long_chats.py``) and each of its questions about old parts (each labelled with the
+For each long chat of a set and each of its questions about old parts (each labelled with the
 messages that answer it), the question is sent as the current message with the whole chat as
 history, under a budget of 2%, 5%, 10% and 20% of the chat's tokens. The figure is the share of
 answering messages inside what is sent, for:
@@ -12,10 +11,16 @@ answering messages inside what is sent, for:
 - ``smart context``: the plugin's budget with its default settings (recent, pinned, hybrid
   search with turns, summaries from the offline pass, importance).
 
-Messages are embedded for real by the local model (all-MiniLM-L6-v2 int8), once per chat, as
-the background pass would. Counts use gpt-4o's tokenizer.
+Sets (``--set``): ``generated`` (``benchmarks/data/long_chats.json`` from
+``benchmarks/long_chats.py``: templated facts, easy) and ``hard`` (``long_chats_hard.json`` and
+its labels, from ``benchmarks/long_chats_hard.py``: hand-written facts, corrections, paraphrased
+questions, distractors; its chats are split into ``tune`` and ``heldout``, ``--split``).
 
-    PYTHONPATH=. python benchmarks/bench_long_recall.py [--chats N] [--kinds]
+Messages are embedded for real by the local model (all-MiniLM-L6-v2 int8), once per chat, as
+the background pass would; the vectors are kept in ``--cache`` (a directory under the system's
+temp dir by default), so a second run embeds nothing. Counts use gpt-4o's tokenizer.
+
+    PYTHONPATH=. python benchmarks/bench_long_recall.py [--set hard] [--split heldout] [--kinds]
 """
 
 from __future__ import annotations
@@ -46,13 +51,25 @@ from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 
 DATA = Path(__file__).parent / "data" / "long_chats.json"
+HARD = Path(__file__).parent / "data" / "long_chats_hard.json"
+HARD_LABELS = Path(__file__).parent / "data" / "long_chats_hard_labels.json"
+CACHE = Path(tempfile.gettempdir()) / "smart-context-recall"
 MODEL = "gpt-4o"
 SHARES = (0.02, 0.05, 0.10, 0.20)
 METHODS = ("last N", "dense only", "lexical only", "smart context")
 
 
-def load_chats(limit: int | None) -> list[dict[str, Any]]:
-    if DATA.exists():
+def load_chats(name: str, limit: int | None, split: str = "all") -> list[dict[str, Any]]:
+    """The chats of set ``name``, each with its ``questions`` (of ``split`` for the hard set)."""
+    if name == "hard":
+        chats = json.loads(HARD.read_text(encoding="utf-8"))
+        labels = json.loads(HARD_LABELS.read_text(encoding="utf-8"))
+        for chat in chats:
+            chat["questions"] = [
+                q for q in labels if q["chat"] == chat["id"] and split in ("all", q["split"])
+            ]
+        chats = [c for c in chats if c["questions"]]
+    elif DATA.exists():
         chats = json.loads(DATA.read_text(encoding="utf-8"))
     else:
         from benchmarks.long_chats import make_set
@@ -73,7 +90,7 @@ def fill_by_rank(order: Sequence[int], tokens: np.ndarray, room: int) -> set[int
 
 
 async def run_chat(
-    chat: dict[str, Any], embedder: Any, settings: Settings
+    chat: dict[str, Any], embedder: Any, settings: Settings, cache: Path
 ) -> dict[tuple[Any, ...], list[float]]:
     """Recall of every answer set, per (method, share) and (method, share, kind)."""
     out: dict[tuple[Any, ...], list[float]] = defaultdict(list)
@@ -81,7 +98,8 @@ async def run_chat(
         vault = Path(tmp)
         chat_id = ChatId(chat["id"])
         messages = chat["messages"]
-        store = VectorStore(vault, embedder)
+        # the vectors live in the cache's vault, keyed by content: a second run embeds nothing
+        store = VectorStore(cache, embedder)
         await store.sync_chat(chat_id, messages)
         db = MemoryDB(vault)
         sync_index(db, chat_id, messages)
@@ -134,21 +152,22 @@ async def run_chat(
     return out
 
 
-async def main(limit: int | None, kinds: bool) -> None:
+async def main(name: str, limit: int | None, split: str, kinds: bool, cache: Path) -> None:
     from smart_context.embeddings.local import LocalMiniLM
 
-    chats = load_chats(limit)
+    chats = load_chats(name, limit, split)
     embedder = LocalMiniLM.from_package()
     settings = Settings(token_model=MODEL, summarizer="offline")
     results: dict[Any, list[float]] = defaultdict(list)
     start = time.perf_counter()
     for chat in chats:
-        for key, values in (await run_chat(chat, embedder, settings)).items():
+        for key, values in (await run_chat(chat, embedder, settings, cache)).items():
             results[key].extend(values)
     questions = sum(len(c["questions"]) for c in chats)
     messages = sum(len(c["messages"]) for c in chats)
     print(
-        f"machine: {platform.machine()}, Python {platform.python_version()}; {len(chats)} chats, "
+        f"machine: {platform.machine()}, Python {platform.python_version()}; set {name!r}, "
+        f"split {split!r}: {len(chats)} chats, "
         f"{messages:,} messages, {questions} questions ({time.perf_counter() - start:.0f} s)"
     )
     print("share of answering messages inside the budget (budget = share of the chat's tokens):")
@@ -169,7 +188,11 @@ async def main(limit: int | None, kinds: bool) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--set", choices=("generated", "hard"), default="generated")
+    parser.add_argument("--split", choices=("all", "tune", "heldout"), default="all")
     parser.add_argument("--chats", type=int, default=None, help="only the first N chats")
     parser.add_argument("--kinds", action="store_true", help="also per kind of question")
+    parser.add_argument("--cache", type=Path, default=CACHE, help="where chat vectors are kept")
     args = parser.parse_args()
-    asyncio.run(main(args.chats, args.kinds))
+    args.cache.mkdir(parents=True, exist_ok=True)
+    asyncio.run(main(args.set, args.chats, args.split, args.kinds, args.cache))

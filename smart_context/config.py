@@ -63,10 +63,10 @@ class Settings:
     recent_messages: int = 10
     summarization_threshold: int = 30
     summarizer: str = "llm"
-    summary_share: float = 0.15
-    search_limit: int = 30
+    summary_share: float = 0.1
+    search_limit: int = 100
     importance_threshold: float = 0.0
-    importance_recency_weight: float = 0.15
+    importance_recency_weight: float = 0.0  # recency comes from recent_messages
     importance_semantic_weight: float = 0.6
     importance_entity_weight: float = 0.15
     importance_user_weight: float = 0.1

@@ -41,7 +41,7 @@ _COMMON = frozenset(["I", "I'm", "OK", "Ok"])
 class Weights:
     """Seed 003's weights (settings ``importance_*``) and the recency half-life in messages."""
 
-    recency: float = 0.15
+    recency: float = 0.0
     semantic: float = 0.6
     entity: float = 0.15
     user: float = 0.1
@@ -89,11 +89,12 @@ def importance(
     """Seed 003's weighted sum (module docstring)."""
     n = len(relevance_scores)
     score = (
-        weights.recency * recency(n, weights.half_life)
-        + weights.semantic * np.clip(relevance_scores, 0.0, 1.0)
+        weights.semantic * np.clip(relevance_scores, 0.0, 1.0)
         + weights.entity * overlap
         + weights.user * marked.astype(np.float32)
     )
+    if weights.recency:  # 0 by default: no decay curve over every message then
+        score += weights.recency * recency(n, weights.half_life)
     out: Floats = score.astype(np.float32)
     return out
 

@@ -55,8 +55,8 @@ class Budget:
 
     room: int  # tokens the history may use, summaries included
     recent: int = 10
-    summary_share: float = 0.15  # of the room, kept for summaries until step 5
-    relevant_limit: int = 30  # older messages the search may add (seed 003's search limit)
+    summary_share: float = 0.1  # of the room, kept for summaries until step 5
+    relevant_limit: int = 100  # older messages the search may add (seed 003's search limit)
     importance_threshold: float = 0.0
     detailed_age: int = 50  # seed 003: summaries of the last 50 messages are its detailed ones
     high_level_age: int = 100  # ...up to 100 back high-level ones; older: key facts only

@@ -60,7 +60,10 @@ from smart_context.vectors.ops import Matrix
 
 log = logging.getLogger(__name__)
 
-LEXICAL_WEIGHT = 0.3  # BM25's share of relevance, as for items (items/lexical.py)
+# BM25's share of relevance. Items use 0.3 (items/lexical.py); in a chat, questions about old
+# parts rarely reuse the answer's words, and 0.2 kept more answers on the hard recall set's
+# tuning chats (benchmarks/bench_long_recall.py --set hard --split tune; README)
+LEXICAL_WEIGHT = 0.2
 LEXICAL_HITS = 200  # messages the text index is asked for
 INDEX_INLINE = 2000  # a request indexes at most this many missing messages itself (~0.2 s)
 MAX_CHATS = 64  # chats whose facts, spans and index state are kept in memory

@@ -1,0 +1,45 @@
+"""Seed 003's importance score: the parts and their weights, and the default that leaves the
+recency curve out (the last messages are sent by the plan's first step anyway)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smart_context.budget.importance import Weights, importance, recency
+from smart_context.config import Settings
+
+
+def test_without_recency_weight_old_and_new_messages_rank_by_relevance_alone() -> None:
+    relevance = np.array([0.5, 0.2, 0.2, 0.5], dtype=np.float32)
+    none = np.zeros(4, dtype=np.float32)
+    marked = np.zeros(4, dtype=bool)
+    scores = importance(relevance, none, marked, Weights(recency=0.0))
+    assert scores[0] == scores[3] and scores[1] == scores[2]
+    assert np.allclose(scores, 0.6 * relevance)
+
+
+def test_a_recency_weight_still_favours_the_newer_of_two_equal_messages() -> None:
+    relevance = np.array([0.5, 0.5], dtype=np.float32)
+    scores = importance(
+        relevance, np.zeros(2, np.float32), np.zeros(2, bool), Weights(recency=0.2, half_life=1)
+    )
+    assert scores[1] > scores[0]
+    assert np.isclose(scores[1] - scores[0], 0.2 * (recency(2, 1)[1] - recency(2, 1)[0]))
+
+
+def test_entities_and_marks_add_their_weight() -> None:
+    scores = importance(
+        np.zeros(3, np.float32),
+        np.array([0.0, 1.0, 0.0], np.float32),
+        np.array([False, False, True]),
+        Weights(),
+    )
+    assert np.allclose(scores, [0.0, 0.15, 0.1])
+
+
+def test_the_settings_defaults_are_the_weights_defaults() -> None:
+    settings, weights = Settings(), Weights()
+    assert settings.importance_recency_weight == weights.recency == 0.0
+    assert settings.importance_semantic_weight == weights.semantic
+    assert settings.importance_entity_weight == weights.entity
+    assert settings.importance_user_weight == weights.user
