@@ -168,4 +168,11 @@ async def test_odd_arguments_to_the_panels_memory_commands_are_refused(
         result = await running.command(name, **kwargs)
         assert result["status"] == "error" and result["reason"] == "bad_arguments", (name, kwargs)
     unknown = await running.command("update_memory", memory_id=999, content="x")
-    assert unknown["status"] == "error" and "999" in unknown["error"]
+    assert unknown == {
+        "status": "error",
+        "error": "There is no stored memory with id 999; it may have been deleted. "
+        "List the memories to see the current ids.",
+        "reason": "not_found",
+    }
+    gone = await running.command("delete_memory", memory_id=999)
+    assert gone["status"] == "error" and gone["reason"] == "not_found" and "999" in gone["error"]

@@ -16,6 +16,7 @@ import numpy as np
 
 from smart_context.budget.facts import turn_partners
 from smart_context.commands.guard import BadArguments, Result, chat_id_argument
+from smart_context.errors import NotFoundError
 from smart_context.events import MEMORY_CHANGED
 from smart_context.host import resolve
 from smart_context.items.lexical import LexicalIndex
@@ -71,7 +72,7 @@ async def delete_memory(services: Services, memory_id: Any = None) -> Result:
     """Delete one stored memory."""
     deleted = await _db(services.memory_db.delete_memory, _memory_id(memory_id))
     if not deleted:
-        raise BadArguments(f"There is no memory {memory_id}.")
+        raise NotFoundError(f"There is no memory {memory_id}; it may have been deleted already.")
     await _changed(services, None, "memories")
     return {"deleted": True}
 
