@@ -146,6 +146,13 @@ async def summarize_conversation(services: Services, chat_id: Any = None) -> Res
     """Bring the chat's summaries and text index up to date now; the summaries, oldest first."""
     chat = chat_id_argument(services, chat_id)
     await refresh_memory(services, chat, force=True)
+    return await list_summaries(services, chat)
+
+
+async def list_summaries(services: Services, chat_id: Any = None) -> Result:
+    """The chat's stored summaries as they are now, oldest first, without making any (View
+    context shows the text of those a reply was sent with)."""
+    chat = chat_id_argument(services, chat_id)
     stored = await _db(services.memory_db.summaries, chat)
     return {
         "summaries": [

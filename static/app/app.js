@@ -6,9 +6,11 @@ import { ChatList } from "./chat-list.js";
 import { MessageList } from "./messages.js";
 import { closeDrawers, notify, setUpDrawers } from "./shell.js";
 import { ContextDialog } from "./context-dialog.js";
+import { loadDetails } from "./context-budget.js";
 import { Palette } from "./palette.js";
 import { rootView, setFilter } from "./commands.js";
 import { finishToolCall, liveToolCall } from "./tool-calls.js";
+import { Pins } from "./pins.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -40,11 +42,14 @@ const chatList = new ChatList($("chat-list"), {
 chatList.current = state.chatId;
 const list = new MessageList(ui.messages, {
   onViewContext: (id, button) => contextDialog.open(list.messages, id, button),
+  onPin: (id) => pins.toggle(id),
 });
+const pins = new Pins(list, { command: (name, args) => window.sidecar.command(name, args), notify });
 const contextDialog = new ContextDialog($("context-dialog"), {
   onJump: jumpTo,
   loadItems: () =>
     window.sidecar.command("smart_context.list_items", { chat_id: state.chatId, with_text: true }),
+  loadMemory: () => loadDetails((name, args) => window.sidecar.command(name, args), state.chatId),
 });
 const palette = new Palette(
   $("palette"),
@@ -122,6 +127,7 @@ async function openChat(id, { push = true } = {}) {
   state.chatId = id;
   document.body.dataset.chatId = id || "";
   if (changed) list.setHighlight(null); // the panel reports the new chat's filter
+  pins.load(id);
   if (push) {
     const url = new URL(location.href);
     url.searchParams.set("chat", id);
@@ -398,6 +404,7 @@ if (window.sidecar && typeof window.sidecar.on === "function") {
   window.sidecar.on("chat.updated", onChatUpdated);
   window.sidecar.on("tool_call", onToolCall);
   window.sidecar.on("tool_result", onToolResult);
+  window.sidecar.on("smart_context.memory_changed", (data) => pins.onChanged(data));
   window.sidecar.on("sidecar.chat_damaged", (data) => {
     notify((data && data.message) || "A chat file was damaged and set aside.", true);
     refreshChats();
