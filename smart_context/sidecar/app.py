@@ -289,6 +289,8 @@ async def page(request: Request) -> Response:
         "chat_id": chat_id,
         "model_configured": llm.chat_configured,
         "model_name": llm.model_name("chat"),
+        # the page offers only what a plugin answers (e.g. no pins without long memory)
+        "commands": sorted(sidecar.commands.handlers),
     }
     env: jinja2.Environment = request.app.state.templates
     try:

@@ -15,6 +15,8 @@ import { Pins } from "./pins.js";
 const $ = (id) => document.getElementById(id);
 
 const boot = JSON.parse($("sc-boot").textContent || "{}");
+/** Whether the host answers command `name` (a host that does not list them: assume it does). */
+const hasCommand = (name) => !Array.isArray(boot.commands) || boot.commands.includes(name);
 const state = {
   chatId: boot.chat_id || document.body.dataset.chatId || null,
   sending: false,
@@ -42,14 +44,16 @@ const chatList = new ChatList($("chat-list"), {
 chatList.current = state.chatId;
 const list = new MessageList(ui.messages, {
   onViewContext: (id, button) => contextDialog.open(list.messages, id, button),
-  onPin: (id) => pins.toggle(id),
+  onPin: hasCommand("smart_context.mark_important") ? (id) => pins.toggle(id) : null,
 });
 const pins = new Pins(list, { command: (name, args) => window.sidecar.command(name, args), notify });
 const contextDialog = new ContextDialog($("context-dialog"), {
   onJump: jumpTo,
   loadItems: () =>
     window.sidecar.command("smart_context.list_items", { chat_id: state.chatId, with_text: true }),
-  loadMemory: () => loadDetails((name, args) => window.sidecar.command(name, args), state.chatId),
+  loadMemory: hasCommand("smart_context.list_summaries")
+    ? () => loadDetails((name, args) => window.sidecar.command(name, args), state.chatId)
+    : null,
 });
 const palette = new Palette(
   $("palette"),
@@ -127,7 +131,7 @@ async function openChat(id, { push = true } = {}) {
   state.chatId = id;
   document.body.dataset.chatId = id || "";
   if (changed) list.setHighlight(null); // the panel reports the new chat's filter
-  pins.load(id);
+  if (list.pins) pins.load(id);
   if (push) {
     const url = new URL(location.href);
     url.searchParams.set("chat", id);

@@ -124,11 +124,12 @@ export class ContextDialog {
 
   /** Put the texts of the summaries and memories the record names in, once they come. */
   async #fillMemory(showing) {
+    const none = (error) => ({ error, summaries: new Map(), memories: new Map(), direct: new Map() });
     let details;
     try {
-      details = await this.loadMemory();
+      details = this.loadMemory ? await this.loadMemory() : none("This page cannot read the texts.");
     } catch (err) {
-      details = { error: err.message || String(err), summaries: new Map(), memories: new Map(), direct: new Map() };
+      details = none(err.message || String(err));
     }
     if (showing !== this.showing) return; // another reply is shown now
     fillDetails(this.body, details);

@@ -57,8 +57,8 @@ function isNotice(message) {
   return message.role === "assistant" && Boolean(message.notice);
 }
 
-/** One message element. Pure: depends only on the message. */
-export function messageElement(message) {
+/** One message element. Pure: depends only on the message (and `pin`: draw its pin). */
+export function messageElement(message, { pin = false } = {}) {
   const role = message.role || "assistant";
   const notice = isNotice(message);
   const failed = !notice && message.role === "assistant" && Boolean(message.error);
@@ -87,7 +87,7 @@ export function messageElement(message) {
     meta.append(h("span", { class: "msg__model", text: message.model }));
   }
   // a host note is never sent to the model: there is nothing to pin
-  if (!notice && !failed && message.id !== undefined && message.id !== null) meta.append(pinButton());
+  if (pin && !notice && !failed && message.id !== undefined && message.id !== null) meta.append(pinButton());
 
   const el = h("article", { class: classes.join(" "), dataset: { messageId: message.id, role } }, meta, body);
   if (notice) {
@@ -131,6 +131,7 @@ export class MessageList {
     this.elements = new Map(); // message id -> element
     this.included = null; // Set of ids in context while a filter is active, else null
     this.pinned = new Set(); // ids of the messages the user pinned
+    this.pins = Boolean(onPin); // without a handler (a host without pins) there is no pin
     container.addEventListener("click", (event) => {
       const button = event.target.closest("[data-action='view-context'], [data-action='pin']");
       const owner = button && button.closest("[data-message-id]");
@@ -203,7 +204,7 @@ export class MessageList {
     this.messages.push(message);
     this.elements.set(String(message.id), el);
     const meta = el.querySelector(".msg__meta");
-    if (message.role === "user" && meta && !meta.querySelector(".msg__pin")) meta.append(pinButton());
+    if (this.pins && message.role === "user" && meta && !meta.querySelector(".msg__pin")) meta.append(pinButton());
     if (this.included) this.#mark(el, this.included.has(String(message.id)));
   }
 
@@ -223,7 +224,7 @@ export class MessageList {
   }
 
   #build(message) {
-    const el = messageElement(message);
+    const el = messageElement(message, { pin: this.pins });
     if (message.id !== undefined && message.id !== null) {
       this.elements.set(String(message.id), el);
       if (this.included && this.included.has(String(message.id))) this.#mark(el, true);

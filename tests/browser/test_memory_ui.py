@@ -186,3 +186,115 @@ def test_view_context_of_a_long_chat_shows_summaries_and_why_each_message_was_se
         "list => [...list.children].map(li => li.classList.contains('ctx-summary') ? 'S' : 'M')"
     )
     assert "S" in order and order[-1] == "M"
+
+
+# ---- the panel: memories -------------------------------------------------------------------------
+
+
+def memory_rows(page: Page) -> Any:
+    return page.locator("#sc-memory-list [data-memory-id]")
+
+
+def test_memories_are_listed_edited_and_deleted_in_the_panel_live_across_tabs(
+    memory_site: str, open_page: OpenPage
+) -> None:
+    for memory in command(memory_site, "list_memories")["memories"]:
+        command(memory_site, "delete_memory", memory_id=memory["id"])
+    mine = command(
+        memory_site, "store_memory", content="Waters the plants on Sundays.", chat_id="other"
+    )["memory"]
+    command(memory_site, "store_memory", content="Prefers metric units.", importance=0.9)
+    command(memory_site, "store_memory", content="Another chat's secret.", chat_id="memo")
+    page = open_chat(open_page, memory_site, "other")
+    other_tab = open_chat(open_page, memory_site, "other")
+    rows = memory_rows(page)
+    expect(rows).to_have_count(2)  # this chat's and the global one, not another chat's
+    expect(rows.first).to_contain_text("Prefers metric units.")
+    expect(rows.first).to_contain_text("All chats")
+    row = page.locator(f'#sc-memory-list [data-memory-id="{mine["id"]}"]')
+    expect(row).to_contain_text("This chat")
+
+    row.get_by_role("button", name="Edit").click()
+    box = row.get_by_role("textbox")
+    expect(box).to_be_focused()
+    box.fill("Waters the plants on Sundays and Wednesdays.")
+    box.press("Control+Enter")
+    expect(row.locator(".sc-memory-text")).to_have_text(
+        "Waters the plants on Sundays and Wednesdays."
+    )
+    expect(row.get_by_role("button", name="Edit")).to_be_focused()
+    stored = {m["id"]: m["content"] for m in command(memory_site, "list_memories")["memories"]}
+    assert stored[mine["id"]] == "Waters the plants on Sundays and Wednesdays."
+    other_row = other_tab.locator(f'#sc-memory-list [data-memory-id="{mine["id"]}"]')
+    expect(other_row).to_contain_text("Sundays and Wednesdays")  # live, from memory_changed
+
+    # Escape leaves an edit without saving
+    row.get_by_role("button", name="Edit").click()
+    row.get_by_role("textbox").fill("not this")
+    row.get_by_role("textbox").press("Escape")
+    expect(row.locator(".sc-memory-text")).to_have_text(
+        "Waters the plants on Sundays and Wednesdays."
+    )
+
+    # Delete asks first; "Keep" has the focus, so a stray Enter keeps it
+    row.get_by_role("button", name="Delete").click()
+    expect(row).to_contain_text("Delete this memory?")
+    expect(row.get_by_role("button", name="Keep")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(row.get_by_role("button", name="Edit")).to_be_visible()
+    row.get_by_role("button", name="Delete").click()
+    row.get_by_role("button", name="Delete").click()  # the confirmation's Delete
+    expect(rows).to_have_count(1)
+    expect(memory_rows(other_tab)).to_have_count(1)
+    assert mine["id"] not in {m["id"] for m in command(memory_site, "list_memories")["memories"]}
+
+    # a change by another client arrives by itself
+    command(memory_site, "store_memory", content="Allergic to cats.", chat_id="other")
+    expect(rows).to_have_count(2)
+    expect(page.locator("#sc-memory-heading")).to_have_text("Memories · 2")
+    shot(page, "memory-panel", "#smart-context-panel")
+
+
+def test_a_memory_deleted_elsewhere_while_edited_says_so(
+    memory_site: str, open_page: OpenPage
+) -> None:
+    gone = command(memory_site, "store_memory", content="Short-lived.", chat_id="other")["memory"]
+    page = open_chat(open_page, memory_site, "other")
+    row = page.locator(f'#sc-memory-list [data-memory-id="{gone["id"]}"]')
+    row.get_by_role("button", name="Edit").click()
+    row.get_by_role("textbox").fill("Edited too late.")
+    command(memory_site, "delete_memory", memory_id=gone["id"])
+    expect(page.locator("#sc-memory-error")).to_contain_text(
+        "The memory you were editing was deleted elsewhere."
+    )
+    expect(row).to_have_count(0)
+
+
+# ---- hostile text --------------------------------------------------------------------------------
+
+
+def test_hostile_memories_and_labels_render_as_text(memory_site: str, open_page: OpenPage) -> None:
+    evil = f"{HOSTILE}{SCRIPT_BREAKER}"
+    command(memory_site, "store_memory", content=evil, chat_id="other")
+    command(
+        memory_site,
+        "post_direct_message",
+        chat_id="other",
+        content=evil,
+        source=evil[:60],
+        priority=0.5,
+    )
+    api(memory_site, "/api/chats/other/messages", {"content": "What do you remember?"})
+    page = open_chat(open_page, memory_site, "other")
+    hostile = page.locator("#sc-memory-list .sc-memory-text", has_text="<img")
+    expect(hostile).to_have_text(evil)
+    page.locator("#messages .msg--assistant").last.get_by_role(
+        "button", name=re.compile("View context")
+    ).click()
+    memory = page.locator("#context-dialog [data-role='memory']")
+    stored = memory.locator('[data-memory-kind="memory"]', has_text="<img")
+    expect(stored.locator(".ctx-item__text")).to_have_text(evil)
+    direct = memory.locator('[data-memory-kind="direct"]', has_text="<img")
+    expect(direct.locator(".ctx-item__text")).to_have_text(evil)
+    expect(direct).to_contain_text(f"from {evil[:60]}")
+    assert page.locator("img[src='x']").count() == 0  # and no alert fired (open_page checks)

@@ -9,7 +9,7 @@
  *
  *   (() => { "use strict"; common.js, app/bridge.js, transport.js, layout.js, state.js,
  *            view.js, controller.js, items.js, items-view.js, items-controller.js,
- *            start.js })();
+ *            memory.js, start.js })();
  *
  * So the files share names as plain top-level const and class declarations: every file sees
  * every other's, and nothing leaks into the host page (the panel is inserted into other hosts'
@@ -26,6 +26,7 @@
  *   items.js       the context section's data: the vault's items, the chat's session, settings
  *   items-view.js  the context section's DOM: session items, the Add list, the settings row
  *   items-controller.js  its actions: list, add, remove, settings; the items_changed event
+ *   memory.js      long memory: the first indexing/summaries' progress, the memories list
  *   start.js       wiring, the window.SmartContextPanel API, and the first load
  *
  * Topic labels are hostile (model output derived from user text): they are only ever written

@@ -36,6 +36,7 @@ const startPanel = (root) => {
     dismissError: () => itemsController.dismissError(),
   });
   const itemsController = new ItemsController(items, itemsView, host);
+  const memory = startMemoryPanel(root, host); // follows sidecar:chat_selected itself
 
   host.on(EVENTS.topicsUpdated, (payload) => controller.onTopicsUpdated(payload));
   host.on(EVENTS.filterChanged, (payload) => controller.onFilterChanged(payload));
@@ -60,6 +61,7 @@ const startPanel = (root) => {
     addItem: (item) => itemsController.add(item),
     removeItem: (item) => itemsController.remove(item),
     setSessionSettings: (change) => itemsController.setSettings(change),
+    memories: () => memory.memories(),
   };
 
   const announced = document.body.dataset.chatId;
@@ -70,7 +72,10 @@ const startPanel = (root) => {
     // without an announced chat, ask the host for its current one; then show its items
     controller.loadTopics().then(() => {
       if (state.chatId && !items.chatId) itemsController.selectChat(state.chatId);
+      memory.selectChat(state.chatId);
     });
+  } else {
+    memory.selectChat(null); // no chat open: every stored memory
   }
 };
 
