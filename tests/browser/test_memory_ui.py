@@ -93,6 +93,8 @@ def test_a_pin_survives_a_reload_reaches_another_tab_and_reverts_when_it_fails(
     page.keyboard.press("Enter")  # the keyboard pins as a click does
     expect(pin).to_have_attribute("aria-pressed", "true")
     expect(pin_of(other_tab, "c0005")).to_have_attribute("aria-pressed", "true")  # live
+    pin_of(page, "c0005").scroll_into_view_if_needed()
+    shot(page, "memory-pins", "#message-scroller")
     assert command(memory_site, "list_marks", chat_id="other")["important_ids"] == ["c0005"]
 
     page.reload()

@@ -56,5 +56,13 @@ const count = (value) => {
   return Number.isFinite(n) && n > 0 ? n : 0;
 };
 
+/** An element with a class and, when given, its text (always as text, never markup). */
+const itemsEl = (tag, className, content) => {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (content !== undefined) node.textContent = content;
+  return node;
+};
+
 /** The `detail` of a DOM CustomEvent when it is an object, else {}. */
 const detailOf = (event) => (event && isObject(event.detail) ? event.detail : {});

@@ -14,16 +14,8 @@ const PROGRESS_WORDS = {
   summaries: ["Summarising this chat", "summaries made"],
 };
 
-/** An element with a class and, when given, its text (always as text, never markup). */
-const memoryEl = (tag, className, text) => {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-};
-
 const memoryButton = (text, action, extra = "") => {
-  const button = memoryEl("button", `sc-memory-button ${extra}`.trim(), text);
+  const button = itemsEl("button", `sc-memory-button ${extra}`.trim(), text);
   button.type = "button";
   button.dataset.action = action;
   return button;
@@ -274,30 +266,30 @@ class MemoriesSection {
   #row(memory) {
     const id = String(memory.id);
     const busy = this.busy.has(id);
-    const row = memoryEl("li", "sc-memory-row");
+    const row = itemsEl("li", "sc-memory-row");
     row.dataset.memoryId = id;
     const textId = `sc-memory-text-${id.replace(/[^\w-]/g, "")}`;
     if (this.editing && this.editing.id === id) {
       // the same textarea while the edit lasts: a live update of the list keeps its caret
-      const area = this.editing.area || (this.editing.area = memoryEl("textarea", "sc-memory-input"));
+      const area = this.editing.area || (this.editing.area = itemsEl("textarea", "sc-memory-input"));
       if (area.value !== this.editing.draft) area.value = this.editing.draft;
       area.rows = 3;
       area.setAttribute("aria-label", "Memory text (Ctrl+Enter saves, Escape cancels)");
       area.disabled = busy;
-      const actions = memoryEl("div", "sc-memory-actions");
+      const actions = itemsEl("div", "sc-memory-actions");
       actions.append(memoryButton("Save", "save", "is-primary"), memoryButton("Cancel", "cancel"));
       row.append(area, actions);
     } else {
-      const text = memoryEl("p", "sc-memory-text", String(memory.content ?? ""));
+      const text = itemsEl("p", "sc-memory-text", String(memory.content ?? ""));
       text.id = textId;
-      const meta = memoryEl("p", "sc-memory-meta");
+      const meta = itemsEl("p", "sc-memory-meta");
       meta.append(
-        memoryEl("span", "sc-memory-scope", memory.chat_id ? "This chat" : "All chats"),
-        memoryEl("span", "", `importance ${Number(memory.importance || 0).toFixed(2)}`),
+        itemsEl("span", "sc-memory-scope", memory.chat_id ? "This chat" : "All chats"),
+        itemsEl("span", "", `importance ${Number(memory.importance || 0).toFixed(2)}`),
       );
-      const actions = memoryEl("div", "sc-memory-actions");
+      const actions = itemsEl("div", "sc-memory-actions");
       if (this.confirming === id) {
-        const question = memoryEl("span", "sc-memory-confirm", "Delete this memory?");
+        const question = itemsEl("span", "sc-memory-confirm", "Delete this memory?");
         actions.append(question, memoryButton("Delete", "confirm-delete", "is-danger"), memoryButton("Keep", "keep"));
       } else {
         actions.append(memoryButton("Edit", "edit"), memoryButton("Delete", "delete"));
