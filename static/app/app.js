@@ -63,6 +63,7 @@ const palette = new Palette(
     openChat: (id) => openChat(id),
     newChat: () => newChat(),
     focusInput: () => ui.input.focus(),
+    previewContext: () => previewContext(ui.input),
     notify,
   }),
 );
@@ -189,6 +190,29 @@ window.addEventListener("popstate", (event) => {
   const id = (event.state && event.state.chatId) || fromUrl || boot.chat_id;
   if (id && id !== state.chatId) openChat(id, { push: false });
 });
+
+/**
+ * View context before sending: a dry run of the message box's text (or of a question when it is
+ * empty) shown in the View context dialog, as if it were the reply's record.
+ */
+async function previewContext(opener) {
+  if (!state.chatId) return notify("Open or start a chat first.", true);
+  const content = ui.input.value.trim() || "(the next message)";
+  let result;
+  try {
+    result = await api.dryRun(state.chatId, content);
+  } catch (err) {
+    return notify(`Could not preview the context: ${err.message}`, true);
+  }
+  const ask = { id: "preview:message", role: "user", content };
+  const reply = {
+    id: "preview:reply",
+    role: "assistant",
+    smart_context: result.smart_context || { mode: "full" },
+    request_context: result.request_context || null,
+  };
+  contextDialog.open([...list.messages, ask, reply], reply.id, opener, "What this message would be sent with");
+}
 
 // ---- scrolling ---------------------------------------------------------------------------------
 

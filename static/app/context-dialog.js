@@ -105,13 +105,14 @@ export class ContextDialog {
     });
   }
 
-  /** Show the records of the reply `replyId`, found among `messages`. */
-  open(messages, replyId, opener) {
+  /** Show the records of the reply `replyId`, found among `messages`, under `title`. */
+  open(messages, replyId, opener, title = "What this reply was sent with") {
     const index = messages.findIndex((m) => String(m.id) === String(replyId));
     const reply = messages[index];
     if (!reply || !(reply.smart_context || reply.request_context)) return;
     this.opener = opener || document.activeElement;
     const showing = ++this.showing;
+    this.dialog.querySelector("#context-dialog-title").textContent = title;
     const items = requestContextSection(reply.request_context);
     const parts = [items];
     if (reply.smart_context) parts.push(this.#content(messages, index, reply.smart_context));

@@ -190,6 +190,33 @@ def test_view_context_of_a_long_chat_shows_summaries_and_why_each_message_was_se
     assert "S" in order and order[-1] == "M"
 
 
+def test_a_preview_of_the_message_being_written_is_a_dry_run_with_reasons(
+    memory_site: str, open_page: OpenPage
+) -> None:
+    assert command(memory_site, "summarize_conversation", chat_id="memo")["summaries"]
+    before = len(api(memory_site, "/api/chats/memo")["messages"])
+    page = open_chat(open_page, memory_site, "memo")
+    page.locator("#composer-input").fill("What deposit did Mrs. Okafor ask for?")
+    page.keyboard.press("Control+k")
+    expect(page.locator("#palette")).to_be_visible()
+    page.keyboard.type("Preview context")
+    expect(page.locator("#palette [role='option']").first).to_contain_text("Preview context")
+    page.keyboard.press("Enter")
+    dialog = page.locator("#context-dialog")
+    expect(dialog.locator("#context-dialog-title")).to_have_text(
+        "What this message would be sent with"
+    )
+    expect(dialog).to_contain_text("What deposit did Mrs. Okafor ask for?")
+    expect(dialog.locator('[data-jump="c0041"] .badge--why')).to_have_text(
+        re.compile(r"^relevant \d\.\d\d$")
+    )
+    expect(dialog.locator(".ctx-summary").first).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#composer-input")).to_be_focused()
+    expect(page.locator("#composer-input")).to_have_value("What deposit did Mrs. Okafor ask for?")
+    assert len(api(memory_site, "/api/chats/memo")["messages"]) == before  # nothing stored
+
+
 # ---- the panel: memories -------------------------------------------------------------------------
 
 
