@@ -4,6 +4,8 @@
     smart-context topics VAULT CHAT_ID                   run topic extraction and print the topics
     smart-context serve [VAULT]                          the reference sidecar with the panel
     smart-context doctor VAULT                           damaged files and crash leftovers
+    smart-context stats VAULT [--json]                   tokens sent per chat, against the whole
+    smart-context memories VAULT [--json]                the stored memories, exported
 
 The commands run the plugin inside the reference sidecar's host, so they see exactly what a
 request would: the vault's settings, its models, and the embedded offline default without one.
@@ -30,6 +32,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from smart_context.cli_reports import show_memories, show_stats
 from smart_context.context.assemble import assemble, request_items
 from smart_context.errors import SmartContextError
 from smart_context.items.request import RequestContext
@@ -45,6 +48,7 @@ PREVIEW = 60
 # a script that already tells a cut-short producer from a failed one (`set -o pipefail`) can
 # tell ours too. Python ignores SIGPIPE and sees BrokenPipeError instead, so it is said in code.
 EXIT_CLOSED_PIPE = 141
+REPORTS = {"stats": show_stats, "memories": show_memories}  # read files only: no services
 
 
 @asynccontextmanager
@@ -94,8 +98,11 @@ async def show_context(
         request = None
         prompt: list[dict[str, Any]] = []
         record: dict[str, Any] = {}
+        tools: list[dict[str, Any]] = []
         if message is not None:
-            prompt, request, record = await request_items(services, chat_id, message, decision)
+            prepared = await request_items(services, chat_id, message, decision)
+            prompt, request, record = prepared.messages, prepared.request, prepared.record
+            tools = prepared.tools
     record = decision.record.as_dict() if request is None else record
     if as_json:
         result: dict[str, Any] = {"smart_context": record}
@@ -106,7 +113,7 @@ async def show_context(
             ctx = PipelineContext(message=message, original_message=message, history=prompt)
             result |= {
                 "request_context": request.record(),
-                "tools": request.tools(),
+                "tools": tools,
                 "messages": prompt_messages(ctx),
             }
         print(json.dumps(result, indent=2, ensure_ascii=False), file=out)
@@ -138,6 +145,7 @@ async def show_context(
     if request is not None:
         print(f"\nsent with, for {_preview(message)!r}:", file=out)
         _print_request(request, out)
+        _print_notes(record.get("knowledge") or [], out)
 
 
 def _print_request(request: RequestContext, out: TextIO) -> None:
@@ -155,6 +163,14 @@ def _print_request(request: RequestContext, out: TextIO) -> None:
             print(f"    {priority} {c.mode:<9} {name}{score}", file=out)
     if request.error:
         print(f"  note: {request.error}", file=out)
+
+
+def _print_notes(notes: Sequence[dict[str, Any]], out: TextIO) -> None:
+    """The vault notes the request cites (the knowledge base), best first."""
+    print("  notes:" + ("" if notes else " none"), file=out)
+    for note in notes:
+        passages = f"{note['passages']} passage" + ("s" if note["passages"] != 1 else "")
+        print(f"    {note['score']:.2f} {note['path']} ({passages})", file=out)
 
 
 async def show_topics(vault: Path, chat_id: ChatId, out: TextIO) -> None:
@@ -272,6 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("vault", type=Path)
     doctor = sub.add_parser("doctor", help="list damaged files and crash leftovers in a vault")
     doctor.add_argument("vault", type=Path)
+    stats = sub.add_parser("stats", help="tokens sent per chat, against the whole history")
+    stats.add_argument("vault", type=Path)
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    memories = sub.add_parser("memories", help="export the vault's stored memories")
+    memories.add_argument("vault", type=Path)
+    memories.add_argument("--json", action="store_true", help="print JSON")
     serve = sub.add_parser(
         "serve", help="run the reference sidecar: a local web chat with the panel"
     )
@@ -318,6 +340,8 @@ def run_command(args: argparse.Namespace) -> int:
             return run_serve(args)
         if args.command == "doctor":
             return show_doctor(args.vault, sys.stdout)
+        if args.command in REPORTS:
+            return REPORTS[args.command](args.vault, args.json, sys.stdout, sys.stderr)
         if args.command == "mcp":
             from smart_context.memory.mcp_server import serve
 

@@ -73,6 +73,15 @@ class Settings:
     compression_detailed: float = 0.7
     compression_high_level: float = 0.85
     compression_key_facts: float = 0.95
+    # the chat model's own memory tools (issue 11, point 7)
+    memory_tools: bool = True
+    memory_tools_auto_approve: bool = True
+    # the knowledge base (seed 004): the vault's own notes, searched per request
+    knowledge_folders: tuple[str, ...] = (".",)
+    knowledge_top_n: int = 3
+    knowledge_passages: int = 2
+    knowledge_min_score: float = 0.3
+    knowledge_share: float = 0.2
 
 
 def _check_bool(key: str, value: Any) -> bool:
@@ -119,6 +128,13 @@ def _check_folder(key: str, value: Any) -> str:
     if Path(text).is_absolute() or ".." in parts or text.startswith("~"):
         raise ConfigError(key, value, 'expected a folder inside the vault, like "rules"')
     return text
+
+
+def _check_folders(key: str, value: Any) -> tuple[str, ...]:
+    """A list of folders inside the vault (``"."``: the whole vault); ``[]`` is none."""
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(key, value, 'expected a list of folders inside the vault, like ["."]')
+    return tuple(dict.fromkeys(_check_folder(key, _plain(v)) for v in value))
 
 
 def _count(high: int, low: int = 0) -> Any:
@@ -174,6 +190,13 @@ _CHECKS: dict[str, Any] = {
     "compression_detailed": lambda k, v: _check_number(k, v, 0.0, 0.99),
     "compression_high_level": lambda k, v: _check_number(k, v, 0.0, 0.99),
     "compression_key_facts": lambda k, v: _check_number(k, v, 0.0, 0.99),
+    "memory_tools": _check_bool,
+    "memory_tools_auto_approve": _check_bool,
+    "knowledge_folders": _check_folders,
+    "knowledge_top_n": _count(20),
+    "knowledge_passages": _count(10, 1),
+    "knowledge_min_score": _share,
+    "knowledge_share": lambda k, v: _check_number(k, v, 0.0, 0.9),
 }
 
 SETTING_KEYS = frozenset(_CHECKS)  # every key ``[plugins.smart_context]`` accepts

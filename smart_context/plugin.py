@@ -8,14 +8,18 @@ a reply or a message, so they log it and leave the request as it was.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from smart_context.commands import make_commands
 from smart_context.config import Settings, parse_settings
-from smart_context.context.assemble import assemble, request_items
+from smart_context.context.assemble import Prepared, assemble, request_items
+from smart_context.context.usage import take_report
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
 from smart_context.hookspecs import hookimpl
 from smart_context.host import UI, Commands, Host, PipelineContext, resolve
+from smart_context.items.mcp_config import PLUGIN_SERVER
+from smart_context.memory.unsent import unsent_of
 from smart_context.messages import History
 from smart_context.paths import check_chat_id
 from smart_context.record import ContextRecord
@@ -47,6 +51,7 @@ class SmartContextPlugin:
         # meanwhile: list the MCP servers' tools, and embed the items no request has yet
         self.services.items.servers.refresh_soon()
         self.services.index_items()
+        self.services.index_knowledge()
 
     @hookimpl
     def sidecar_register_commands(self, commands: Commands) -> None:
@@ -74,8 +79,8 @@ class SmartContextPlugin:
             services = self._services()
             services.current_chat_id = chat_id
             decision = await assemble(services, chat_id, History(ctx.history))
-            sent, request, record = await request_items(
-                services, chat_id, ctx.message, decision, _model_of(ctx)
+            prepared = await request_items(
+                services, chat_id, ctx.message, decision, _model_of(ctx), _takes_tools(ctx)
             )
         except Exception as exc:  # the one broad except: the user's request must go through
             if isinstance(exc, SmartContextError):  # ours, with a message that says it all
@@ -85,12 +90,21 @@ class SmartContextPlugin:
             failed = ContextRecord.failed(len(ctx.history), f"Smart Context failed: {exc}")
             ctx.metadata["smart_context"] = failed.as_dict()
             return
-        ctx.history = sent
-        ctx.metadata["smart_context"] = record
-        ctx.metadata["request_context"] = request.record()
-        tools = request.tools()
-        if tools:
-            ctx.metadata["tools"] = tools
+        if not ctx.metadata.get("dry_run"):  # where the model's look back will search
+            unsent = unsent_of(ctx.history, prepared.messages, _sent_memories(prepared.record))
+            services.unsent.put(chat_id, unsent)
+        _write_back(ctx, prepared, services.settings)
+
+    @hookimpl
+    async def pipeline_post_process(self, ctx: PipelineContext) -> None:
+        try:
+            services = self._services()
+            sent = [*ctx.history, {"role": "user", "content": ctx.message}]
+            await take_report(
+                services.budget, services.calibration, ctx.metadata, sent, _model_of(ctx)
+            )
+        except Exception:  # the usage figures must never cost the user the reply
+            log.exception("Smart Context: the reported token usage was not taken")
 
     @hookimpl
     def pipeline_output(self, ctx: PipelineContext) -> None:
@@ -117,6 +131,31 @@ def _model_of(ctx: PipelineContext) -> str | None:
     tokenizer counts the budget."""
     model = ctx.metadata.get("model")
     return model if isinstance(model, str) and model.strip() else None
+
+
+def _write_back(ctx: PipelineContext, prepared: Prepared, settings: Settings) -> None:
+    """The request as the host sends it: the history, the records, the tools, and which of the
+    plugin's own tools may run unasked."""
+    ctx.history = prepared.messages
+    ctx.metadata["smart_context"] = prepared.record
+    ctx.metadata["request_context"] = prepared.request.record()
+    if prepared.tools:
+        ctx.metadata["tools"] = prepared.tools
+    if settings.memory_tools and settings.memory_tools_auto_approve:
+        ctx.metadata["auto_approve_servers"] = [PLUGIN_SERVER]
+
+
+def _takes_tools(ctx: PipelineContext) -> bool:
+    """Whether the host's chat model takes tools: yes unless the host says it does not
+    (``ctx.metadata["tools_supported"]`` false)."""
+    return ctx.metadata.get("tools_supported") is not False
+
+
+def _sent_memories(record: dict[str, Any]) -> list[Any]:
+    """The ids of the stored memories the request's memory section carried."""
+    memory = record.get("memory")
+    ids = memory.get("memory_ids") if isinstance(memory, dict) else None
+    return ids if isinstance(ids, list) else []
 
 
 plugin = SmartContextPlugin()

@@ -11,15 +11,20 @@ import asyncio
 import logging
 
 from smart_context.background import Coalescer
+from smart_context.budget.calibration import Calibration
 from smart_context.chats import ChatViews
 from smart_context.config import Settings
 from smart_context.context.budgeted import Budgeter
+from smart_context.context.usage import UsageMeter
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
-from smart_context.host import Host
+from smart_context.events import MEMORY_PROGRESS
+from smart_context.host import Host, resolve
 from smart_context.items.catalog import ItemCatalog
+from smart_context.knowledge.index import KnowledgeIndex
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.refresh import refresh_memory
+from smart_context.memory.unsent import UnsentLog
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.topics.refresh import refresh
@@ -45,15 +50,27 @@ class Services:
         self.items = ItemCatalog(host.vault_path, settings.rules_dir, settings.references_dir)
         self.current_chat_id: ChatId | None = None
         self.background: Coalescer[ChatId] = Coalescer(lambda chat_id: refresh(self, chat_id))
-        self.indexing: Coalescer[str] = Coalescer(lambda _: self._index_items())
+        # the vault's notes (seed 004's knowledge base), indexed in the background
+        self.knowledge = KnowledgeIndex(
+            host.vault_path,
+            settings.knowledge_folders,
+            (settings.rules_dir, settings.references_dir),
+        )
+        self.knowledge.on_behind = self.index_knowledge
+        self.indexing: Coalescer[str] = Coalescer(self._index)
         self.items.servers.on_listed = self.index_items
         # long memory (CONTRACT §9): the SQLite store, the budget, and its pass after replies
         self.memory_db = MemoryDB(host.vault_path)
-        self.budget = Budgeter(settings, self.memory_db)
+        # the token estimates of models without an offline tokenizer, as servers corrected them
+        self.calibration = Calibration(host.vault_path)
+        self.calibration.load()
+        self.budget = Budgeter(settings, self.memory_db, self.calibration.estimates)
+        self.usage = UsageMeter(self.budget)
         self.remembering: Coalescer[ChatId] = Coalescer(
             lambda chat_id: refresh_memory(self, chat_id)
         )
         self.budget.on_behind = self.schedule_refresh
+        self.unsent = UnsentLog()  # where the chat model's look back searches
         self._embedder = embedder
         self._store: VectorStore | None = None
         self._store_lock = asyncio.Lock()
@@ -72,11 +89,25 @@ class Services:
         """Embed the vault's new items in the background, so no request waits for it."""
         self.indexing.request("items")
 
-    async def _index_items(self) -> None:
+    def index_knowledge(self) -> None:
+        """Embed the vault's notes that have no vectors yet, in the background."""
+        if self.settings.knowledge_folders and self.settings.knowledge_top_n:
+            self.indexing.request("knowledge")
+
+    async def _index(self, what: str) -> None:
         try:
-            await self.items.index(await self.store())
+            store = await self.store()
+            if what == "items":
+                await self.items.index(store)
+            else:
+                await self.knowledge.index(store, self._knowledge_progress)
         except SmartContextError as exc:  # the request will say so, if it is still true then
-            log.warning("Smart Context: items not indexed ahead: %s", exc)
+            log.warning("Smart Context: %s not indexed ahead: %s", what, exc)
+
+    async def _knowledge_progress(self, done: int, total: int) -> None:
+        """The notes being indexed, for the panel's progress indicator (every chat's)."""
+        payload = {"chat_id": None, "what": "notes", "done": done, "total": total}
+        await resolve(self.host.emit(MEMORY_PROGRESS, payload))
 
     def schedule_refresh(self, chat_id: ChatId) -> None:
         """Map the chat's topics again and bring its long memory up to date, in the

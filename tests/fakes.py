@@ -215,6 +215,7 @@ class ToolPlugin:
         self.tools = tools
         self.register = register
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
+        self.chat_ids: list[str | None] = []
         self.text = "contents of {path}"
         self.answer: Any = None  # when set: call_tool's answer, or raised if an exception
 
@@ -231,11 +232,12 @@ class ToolPlugin:
         )
 
     async def call_tool(
-        self, server_name: str, name: str, arguments: dict[str, Any]
+        self, server_name: str, name: str, arguments: dict[str, Any], chat_id: str | None = None
     ) -> dict[str, Any]:
         """Like the plugin's command (CONTRACT §8): ``{"status", "result": {"ok", "text",
-        "structured", "summary"}}``."""
+        "structured", "summary"}}``; ``chat_id`` is the chat the reply is for."""
         self.calls.append((server_name, name, arguments))
+        self.chat_ids.append(chat_id)
         if isinstance(self.answer, Exception):
             raise self.answer
         if self.answer is not None:

@@ -15,7 +15,12 @@ record what it saw:
   OpenAI-style JSON error body. The ``openai`` client retries 408/409/429/5xx ``max_retries``
   times, so queue ``max_retries + 1`` of them to make one call fail; failures carry
   ``retry-after-ms: 10`` so those retries are quick;
-- ``delay``: seconds to sleep before answering (for timeouts).
+- ``delay``: seconds to sleep before answering (for timeouts);
+- ``stream_usage`` (default true): with ``stream_options: {"include_usage": true}`` a stream ends
+  with OpenAI's usage chunk (no choices; ``prompt_tokens`` as :func:`prompt_tokens_of` counts);
+  false plays a server that ignores the option;
+- ``reject_stream_options``: answer any request carrying ``stream_options`` with a 400, as
+  servers that do not know the option do.
 
 Endpoints: ``POST /v1/embeddings`` (vectors are ``tests.fakes.word_vector(text, 64)``, or of the
 requested ``dimensions``; ``encoding_format`` ``float`` or ``base64``), ``POST
@@ -79,6 +84,8 @@ class OpenAIStub:
     chat_replies: list[Reply] = field(default_factory=list)
     fail_next: list[int] = field(default_factory=list)
     delay: float = 0.0
+    stream_usage: bool = True
+    reject_stream_options: bool = False
 
     def paths(self) -> list[str]:
         """The path of every request so far, in order."""
@@ -177,8 +184,16 @@ def _call_id(stub: OpenAIStub, index: int) -> str:
     return f"call_{len(stub.requests)}_{index}"
 
 
+def prompt_tokens_of(messages: list[Any], tools: Any = None) -> int:
+    """The stub's count of a prompt: a token per word (of the tools' JSON too), and OpenAI's
+    framing of 4 per message (3 and the role) and 3 to prime the reply."""
+    texts = [_text_of(m.get("content")) for m in messages if isinstance(m, dict)]
+    in_tools = len(json.dumps(tools).split()) if tools else 0
+    return sum(len(t.split()) + 4 for t in texts) + 3 + in_tools
+
+
 def _completion(stub: OpenAIStub, body: Payload, model: str, reply: Reply) -> Payload:
-    prompt_tokens = sum(len(_text_of(m.get("content")).split()) for m in body["messages"])
+    prompt_tokens = prompt_tokens_of(body["messages"], body.get("tools"))
     text = reply.text if isinstance(reply, ToolCallReply) else reply
     message: Payload = {"role": "assistant", "content": text}
     if isinstance(reply, ToolCallReply):
@@ -239,7 +254,7 @@ def _chunks(stub: OpenAIStub, body: Payload, model: str, reply: Reply) -> Iterat
             yield chunk({"tool_calls": [delta]})
     yield chunk({}, "tool_calls" if isinstance(reply, ToolCallReply) else "stop")
     options = body.get("stream_options")
-    if isinstance(options, dict) and options.get("include_usage"):
+    if stub.stream_usage and isinstance(options, dict) and options.get("include_usage"):
         usage = _completion(stub, body, model, reply)["usage"]
         yield {**head, "choices": [], "usage": usage}
 
@@ -316,6 +331,12 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(400, "The request body is not valid JSON.", "invalid_request_error")
         route = (self.command, path)
         if route == _CHAT:
+            if stub.reject_stream_options and "stream_options" in body:
+                raise ApiError(
+                    400,
+                    "Unrecognized request argument supplied: stream_options",
+                    "invalid_request_error",
+                )
             model, reply = _chat_reply(stub, body)
             if body.get("stream"):
                 self._send_events(_chunks(stub, body, model, reply))

@@ -134,7 +134,11 @@ def test_context_with_a_message_shows_its_rules_references_and_tools(
     assert shown["messages"][0]["role"] == "system" and "grams" in shown["messages"][0]["content"]
     assert shown["messages"][-1] == {"role": "user", "content": message}
     assert {i["name"] for i in shown["request_context"]["items"]} == {"grams", "starter"}
-    assert shown["tools"] == [] and shown["smart_context"]["mode"] == "full"
+    assert shown["smart_context"]["mode"] == "full"
+    assert [t["function"]["name"] for t in shown["tools"]] == [  # no vault tools: the memory ones
+        "smart_context__retrieve_context",
+        "smart_context__store_memory",
+    ]
     # the chat's session, marked in `items --chat`
     assert main(["items", str(cli_vault), "--chat", "c1"]) == 0
     listing = capsys.readouterr().out

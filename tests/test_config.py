@@ -64,12 +64,31 @@ def test_example_file_documents_every_key_and_is_valid() -> None:
         ({"importance_semantic_weight": 2}, "importance_semantic_weight"),
         ({"compression_key_facts": 1.0}, "compression_key_facts"),
         ({"token_model": 42}, "token_model"),
+        ({"memory_tools": "yes"}, "memory_tools"),
+        ({"memory_tools_auto_approve": 1}, "memory_tools_auto_approve"),
+        ({"knowledge_folders": "notes"}, "knowledge_folders"),
+        ({"knowledge_folders": ["../elsewhere"]}, "knowledge_folders"),
+        ({"knowledge_folders": ["/etc"]}, "knowledge_folders"),
+        ({"knowledge_folders": [3]}, "knowledge_folders"),
+        ({"knowledge_top_n": -1}, "knowledge_top_n"),
+        ({"knowledge_passages": 0}, "knowledge_passages"),
+        ({"knowledge_min_score": 1.5}, "knowledge_min_score"),
+        ({"knowledge_share": 0.95}, "knowledge_share"),
     ],
 )
 def test_bad_value_names_the_key(table: dict, key: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_settings(table)
     assert key in str(info.value) and info.value.key == key
+
+
+def test_knowledge_folders_are_a_list_of_vault_folders() -> None:
+    assert parse_settings({}).knowledge_folders == (".",)
+    assert parse_settings({"knowledge_folders": ["notes", " notes ", "a/b"]}).knowledge_folders == (
+        "notes",
+        "a/b",
+    )
+    assert parse_settings({"knowledge_folders": []}).knowledge_folders == ()
 
 
 def test_write_back_keeps_comments_and_other_tables(tmp_path: Path) -> None:

@@ -28,6 +28,10 @@ CHARS_PER_TOKEN = 4.0  # English prose with OpenAI's tokenizers; code and other 
 PER_MESSAGE = 3
 PER_REPLY = 3
 MIN_RATIO, MAX_RATIO = 1.0, 8.0  # what calibration may move the estimate to (chars per token)
+MAX_SAMPLES = 20  # the running mean's memory: later reports move it by at most 1/20 each
+# The figure counts use moves only when the observed one is this far from it: every move makes
+# the budget count each chat's messages again, so a converging estimate must not move per reply.
+STEP = 0.03
 
 # model name prefix -> its tokenizer, longest prefix first wins. Ollama names (llama3.2,
 # qwen2.5:7b) and OpenAI's are both here; a provider prefix ("openai/", "meta-llama/") is dropped.
@@ -88,6 +92,11 @@ class Counter(Protocol):
     name: str  # the encoding, or "estimate"
     exact: bool
 
+    @property
+    def key(self) -> str:
+        """What makes two counts comparable: counts kept under one key stay valid."""
+        ...
+
     def count(self, texts: Sequence[str]) -> list[int]: ...
 
 
@@ -97,6 +106,11 @@ class Exact:
 
     name: str
     exact: bool = True
+
+    @property
+    def key(self) -> str:
+        """The encoding's name: its counts never change."""
+        return self.name
 
     def count(self, texts: Sequence[str]) -> list[int]:
         import quicktok  # 8 MB of vocabularies: loaded when a count is first needed
@@ -109,24 +123,51 @@ class Exact:
 
 @dataclass
 class Estimate:
-    """Characters per token, calibrated by what servers report."""
+    """Characters per token, calibrated by what servers report.
+
+    ``observed`` is the running mean of the reported ratios; ``chars_per_token``, the figure
+    counts use, follows it in steps of at least :data:`STEP`, so the counts a budget keeps per
+    chat stay valid between steps (see :attr:`key`).
+    """
 
     chars_per_token: float = CHARS_PER_TOKEN
     name: str = "estimate"
     exact: bool = False
-    _samples: int = field(default=0, repr=False)
+    observed: float | None = field(default=None, repr=False)
+    samples: int = field(default=0, repr=False)
+
+    @property
+    def key(self) -> str:
+        """Changes whenever calibration moves the figure counts use."""
+        return f"{self.name}@{self.chars_per_token:.4f}"
 
     def count(self, texts: Sequence[str]) -> list[int]:
         return [math.ceil(len(t) / self.chars_per_token) if t else 0 for t in texts]
 
-    def calibrate(self, characters: int, reported_tokens: int) -> None:
+    def calibrate(self, characters: int, reported_tokens: int) -> bool:
         """Move toward the ratio a server reported for a prompt of ``characters`` characters
-        (a running mean, so one odd prompt cannot swing it; bounded to a sane range)."""
+        (a running mean over the last :data:`MAX_SAMPLES`, so one odd prompt cannot swing it;
+        bounded to a sane range). True when the figure counts use moved."""
         if characters <= 0 or reported_tokens <= 0:
-            return
+            return False
         ratio = min(MAX_RATIO, max(MIN_RATIO, characters / reported_tokens))
-        self._samples = min(self._samples + 1, 20)
-        self.chars_per_token += (ratio - self.chars_per_token) / self._samples
+        self.samples = min(self.samples + 1, MAX_SAMPLES)
+        mean = self.chars_per_token if self.observed is None else self.observed
+        self.observed = mean + (ratio - mean) / self.samples
+        return self._follow()
+
+    def restore(self, observed: float, samples: int) -> None:
+        """Take back a calibration saved earlier (bounded as :meth:`calibrate` bounds it)."""
+        self.observed = min(MAX_RATIO, max(MIN_RATIO, observed))
+        self.samples = min(max(samples, 0), MAX_SAMPLES)
+        self.chars_per_token = self.observed
+
+    def _follow(self) -> bool:
+        assert self.observed is not None
+        if abs(self.observed - self.chars_per_token) < STEP * self.chars_per_token:
+            return False
+        self.chars_per_token = self.observed
+        return True
 
 
 def _bare(model: str) -> str:
@@ -166,12 +207,19 @@ def exact_available() -> bool:
     return True
 
 
-def counter_for(model: str | None) -> Counter:
-    """The model's tokenizer when it ships offline, else its (calibrated) estimate."""
+def model_key(model: str | None) -> str:
+    """The name estimates are kept under: ``qwen2.5:7b`` and ``qwen2.5`` share one."""
+    return _bare(model or "")
+
+
+def counter_for(model: str | None, estimates: dict[str, Estimate] | None = None) -> Counter:
+    """The model's tokenizer when it ships offline, else its estimate: the one kept for it in
+    ``estimates`` (a vault's calibrations), or the process's own."""
     encoding = encoding_of(model)
     if encoding is not None and exact_available():
         return Exact(encoding)
-    return _ESTIMATES.setdefault(_bare(model or ""), Estimate())
+    table = _ESTIMATES if estimates is None else estimates
+    return table.setdefault(model_key(model), Estimate())
 
 
 def prompt_tokens(

@@ -6,7 +6,7 @@ so a command behaves the same wherever it is called from.
 
 from __future__ import annotations
 
-from smart_context.commands import items, memory, topics
+from smart_context.commands import items, memory, topics, usage
 from smart_context.commands.guard import Command, Handler, bind
 from smart_context.services import Services
 
@@ -33,6 +33,8 @@ COMMANDS: dict[str, Command] = {
     "smart_context.list_marks": memory.list_marks,
     "smart_context.list_direct_messages": memory.list_direct_messages,
     "smart_context.list_summaries": memory.list_summaries,
+    # usage you can see (seed 003, phase 5)
+    "smart_context.usage_stats": usage.usage_stats,
 }
 
 

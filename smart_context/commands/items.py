@@ -8,10 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 from smart_context.commands.guard import BadArguments, Result, chat_id_argument
+from smart_context.commands.memory_tools import run_memory_tool
 from smart_context.errors import SmartContextError
 from smart_context.events import ITEMS_CHANGED
 from smart_context.host import resolve
 from smart_context.items.catalog import item_row, problem_rows
+from smart_context.items.mcp_config import PLUGIN_SERVER
 from smart_context.items.model import ITEM_TYPES, Item
 from smart_context.items.request import build
 from smart_context.items.selection import (
@@ -146,10 +148,16 @@ async def set_session_settings(
 
 
 async def call_tool(
-    services: Services, server_name: Any = None, name: Any = None, arguments: Any = None
+    services: Services,
+    server_name: Any = None,
+    name: Any = None,
+    arguments: Any = None,
+    chat_id: Any = None,
 ) -> Result:
-    """Run one tool of a declared MCP server; ``result`` is ``{ok, text, structured,
-    summary}`` (``ok`` false: the tool reported an error, for the model to read)."""
+    """Run one tool of a declared MCP server, or one of the plugin's memory tools (server
+    ``smart_context``) on the chat ``chat_id`` the host's model is answering in; ``result`` is
+    ``{ok, text, structured, summary}`` (``ok`` false: the tool reported an error, for the
+    model to read)."""
     if not isinstance(server_name, str) or not server_name.strip():
         raise BadArguments("server_name is required: the MCP server, as named in .vault.toml.")
     if not isinstance(name, str) or not name.strip():
@@ -160,6 +168,8 @@ async def call_tool(
         raise BadArguments("arguments must be an object of the tool's parameters.")
     if len(json.dumps(arguments, default=str)) > MAX_ARGUMENTS_CHARS:
         raise BadArguments(f"arguments are longer than {MAX_ARGUMENTS_CHARS} characters.")
+    if server_name == PLUGIN_SERVER:
+        return {"result": (await run_memory_tool(services, name, arguments, chat_id)).as_dict()}
     try:
         result = await services.items.servers.call(server_name, name, arguments)
     except LookupError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence, Set
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -22,7 +23,8 @@ from smart_context.host import resolve
 from smart_context.items.lexical import LexicalIndex
 from smart_context.memory.records import DirectMessage, Memory
 from smart_context.memory.refresh import refresh_memory, sync_index
-from smart_context.messages import History, message_text
+from smart_context.memory.unsent import Unsent
+from smart_context.messages import History, Message, message_text
 from smart_context.paths import ChatId, check_chat_id
 from smart_context.services import Services
 from smart_context.shorten import shorten
@@ -37,15 +39,25 @@ async def store_memory(
     services: Services, content: Any = None, chat_id: Any = None, importance: Any = None
 ) -> Result:
     """Remember ``content`` for one chat (``chat_id``) or for every chat (none given)."""
-    chat = _optional_chat(chat_id)
-    memory = await _db(
+    return {
+        "memory": memory_row(await remember(services, content, _optional_chat(chat_id), importance))
+    }
+
+
+async def remember(
+    services: Services, content: Any, chat: ChatId | None, importance: Any, source: str = "user"
+) -> Memory:
+    """Store a memory and tell the pages; the store refuses bad values as :class:`BadArguments`.
+    ``source`` says who wrote it (the command: the user; the chat model's tool: the model)."""
+    memory: Memory = await _db(
         services.memory_db.add_memory,
         content,
         chat,
         0.5 if importance is None else importance,
+        source,
     )
     await _changed(services, chat, "memories")
-    return {"memory": memory_row(memory)}
+    return memory
 
 
 async def list_memories(services: Services, chat_id: Any = None) -> Result:
@@ -174,29 +186,50 @@ async def retrieve_context(
 ) -> Result:
     """What the store knows about ``query``: the best stored memories, and the chat's messages
     closest to it (each with the other half of its turn), however old."""
-    if not isinstance(query, str) or not query.strip():
-        raise BadArguments("query is required: what to look for.")
-    if len(query) > MAX_QUERY_CHARS:
-        raise BadArguments(f"query is longer than {MAX_QUERY_CHARS} characters.")
-    if limit is None:
-        limit = DEFAULT_LIMIT
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise BadArguments(f"limit must be a whole number from 1 to {MAX_LIMIT}.")
+    query, limit = search_arguments(query, limit, MAX_LIMIT, DEFAULT_LIMIT)
     chat = (
         None
         if chat_id is None and services.current_chat_id is None
         else chat_id_argument(services, chat_id)
     )
+    return await look_back(services, chat, query, limit)
+
+
+async def look_back(
+    services: Services,
+    chat: ChatId | None,
+    query: str,
+    limit: int,
+    unsent: Unsent | None = None,
+) -> Result:
+    """``memories`` and ``messages`` about ``query`` (see :func:`retrieve_context`); with
+    ``unsent``, only the messages and memories a request left out of its prompt."""
     db = services.memory_db
     memories = await _db(db.memories, chat) if chat else await _db(db.all_memories)
+    if unsent is not None:
+        memories = [m for m in memories if m.id not in unsent.memory_ids]
     out: dict[str, Any] = {
         "memories": [memory_row(m) for m in _best_memories(memories, query, limit)]
     }
-    out["messages"] = await _best_messages(services, chat, query, limit) if chat else []
+    among = None if unsent is None else unsent.message_ids
+    out["messages"] = await _best_messages(services, chat, query, limit, among) if chat else []
     return out
 
 
 # --- helpers ------------------------------------------------------------------------------
+
+
+def search_arguments(query: Any, limit: Any, max_limit: int, default: int) -> tuple[str, int]:
+    """A look back's ``query`` and ``limit`` (``default`` when none), checked."""
+    if not isinstance(query, str) or not query.strip():
+        raise BadArguments("query is required: what to look for.")
+    if len(query) > MAX_QUERY_CHARS:
+        raise BadArguments(f"query is longer than {MAX_QUERY_CHARS} characters.")
+    if limit is None:
+        limit = default
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
+        raise BadArguments(f"limit must be a whole number from 1 to {max_limit}.")
+    return query, limit
 
 
 def memory_row(memory: Memory) -> dict[str, Any]:
@@ -219,8 +252,10 @@ def _best_memories(memories: list[Memory], query: str, limit: int) -> list[Memor
 
 
 async def _best_messages(
-    services: Services, chat: ChatId, query: str, limit: int
+    services: Services, chat: ChatId, query: str, limit: int, among: Set[str] | None = None
 ) -> list[dict[str, Any]]:
+    """The chat's messages closest to ``query``, each with the other half of its turn, in
+    order of time; with ``among``, only messages whose id it holds."""
     data = await services.chats.load(chat)
     messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     if not messages:
@@ -229,18 +264,34 @@ async def _best_messages(
     await asyncio.to_thread(sync_index, services.memory_db, chat, messages)
     history = History(messages)
     scores = await services.budget.relevance(chat, history, query, services.store, None)
+    allowed = np.array([among is None or m.get("id") in among for m in messages], dtype=bool)
+    chosen = look_back_hits(scores, [str(m.get("role")) for m in messages], limit, allowed)
+    return [_message_row(messages[i], float(scores[i])) for i in chosen]
+
+
+def look_back_hits(
+    scores: np.ndarray, roles: Sequence[str], limit: int, allowed: np.ndarray
+) -> list[int]:
+    """Positions a look back returns, in order of time: the ``limit`` best-scoring messages
+    among ``allowed`` (score above 0), each with the other half of its turn when allowed."""
+    scores = np.where(allowed, scores, 0.0)
     best = [i for i in np.argsort(-scores, kind="stable")[:limit].tolist() if scores[i] > 0]
-    partner = turn_partners([str(m.get("role")) for m in messages])
-    chosen = sorted({*best, *(int(partner[i]) for i in best if partner[i] >= 0)})
-    return [
-        {
-            "id": messages[i].get("id"),
-            "role": messages[i].get("role"),
-            "content": shorten(message_text(messages[i]), MESSAGE_CHARS),
-            "score": round(float(scores[i]), 3),
-        }
-        for i in chosen
-    ]
+    partner = turn_partners(roles)
+    partners = (int(partner[i]) for i in best if partner[i] >= 0)
+    return sorted({*best, *(i for i in partners if allowed[i])})
+
+
+def _message_row(message: Message, score: float) -> dict[str, Any]:
+    """A retrieved message: who said it, when (when the chat file says), and what."""
+    row = {
+        "id": message.get("id"),
+        "role": message.get("role"),
+        "content": shorten(message_text(message), MESSAGE_CHARS),
+        "score": round(score, 3),
+    }
+    if isinstance(message.get("created_at"), str):
+        row["created_at"] = message["created_at"]
+    return row
 
 
 def _optional_chat(chat_id: Any) -> ChatId | None:

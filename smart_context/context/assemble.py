@@ -12,26 +12,41 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from smart_context.context.budgeted import Fixed, budget_limit
+from smart_context.budget.tokens import Counter
+from smart_context.context.budgeted import (
+    Fixed,
+    budget_limit,
+    fixed_costs,
+    messages_cost,
+)
 from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
+from smart_context.context.usage import fixed_tokens
 from smart_context.errors import EmbeddingError, SmartContextError
+from smart_context.items.catalog import ItemCatalog
+from smart_context.items.chunks import query_chunks
 from smart_context.items.request import RequestContext, build
+from smart_context.items.select import Limits
 from smart_context.items.selection import chat_limits
+from smart_context.knowledge.section import KnowledgeSection, find, knowledge_section
+from smart_context.memory.model_tools import memory_tool_definitions
 from smart_context.memory.section import MemorySection, memory_section
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
 from smart_context.record import FILTERED, shorter_ids
 from smart_context.services import Services
+from smart_context.vectors.ops import Matrix
 
 log = logging.getLogger(__name__)
 
 MEMORY_SHARE = 0.15  # of the budget, at most, for the memory section
 MEMORY_TOKENS = 1500  # ...and without a budget
+KNOWLEDGE_TOKENS = 2000  # the vault notes' room without a budget (with one: knowledge_share)
 
 
 async def assemble(
@@ -63,16 +78,40 @@ async def assemble(
     return decide(history, view.sticky, selection, scores)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A request as sent: ``messages`` (the system message, then the history), the items it
+    was built from, the record of both, and the ``tools`` offered to the model."""
+
+    messages: list[dict[str, Any]]
+    request: RequestContext
+    record: dict[str, Any]
+    tools: list[dict[str, Any]]
+
+
+def offered_tools(
+    services: Services, request: RequestContext, model_takes_tools: bool
+) -> list[dict[str, Any]]:
+    """The tools of the request's items, then the plugin's memory tools when they are on; none
+    for a chat model that takes no tools."""
+    if not model_takes_tools:
+        return []
+    memory_tools = memory_tool_definitions() if services.settings.memory_tools else []
+    return [*request.tools(), *memory_tools]
+
+
 async def request_items(
     services: Services,
     chat_id: ChatId,
     message: str,
     decision: Decision,
     model: str | None = None,
-) -> tuple[list[dict[str, Any]], RequestContext, dict[str, Any]]:
+    model_takes_tools: bool = True,
+) -> Prepared:
     """The request as sent: the rules and references (CONTRACT §8) as the system message before
     the history, and the history within the token budget (CONTRACT §9); with the record of
-    both. ``decision`` is the topic rule's history and record."""
+    both. ``decision`` is the topic rule's history and record. ``model_takes_tools``: the
+    host's word on its chat model (tools are offered only when it takes them)."""
     view = await services.chats.view(chat_id)
     documents, tools = chat_limits(services.settings, view.context_settings)
     request = await build(services.items, services.store, message, documents, view.session, tools)
@@ -87,30 +126,43 @@ async def request_items(
             "left_out": memory.left_out,
         }
     sections = request.sections()
+    offered = offered_tools(services, request, model_takes_tools)
     fixed = Fixed(
         system=_as_system(sections.get("rule")),
         memory=_as_system(memory.text),
         knowledge=_as_system(sections.get("reference")),
-        tools=request.tools(),
+        tools=offered,
         message=message,
     )
+    notes, queries = await notes_of(services, message, fixed, model, documents, request.queries)
+    if notes.text:
+        text = request.system_text(memory.text, notes.text)
+        system = [{"role": "system", "content": text}]
+        fixed = replace(fixed, knowledge=[*fixed.knowledge, *_as_system(notes.text)])
+    if notes.notes or notes.left_out:
+        record["knowledge"] = list(notes.notes)
     fitted = await services.budget.fit(
         chat_id,
         decision.history,
         fixed,
         model,
         services.store,
-        request.queries,
+        queries,
         [m.get("id") for m in view.sticky],
         summaries=decision.record.mode != FILTERED,
         history=decision.source,
     )
+    counter = services.budget.counter(model)
     if fitted is None:
-        return [*system, *decision.history], request, record
+        fixed_cost = fixed_tokens(counter, system, message, fixed.tools)
+        record["usage"] = services.usage.measure(chat_id, decision, counter, fixed_cost)
+        return Prepared([*system, *decision.history], request, record, offered)
     kept = np.array(fitted.kept, dtype=bool)
     if not kept.all():
         record = _narrowed(record, decision, kept)
-    return [*system, *fitted.history], request, record | fitted.record
+    usage = services.usage.measure(chat_id, decision, counter, fitted=fitted)
+    record = record | fitted.record | {"usage": usage}
+    return Prepared([*system, *fitted.history], request, record, offered)
 
 
 async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> MemorySection:
@@ -126,6 +178,68 @@ async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> M
         log.warning("Smart Context: memory left out of the request: %s", exc)
         return memory_section((), (), 0)
     return memory_section(direct, memories, max_tokens)
+
+
+async def notes_of(
+    services: Services,
+    message: str,
+    fixed: Fixed,
+    model: str | None,
+    limits: Limits,
+    queries: Matrix | None,
+) -> tuple[KnowledgeSection, Matrix | None]:
+    """The vault notes for ``message`` (:mod:`smart_context.knowledge`), within
+    ``knowledge_share`` of the budget and what ``fixed`` leaves of it, and the message's
+    sentence vectors (embedded here when ``queries`` is ``None``, for the budget's search too).
+    Without an embedder the notes are searched by their words; a failure costs the notes."""
+    settings = services.settings
+    empty = KnowledgeSection()
+    if not settings.knowledge_folders or not settings.knowledge_top_n or not message.strip():
+        return empty, queries
+    try:
+        layout = await services.knowledge.current()
+        if not layout.chunks:
+            return empty, queries
+        counter, room = _notes_room(services, model, fixed)
+        if room <= 0:
+            return empty, queries
+        index = np.zeros((len(layout.chunks), 0), dtype=np.float32)
+        try:
+            store = await services.store()
+            if queries is None:
+                queries = await ItemCatalog.query_vectors(store, message)
+            index = await services.knowledge.vectors(store, layout)
+        except SmartContextError as exc:
+            log.warning("Smart Context: notes searched by their words only: %s", exc)
+        cited = find(
+            layout,
+            index,
+            queries if queries is not None else np.zeros((0, 0), dtype=np.float32),
+            query_chunks(message) or [message],
+            replace(limits, top_n=settings.knowledge_top_n, expansion_depth=0),
+            settings.knowledge_min_score,
+            settings.knowledge_passages,
+        )
+    except SmartContextError as exc:
+        log.warning("Smart Context: notes left out of the request: %s", exc)
+        return empty, queries
+
+    def fits(text: str) -> bool:
+        return messages_cost(counter, _as_system(text)) <= room
+
+    return knowledge_section(cited, fits), queries
+
+
+def _notes_room(services: Services, model: str | None, fixed: Fixed) -> tuple[Counter, int]:
+    """The counter of the chat model and the tokens the notes may take: ``knowledge_share``
+    of the budget and never more than the rest of the request leaves of it."""
+    settings = services.settings
+    counter = services.budget.counter(model)  # the vault's calibrated estimate, if any
+    limit = budget_limit(settings, model)
+    if not limit:
+        return counter, KNOWLEDGE_TOKENS
+    left = limit - sum(fixed_costs(counter, fixed).values())
+    return counter, min(int(settings.knowledge_share * limit), left)
 
 
 def _as_system(text: str | None) -> list[dict[str, Any]]:

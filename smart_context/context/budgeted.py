@@ -12,6 +12,7 @@ indexed scores 0, a stretch not yet summarised has no summary, and the backgroun
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from smart_context.budget.tokens import (
     PER_MESSAGE,
     PER_REPLY,
     Counter,
+    Estimate,
     context_window,
     counter_for,
     prompt_tokens,
@@ -107,9 +109,12 @@ def budget_limit(settings: Settings, model: str | None) -> int:
 class Budgeter:
     """Per-process state of the budget: facts per chat and model, summary spans per chat."""
 
-    def __init__(self, settings: Settings, db: MemoryDB) -> None:
+    def __init__(
+        self, settings: Settings, db: MemoryDB, estimates: dict[str, Estimate] | None = None
+    ) -> None:
         self.settings = settings
         self.db = db
+        self.estimates = estimates  # the vault's calibrated estimates (budget/calibration.py)
         self._facts: dict[tuple[ChatId, str], MessageFacts] = {}
         self._spans: dict[ChatId, tuple[Any, list[Span], list[Summary]]] = {}
         self._summary_tokens: dict[str, int] = {}
@@ -119,8 +124,12 @@ class Budgeter:
         self._indexed: dict[ChatId, tuple[tuple[int, int], set[str]]] = {}
         self.on_behind: Callable[[ChatId], None] | None = None  # asks for the background pass
 
+    def counter(self, model: str | None) -> Counter:
+        """What counts tokens for ``model`` (the host's word): see :func:`chat_model`."""
+        return counter_for(chat_model(self.settings, model), self.estimates)
+
     def facts(self, chat_id: ChatId, counter: Counter) -> MessageFacts:
-        key = (chat_id, counter.name)
+        key = (chat_id, counter.key)
         found = self._facts.get(key)
         if found is None:
             if len(self._facts) > MAX_CHATS:  # a long-running sidecar visits many chats
@@ -147,8 +156,8 @@ class Budgeter:
         limit = budget_limit(self.settings, model)
         if not limit:
             return None
-        counter = counter_for(chat_model(self.settings, model))
-        costs = _fixed_costs(counter, fixed)
+        counter = self.counter(model)
+        costs = fixed_costs(counter, fixed)
         room = max(limit - sum(costs.values()), 0)
         if history is None or len(history) != len(candidates):
             history = History(candidates)
@@ -304,13 +313,13 @@ class Budgeter:
         """What each summary message costs, counted once per text and counter."""
         if len(self._summary_tokens) > MAX_COUNTED:
             self._summary_tokens.clear()  # counting a summary again is cheap
-        keys = [f"{counter.name}\x00{t}" for t in texts]
+        keys = [f"{counter.key}\x00{t}" for t in texts]
         todo = [t for t, k in zip(texts, keys, strict=True) if k not in self._summary_tokens]
         if todo:
             # the text, the role "system" and the framing, as prompt_tokens counts them
             role = counter.count(["system"])[0]
             for text, n in zip(todo, counter.count(todo), strict=True):
-                self._summary_tokens[f"{counter.name}\x00{text}"] = n + role + PER_MESSAGE
+                self._summary_tokens[f"{counter.key}\x00{text}"] = n + role + PER_MESSAGE
         return [self._summary_tokens[k] for k in keys]
 
 
@@ -362,13 +371,17 @@ def _interleave(
     return out
 
 
-def _fixed_costs(counter: Counter, fixed: Fixed) -> dict[str, int]:
-    def cost(messages: Sequence[Mapping[str, Any]]) -> int:
-        if not messages:
-            return 0
-        # the reply's priming is counted once, with the message
-        return prompt_tokens(counter, messages)["messages"] - PER_REPLY
+def messages_cost(counter: Counter, messages: Sequence[Mapping[str, Any]]) -> int:
+    """What ``messages`` add to a prompt: their text and framing, the reply's priming left
+    out (it is counted once, with the current message)."""
+    if not messages:
+        return 0
+    return prompt_tokens(counter, messages)["messages"] - PER_REPLY
 
+
+def fixed_costs(counter: Counter, fixed: Fixed) -> dict[str, int]:
+    """What each part of ``fixed`` costs, by section."""
+    cost = functools.partial(messages_cost, counter)
     return {
         "system": cost(fixed.system),
         "memory": cost(fixed.memory),

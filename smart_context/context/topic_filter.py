@@ -31,6 +31,8 @@ class Decision:
     all_ids: list[Any] = field(default_factory=list)  # the ids the record's lists are over
     # ``history`` with its ids read, when it is the rule's input unchanged (the budget reuses it)
     source: History | None = None
+    # the whole history the rule chose from, when the filter kept only part of it (usage)
+    full: list[Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -121,4 +123,5 @@ def decide(
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
     kept_scores = dict(zip(kept_ids, rounded, strict=True))
     filtered = record(FILTERED, scores=kept_scores, ids=shorter_ids(all_ids, kept_flags))
-    return Decision([*older, *(messages[i] for i in idx)], filtered, list(all_ids))
+    kept = [*older, *(messages[i] for i in idx)]
+    return Decision(kept, filtered, list(all_ids), full=candidates)

@@ -22,7 +22,7 @@ import numpy as np
 from smart_context.items.chunks import chunk, index_text, query_chunks
 from smart_context.items.expand import expand, relationship_graph
 from smart_context.items.files import Stamp, folder_stamp, load_items
-from smart_context.items.lexical import LexicalIndex, fuse
+from smart_context.items.lexical import LexicalIndex, hybrid_scores
 from smart_context.items.model import ITEM_TYPES, Item, ItemProblem
 from smart_context.items.select import Limits, select
 from smart_context.items.servers import ToolServers
@@ -151,11 +151,15 @@ class ItemCatalog:
         number = np.full(len(catalog.items), -1, dtype=np.intp)  # item -> its place in wanted
         number[wanted] = np.arange(len(wanted))
         rows = np.flatnonzero(number[catalog.owner] >= 0)
-        scores = (queries @ index.T)[:, rows]  # cheaper than copying the rows of index
-        if limits.lexical_weight > 0:
-            sentences = query_chunks(message) or [message]  # the rows of ``queries``
-            keywords = (await self._keywords(catalog)).scores(sentences)[:, rows]
-            scores = fuse(scores, keywords, limits.lexical_weight)
+        weight = limits.lexical_weight
+        scores = hybrid_scores(
+            queries,
+            index,
+            query_chunks(message) or [message],  # the rows of ``queries``
+            await self._keywords(catalog) if weight > 0 else None,
+            weight,
+            rows,
+        )
         chosen = select(scores, number[catalog.owner[rows]], len(wanted), limits)
         found = [Found(catalog.items[wanted[c.item]], c.score) for c in chosen]
         if limits.expansion_depth <= 0 or not found:

@@ -58,7 +58,7 @@ def load_items(
 ) -> tuple[list[Item], list[ItemProblem]]:
     """Every rule and reference of ``vault``, sorted (:meth:`Item.sort_key`), and every problem
     found on the way. Disabled items are included: the caller decides what they mean."""
-    root = _root(vault)
+    root = vault_root(vault)
     items: list[Item] = []
     problems: list[ItemProblem] = []
     folders: tuple[tuple[ItemType, str], ...] = (("rule", rules_dir), ("reference", references_dir))
@@ -89,7 +89,7 @@ def folder_stamp(
     and one ``stat`` per file, so an edit on disk takes effect on the next request. A file that
     cannot be stat-ed shows as ``-1, -1`` (fixing it changes the stamp). Never raises.
     """
-    root = _root(vault)
+    root = vault_root(vault)
     entries: list[tuple[str, int, int]] = []
     for folder in (rules_dir, references_dir):
         prefix, listing, _ = _listing(root, folder)
@@ -119,7 +119,7 @@ def _load_file(
     if stem_error:
         message = f"the file name cannot name a {item_type}: it {stem_error}; skipped"
         return None, [ItemProblem(source, message, skipped=True)]
-    text, problem = _read_text(root, path, source)
+    text, problem = read_text(root, path, source)
     if text is None:
         return None, [problem] if problem else []
     front, body = split_front_matter(text)
@@ -148,7 +148,8 @@ def _load_file(
     return item, problems
 
 
-def _root(vault: Path) -> Path:
+def vault_root(vault: Path) -> Path:
+    """The vault folder resolved (links followed), the root no file read may leave."""
     try:
         return Path(vault).resolve()
     except (OSError, RuntimeError):
@@ -176,7 +177,7 @@ def _listing(root: Path, folder: str) -> tuple[str, list[os.DirEntry[str]], list
     except FileNotFoundError:
         return prefix, [], []  # a vault without rules is a vault without rules
     except (OSError, RuntimeError) as exc:
-        problem = ItemProblem(shown, f"the folder cannot be read ({_reason(exc)})", skipped=True)
+        problem = ItemProblem(shown, f"the folder cannot be read ({os_reason(exc)})", skipped=True)
         return prefix, [], [problem]
     return prefix, listing, []
 
@@ -185,8 +186,10 @@ def _is_candidate(name: str) -> bool:
     return name.endswith(".md") and not name.startswith(".")
 
 
-def _read_text(root: Path, path: Path, source: str) -> tuple[str | None, ItemProblem | None]:
-    """The file's text, LF line ends and no BOM, or the problem that kept it out."""
+def read_text(root: Path, path: Path, source: str) -> tuple[str | None, ItemProblem | None]:
+    """The text of the vault file ``path`` (``source`` names it in problems), LF line ends and
+    no BOM, or the problem that kept it out: not UTF-8, larger than ``MAX_FILE_BYTES``, not a
+    regular file, or a link out of the resolved vault ``root``. Never raises."""
     data, problem = _read_bytes(root, path, source)
     if data is None:
         return None, problem
@@ -221,15 +224,14 @@ def _read_bytes(root: Path, path: Path, source: str) -> tuple[bytes | None, Item
     except FileNotFoundError:
         return refuse("cannot be read: it is gone, or a link to nothing")
     except (OSError, RuntimeError) as exc:
-        return refuse(f"cannot be read ({_reason(exc)})")
+        return refuse(f"cannot be read ({os_reason(exc)})")
     if len(data) > MAX_FILE_BYTES:
-        return refuse(
-            f"is larger than {MAX_FILE_BYTES // 1_000_000} MB; too large for a rule or reference"
-        )
+        return refuse(f"is larger than {MAX_FILE_BYTES // 1_000_000} MB; too large to read")
     return data, None
 
 
-def _reason(exc: BaseException) -> str:
+def os_reason(exc: BaseException) -> str:
+    """Why an OS call failed, in a few words (``Permission denied``)."""
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__

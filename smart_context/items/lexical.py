@@ -142,6 +142,31 @@ def fuse(dense: Matrix, lexical: Matrix, weight: float, saturation: float = SATU
     return ((1 - weight) * dense + weight * squashed).astype(np.float32)
 
 
+def hybrid_scores(
+    queries: Matrix,
+    index: Matrix,
+    sentences: Sequence[str],
+    lexical: LexicalIndex | None,
+    weight: float,
+    rows: IntArray | None = None,
+) -> Matrix:
+    """``(queries, chunks)``: the cosine of each query vector (one per sentence of the message,
+    ``sentences`` in the same order) with each chunk vector of ``index``, fused with the
+    chunks' BM25 scores when ``weight`` > 0. ``rows`` limits the chunks to those rows (in that
+    order). A zero row of ``index`` (a chunk not embedded yet) scores by its words alone."""
+    # einsum, not ``queries @ index.T``: for a product this thin OpenBLAS starts threads that,
+    # on a busy machine, made it several times slower (measured: 18 ms -> 5 ms at 6,861 rows)
+    dense: Matrix = np.einsum("kd,nd->kn", queries, index, optimize=False)
+    if rows is not None:
+        dense = dense[:, rows]  # cheaper than copying the rows of ``index`` first
+    if weight <= 0 or lexical is None:
+        return dense
+    keywords = lexical.scores(sentences)
+    if rows is not None:
+        keywords = keywords[:, rows]
+    return fuse(dense, keywords, weight)
+
+
 def reciprocal_rank_fusion(dense: Matrix, lexical: Matrix, k: float = 60.0) -> Matrix:
     """``1 / (k + rank)`` summed over both rankings, per query row (rank 1 is the best). The
     scores say only the order: ``include_score`` means nothing for them."""

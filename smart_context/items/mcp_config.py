@@ -34,6 +34,9 @@ that unpack themselves on first start, short enough that a hung one is noticed."
 MAX_TIMEOUT = 600.0
 
 MAX_SERVER_NAME = 32
+PLUGIN_SERVER = "smart_context"
+"""The server name of the plugin's own tools (the memory tools): no vault server may take it,
+so a call of ``smart_context__...`` always means ours."""
 # Letters and digits in runs joined by single '-' or '_': the model sees a tool as
 # ``{server}__{tool}``, so a server name may neither contain "__" nor end in "_", or the split
 # back into server and tool would be ambiguous.
@@ -162,6 +165,13 @@ def _parse_server(name: str, table: Any, environ: Mapping[str, str]) -> McpServe
             name,
             f"use 1-{MAX_SERVER_NAME} letters and digits, joined by single '-' or '_' "
             "(the model sees its tools as {server}__{tool})",
+        )
+    if name.casefold() == PLUGIN_SERVER:
+        raise _bad(
+            "name",
+            name,
+            f"{PLUGIN_SERVER!r} is the name of Smart Context's own memory tools; give this "
+            "server another name",
         )
     if not isinstance(table, dict):
         raise _bad("(table)", table, 'expected a table such as command = "..."')

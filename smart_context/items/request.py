@@ -104,10 +104,11 @@ class RequestContext:
                 out[kind] = f"# {title}\n\n{body}"
         return out
 
-    def system_text(self, memory: str = "") -> str:
-        """The system message: rules, then ``memory``, then references (CONTRACT §9's order)."""
+    def system_text(self, memory: str = "", notes: str = "") -> str:
+        """The system message: rules, then ``memory``, then the knowledge, references and
+        ``notes`` (CONTRACT §9's order)."""
         sections = self.sections()
-        parts = [sections.get("rule", ""), memory, sections.get("reference", "")]
+        parts = [sections.get("rule", ""), memory, sections.get("reference", ""), notes]
         return "\n\n".join(p for p in parts if p)
 
 

@@ -71,8 +71,17 @@ def item_scores(scores: Matrix, owner: IntArray, n_items: int) -> Matrix:
     """``(queries, items)``: each item's best chunk per query chunk; ``-1`` for an item
     without chunks. ``owner`` need not be sorted."""
     out = np.full((scores.shape[0], n_items), -1.0, dtype=np.float32)
-    if scores.size:
+    if not scores.size:
+        return out
+    if len(owner) > 1 and (owner[1:] < owner[:-1]).any():
         np.maximum.at(out.T, owner, scores.T)
+        return out
+    # owner sorted (each item's chunks side by side, as catalogs and note layouts are): one
+    # maximum per run of columns, tens of times faster than ``maximum.at`` on thousands
+    starts = np.searchsorted(owner, np.arange(n_items))
+    ends = np.append(starts[1:], len(owner))
+    has = starts < ends
+    out[:, has] = np.maximum.reduceat(scores, starts[has], axis=1)
     return out
 
 

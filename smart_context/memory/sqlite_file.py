@@ -60,6 +60,26 @@ def open_database(path: Path) -> tuple[sqlite3.Connection, str | None]:
     )
 
 
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the existing database at ``path``, for reading user data out
+    (an export): nothing is created, migrated or set aside. A damaged file, or one of a newer
+    Smart Context, is a :class:`MemoryDBError` that says so; the file is left as it is."""
+    try:
+        _inspect(path)
+    except _Damaged as damaged:
+        raise MemoryDBError(
+            f"The memory database at {path} is damaged ({damaged}); it was left as it is. "
+            f"SQLite's '.recover' command (sqlite3 {path} .recover) may read its memories back; "
+            "the sidecar sets the file aside and starts a fresh one when it next opens it."
+        ) from damaged
+    try:
+        return sqlite3.connect(
+            f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+    except sqlite3.Error as exc:
+        raise MemoryDBError(f"The memory database at {path} could not be read: {exc}") from exc
+
+
 def set_aside(path: Path) -> Path:
     """Rename ``path`` (and its ``-wal``/``-shm``) to a free ``.corrupt-<UTC time>`` name."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())

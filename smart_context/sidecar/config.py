@@ -8,6 +8,7 @@ llama.cpp)::
     api_key_env = "OPENAI_API_KEY"           # the NAME of the variable, never the key
     timeout = 120                            # seconds per request (optional)
     max_retries = 1                          # retries of failed requests (optional)
+    tools = true                             # false: the chat model takes no tools
 
     [llm.models]
     fast = "llama3.2"                        # short calls (topic extraction)
@@ -49,6 +50,7 @@ class LLMConfig:
     models: Mapping[str, str] = field(default_factory=dict)
     timeout: float = 120.0
     max_retries: int = 1
+    tools: bool = True  # whether the chat model takes the ``tools`` parameter
 
     @property
     def configured(self) -> bool:
@@ -103,12 +105,16 @@ def parse_llm(table: object) -> LLMConfig:
     if key_env is not None and (not isinstance(key_env, str) or not key_env.strip()):
         raise _bad("api_key_env", key_env, "expected the name of an environment variable")
     retries = _read_number(table, "max_retries", 1, 0)
+    tools = table.get("tools", True)
+    if not isinstance(tools, bool):
+        raise _bad("tools", tools, "expected true or false (false: the chat model takes no tools)")
     return LLMConfig(
         base_url=base_url.rstrip("/") if isinstance(base_url, str) else None,
         api_key_env=key_env.strip() if isinstance(key_env, str) else None,
         models=_read_models(table.get("models")),
         timeout=_read_number(table, "timeout", 120.0, 1.0),
         max_retries=int(retries),
+        tools=tools,
     )
 
 

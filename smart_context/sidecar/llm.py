@@ -62,7 +62,17 @@ class ToolCallDelta:
     arguments: str | None = None
 
 
+@dataclass(frozen=True)
+class TurnUsage:
+    """What the server said one model turn cost (the ``usage`` of its stream's last chunk)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+
 Messages = Sequence[Mapping[str, Any]]
+INCLUDE_USAGE = {"include_usage": True}
+_REJECTED = frozenset({400, 422})  # what servers answer to an option they do not know
 
 
 class LLMService:
@@ -71,11 +81,19 @@ class LLMService:
     def __init__(self, config: LLMConfig) -> None:
         self.config = config
         self._client: AsyncOpenAI | None = None
+        # asked for with every stream until a server refuses the option (then never again)
+        self._usage_in_stream = True
 
     @property
     def chat_configured(self) -> bool:
         """True when replies can be generated (an endpoint and a chat or fast model)."""
         return self.model_name("chat") is not None
+
+    @property
+    def takes_tools(self) -> bool:
+        """True when tools may be offered to the chat model: there is one, and ``[llm]`` does
+        not say ``tools = false`` (some local models refuse a request that offers tools)."""
+        return self.chat_configured and self.config.tools
 
     def model_name(self, category: str) -> str | None:
         """The model configured for ``category``; ``chat`` and ``fast`` stand in for each other.
@@ -117,19 +135,16 @@ class LLMService:
 
     async def stream_turn(
         self, messages: Messages, category: str = "chat", **params: Any
-    ) -> AsyncIterator[str | ToolCallDelta]:
+    ) -> AsyncIterator[str | ToolCallDelta | TurnUsage]:
         """One model turn as it arrives: text pieces, and the pieces of any tool calls the
-        model asks for (when ``params`` offers ``tools``); assembling them is the caller's."""
+        model asks for (when ``params`` offers ``tools``); assembling them is the caller's.
+        Last, what the server says the turn cost, when it says (:class:`TurnUsage`)."""
         model = self._text_model(category)
-        client = self._get_client()
-        try:
-            chunks = await client.chat.completions.create(
-                model=model, messages=cast(Any, messages), stream=True, **params
-            )
-        except Exception as exc:  # openai raises its own family; translated at this edge
-            raise self._error(exc, "chat", model) from exc
+        chunks = await self._open_stream(model, messages, params)
+        usage: TurnUsage | None = None
         try:
             async for chunk in chunks:
+                usage = _usage_of(chunk) or usage
                 if not chunk.choices:
                     continue
                 delta = chunk.choices[0].delta
@@ -147,6 +162,31 @@ class LLMService:
             raise self._error(exc, "chat", model) from exc
         finally:
             await chunks.close()  # also when the reader stops early: free the connection
+        if usage is not None:
+            yield usage
+
+    async def _open_stream(self, model: str, messages: Messages, params: dict[str, Any]) -> Any:
+        """The stream of one turn, with the usage chunk asked for; a server that refuses the
+        option (some OpenAI-compatible ones do) is asked again without it, and from then on."""
+        client = self._get_client()
+        asked = dict(params, stream_options=INCLUDE_USAGE) if self._usage_in_stream else params
+        try:
+            return await client.chat.completions.create(
+                model=model, messages=cast(Any, messages), stream=True, **asked
+            )
+        except Exception as exc:  # openai raises its own family; translated at this edge
+            if not (asked is not params and getattr(exc, "status_code", None) in _REJECTED):
+                raise self._error(exc, "chat", model) from exc
+            first = exc
+        try:
+            chunks = await client.chat.completions.create(
+                model=model, messages=cast(Any, messages), stream=True, **params
+            )
+        except Exception as exc:  # refused for another reason: say the first refusal's
+            raise self._error(first, "chat", model) from exc
+        log.info("The chat endpoint refused stream_options; streaming without usage figures.")
+        self._usage_in_stream = False
+        return chunks
 
     async def embed(self, texts: list[str], category: str = "embedding") -> list[list[float]]:
         """One vector per text: the configured embedding model, else the local model."""
@@ -221,6 +261,18 @@ class LLMService:
         text = text.replace("openai_base_url", f"[llm] base_url in {SETTINGS_FILE}")
         log.warning("%s", text)
         return LLMError(text)
+
+
+def _usage_of(chunk: Any) -> TurnUsage | None:
+    """A chunk's ``usage``, when it carries counts (most carry none; some servers send it on
+    every chunk, and the last one counts)."""
+    usage = getattr(chunk, "usage", None)
+    prompt = getattr(usage, "prompt_tokens", None)
+    completion = getattr(usage, "completion_tokens", None)
+    if not isinstance(prompt, int) or isinstance(prompt, bool) or prompt <= 0:
+        return None
+    completion = completion if isinstance(completion, int) and completion >= 0 else 0
+    return TurnUsage(prompt, completion)
 
 
 async def _embed_locally(texts: list[str]) -> list[list[float]]:

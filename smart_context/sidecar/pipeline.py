@@ -28,7 +28,7 @@ from typing import Any
 
 import pluggy
 
-from smart_context.sidecar.llm import LLMError, LLMService
+from smart_context.sidecar.llm import LLMError, LLMService, TurnUsage
 from smart_context.sidecar.memory import ChatMemory, now_iso
 from smart_context.sidecar.plugins import call_hook
 from smart_context.sidecar.tools import ToolLoop, offered_tools
@@ -75,6 +75,23 @@ class Reply:
     error: str | None = None
     notice: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[TurnUsage] = field(default_factory=list)  # per model turn, when reported
+
+
+def reply_usage(turns: list[TurnUsage]) -> dict[str, int] | None:
+    """What the server said a reply cost, OpenAI's ``usage`` shape: ``prompt_tokens`` of its
+    first turn (the request as the plugins built it: what their counts are compared with),
+    ``completion_tokens`` and ``total_tokens`` over all its turns (tool rounds send the prompt
+    again), and ``rounds``; ``None`` when the server said nothing."""
+    if not turns:
+        return None
+    completion = sum(t.completion_tokens for t in turns)
+    return {
+        "prompt_tokens": turns[0].prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": sum(t.prompt_tokens for t in turns) + completion,
+        "rounds": len(turns),
+    }
 
 
 def new_message_id() -> str:
@@ -167,7 +184,7 @@ class Pipeline:
             "smart_context": json_safe(metadata.get("smart_context")),
             "request_context": json_safe(metadata.get("request_context")),
             "messages": prompt_messages(ctx),
-            "tools": offered_tools(json_safe(metadata.get("tools"))),  # as the model gets them
+            "tools": self._tools_of(metadata),  # as the model gets them
         }
         out["tokens"] = self._tokens(out["messages"], out["tools"])
         if ctx.should_abort:
@@ -175,12 +192,14 @@ class Pipeline:
         return out
 
     def _metadata(self, chat_id: str) -> dict[str, Any]:
-        """What plugins learn of a request besides its messages: the chat, and the chat model
-        that will answer (its tokenizer counts a token budget)."""
+        """What plugins learn of a request besides its messages: the chat, the chat model that
+        will answer (its tokenizer counts a token budget), and whether it takes tools."""
         out: dict[str, Any] = {"chat_id": chat_id}
         model = self.llm.model_name("chat")
         if model:
             out["model"] = model
+        # whether tools may be offered: a chat model, and the vault does not say it takes none
+        out["tools_supported"] = self.llm.takes_tools
         return out
 
     def _tokens(self, messages: list[dict[str, Any]], tools: list[Any]) -> dict[str, Any]:
@@ -209,7 +228,7 @@ class Pipeline:
         prompt: list[dict[str, Any]] = list(prompt_messages(ctx))
         try:
             async for name, data in self.turns.run(
-                chat_id, prompt, offered_tools(json_safe(metadata.get("tools"))), reply
+                chat_id, prompt, self._tools_of(metadata), reply, _unasked(metadata)
             ):
                 yield PipelineEvent(name, data)
         except LLMError as exc:
@@ -217,6 +236,11 @@ class Pipeline:
         except Exception as exc:  # an unexpected failure must still end as a stored message
             log.exception("The reply failed.")
             reply.error = f"The reply failed: {type(exc).__name__}: {exc}"
+
+    def _tools_of(self, metadata: dict[str, Any]) -> list[dict[str, Any]]:
+        """The tools plugins offer (``ctx.metadata["tools"]``), none for a model that takes
+        none."""
+        return offered_tools(json_safe(metadata.get("tools"))) if self.llm.takes_tools else []
 
     @staticmethod
     def _aborted(ctx: PipelineContext) -> Reply:
@@ -229,6 +253,9 @@ class Pipeline:
     async def _finish(
         self, chat_id: str, ctx: PipelineContext, reply: Reply, user_message: dict[str, Any]
     ) -> PipelineEvent:
+        usage = reply_usage(reply.usage)
+        if usage is not None and isinstance(ctx.metadata, dict):  # plugins compare their counts
+            ctx.metadata["usage"] = usage
         if reply.error is None and reply.notice is None:
             ctx.response = reply.text
             await call_hook(self.pm, "pipeline_post_process", ctx=ctx)
@@ -266,6 +293,9 @@ class Pipeline:
             message["request_context"] = json_safe(request)
         if reply.tool_calls:  # shown by the page; prompt_messages never sends them again
             message["tool_calls"] = json_safe(reply.tool_calls)
+        usage = reply_usage(reply.usage)
+        if usage is not None:  # the server's own count, beside the plugin's in its record
+            message["usage"] = usage
         model = self.llm.model_name("chat")
         if model is not None and reply.notice is None:
             message["model"] = model
@@ -303,6 +333,15 @@ class Pipeline:
         await self.memory.append_message(
             chat_id, message, updates={"updated_at": message["created_at"]}
         )
+
+
+def _unasked(metadata: dict[str, Any]) -> frozenset[str]:
+    """``ctx.metadata["auto_approve_servers"]``: servers of a plugin's own tools whose calls
+    may run unasked (the vault's word decides for the servers it declares)."""
+    servers = metadata.get("auto_approve_servers")
+    if not isinstance(servers, list):
+        return frozenset()
+    return frozenset(s for s in servers if isinstance(s, str))
 
 
 def _record_of(ctx: PipelineContext) -> Any:

@@ -8,8 +8,11 @@ The plugin offers tools as OpenAI function definitions in ``ctx.metadata["tools"
    it cannot make becomes an error result the model reads and can correct, never a crash;
 2. emits ``tool_call`` and, unless the vault says ``auto_approve = true`` for that server,
    waits for the user's answer (:mod:`.tool_approvals`); a decline or no answer in time is
-   "The user declined this tool call.";
-3. runs the command, emits ``tool_result``, and records the call for the stored reply.
+   "The user declined this tool call." A server the vault does not declare is a plugin's own
+   (Smart Context's memory tools): its calls run unasked when the plugin lists it in
+   ``ctx.metadata["auto_approve_servers"]``, so the vault's word is never overridden;
+3. runs the command with the ``chat_id`` of the reply (a plugin's own tools work on that chat
+   only), emits ``tool_result``, and records the call for the stored reply.
 
 The assistant's ``tool_calls`` message and the ``tool`` results go into the *in-flight* prompt
 only: the stored chat keeps a clipped record on the assistant message, and later prompts are
@@ -32,7 +35,7 @@ from smart_context.items.mcp_config import parse_mcp_servers, split_function_nam
 from smart_context.shorten import shorten
 from smart_context.sidecar.config import VaultConfig
 from smart_context.sidecar.host import CommandError
-from smart_context.sidecar.llm import LLMService, ToolCallDelta
+from smart_context.sidecar.llm import LLMService, ToolCallDelta, TurnUsage
 from smart_context.sidecar.tool_approvals import ToolApprovals
 
 CALL_TOOL_COMMAND = "smart_context.call_tool"
@@ -54,10 +57,12 @@ Emit = Callable[[str, Mapping[str, Any]], None]
 
 
 class ReplyDraft(Protocol):
-    """What the loop fills in: the reply's text so far and the record of its tool calls."""
+    """What the loop fills in: the reply's text so far, the record of its tool calls, and
+    what the server said each turn cost."""
 
     text: str
     tool_calls: list[dict[str, Any]]
+    usage: list[TurnUsage]
 
 
 @dataclass
@@ -171,11 +176,12 @@ def outcome_of(answer: Any) -> Outcome:
     return Outcome(approved=True, ok=result.get("ok") is True, text=text, summary=summary)
 
 
-def auto_approved(config: VaultConfig, server_name: str) -> bool:
-    """Whether the vault lets ``server_name``'s calls run unasked (``auto_approve = true``);
-    read afresh each time, so editing ``.vault.toml`` takes effect at once."""
+def auto_approved(config: VaultConfig, server_name: str) -> bool | None:
+    """Whether the vault lets ``server_name``'s calls run unasked (``auto_approve = true``),
+    ``None`` when the vault declares no such server; read afresh each time, so editing
+    ``.vault.toml`` takes effect at once."""
     server = parse_mcp_servers(config.data()).server(server_name)
-    return server is not None and server.auto_approve
+    return None if server is None else server.auto_approve
 
 
 class ToolLoop:
@@ -187,7 +193,7 @@ class ToolLoop:
         call_command: CallCommand,
         emit: Emit,
         approvals: ToolApprovals,
-        auto_approve: Callable[[str], bool],
+        auto_approve: Callable[[str], bool | None],
         max_rounds: int = MAX_TOOL_ROUNDS,
     ) -> None:
         self.llm = llm
@@ -203,9 +209,12 @@ class ToolLoop:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         reply: ReplyDraft,
+        unasked: frozenset[str] = frozenset(),
     ) -> AsyncIterator[Event]:
         """Stream the reply into ``reply``, yielding ``token``, ``tool_call`` and
-        ``tool_result`` events; ``messages`` (the in-flight prompt) grows with each round."""
+        ``tool_result`` events; ``messages`` (the in-flight prompt) grows with each round.
+        ``unasked``: servers the vault does not declare whose calls may run unasked (the
+        plugin's word, ``ctx.metadata["auto_approve_servers"]``)."""
         offered = {str(tool["function"]["name"]) for tool in tools}
         for round_number in range(self.max_rounds + 1):
             params = {"tools": tools} if tools and round_number < self.max_rounds else {}
@@ -214,6 +223,9 @@ class ToolLoop:
             async for piece in self.llm.stream_turn(messages, "chat", **params):
                 if isinstance(piece, ToolCallDelta):
                     calls.add(piece)
+                    continue
+                if isinstance(piece, TurnUsage):
+                    reply.usage.append(piece)
                     continue
                 if not text and reply.text:
                     piece = ROUND_SEPARATOR + piece  # rounds read as paragraphs
@@ -232,7 +244,7 @@ class ToolLoop:
                 return
             messages.append(_assistant_turn(text, requested))
             for call in requested:
-                async for event in self._run_call(chat_id, call, offered, reply, messages):
+                async for event in self._run_call(chat_id, call, offered, reply, messages, unasked):
                     yield event
 
     async def _limit_reached(self, reply: ReplyDraft) -> AsyncIterator[Event]:
@@ -248,9 +260,12 @@ class ToolLoop:
         offered: set[str],
         reply: ReplyDraft,
         messages: list[dict[str, Any]],
+        unasked: frozenset[str],
     ) -> AsyncIterator[Event]:
         server, tool, arguments, problem = resolve(call, offered)
-        needs_approval = problem is None and not self.auto_approve(server)
+        vault_says = self.auto_approve(server) if problem is None else None
+        approved = vault_says if vault_says is not None else server in unasked
+        needs_approval = problem is None and not approved
         call_id = new_call_id()
         announced = {
             "chat_id": chat_id,
@@ -268,10 +283,10 @@ class ToolLoop:
             if problem is not None:
                 outcome = failed(problem, approved=False)
             elif question is None:
-                outcome = await self._call(server, tool, arguments)
+                outcome = await self._call(chat_id, server, tool, arguments)
             else:
                 answer = await self.approvals.wait(question)
-                outcome = await self._after_answer(answer, server, tool, arguments)
+                outcome = await self._after_answer(answer, chat_id, server, tool, arguments)
         reply.tool_calls.append(_record(announced, outcome))
         messages.append(
             {
@@ -290,17 +305,24 @@ class ToolLoop:
         yield "tool_result", result
 
     async def _after_answer(
-        self, answer: bool | None, server: str, tool: str, arguments: dict[str, Any]
+        self,
+        answer: bool | None,
+        chat_id: str,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
     ) -> Outcome:
         if answer:
-            return await self._call(server, tool, arguments)
+            return await self._call(chat_id, server, tool, arguments)
         if answer is None:
             waited = f"{self.approvals.timeout_seconds:g} s"
             return Outcome(False, False, DECLINED_TEXT, f"No answer within {waited}: declined.")
         return Outcome(False, False, DECLINED_TEXT, "Declined.")
 
-    async def _call(self, server: str, tool: str, arguments: dict[str, Any]) -> Outcome:
-        kwargs = {"server_name": server, "name": tool, "arguments": arguments}
+    async def _call(
+        self, chat_id: str, server: str, tool: str, arguments: dict[str, Any]
+    ) -> Outcome:
+        kwargs = {"server_name": server, "name": tool, "arguments": arguments, "chat_id": chat_id}
         try:
             return outcome_of(await self.call_command(CALL_TOOL_COMMAND, kwargs))
         except CommandError as exc:

@@ -93,3 +93,25 @@ def test_without_the_bundled_tokenizers_every_model_is_estimated(
         monkeypatch.undo()
         tokens.exact_available.cache_clear()
     assert counter_for("gpt-4o").exact  # and back once it loads
+
+
+def test_the_figure_counts_use_moves_in_steps_so_kept_counts_stay_valid() -> None:
+    estimate = Estimate()
+    keys = {estimate.key}
+    moves = sum(estimate.calibrate(4100, 1000) for _ in range(50))  # 4.1: within a step of 4
+    assert moves == 0 and estimate.key in keys and estimate.count(["a" * 40]) == [10]
+    assert estimate.observed is not None and abs(estimate.observed - 4.1) < 1e-9
+    moved = [estimate.calibrate(3000, 1000) for _ in range(60)]  # now 3 characters per token
+    assert 1 <= sum(moved) <= 12 and abs(estimate.chars_per_token - 3.0) < 0.1
+    assert estimate.key != "estimate@4.0000" and estimate.samples == 20
+    restored = Estimate()
+    restored.restore(99.0, 500)  # a saved value out of range is bounded
+    assert restored.chars_per_token == 8.0 and restored.samples == 20
+
+
+def test_a_vaults_estimates_are_its_own() -> None:
+    mine: dict[str, Estimate] = {}
+    counter = counter_for("house-model:7b", mine)
+    assert isinstance(counter, Estimate) and mine == {"house-model": counter}
+    assert counter_for("house-model") is not counter  # the process's own table
+    assert counter_for("gpt-4o", mine).exact and len(mine) == 1

@@ -17,6 +17,16 @@ def test_an_item_scores_its_best_chunk_for_each_sentence() -> None:
     ]
 
 
+def test_sorted_and_shuffled_owners_give_the_same_item_scores() -> None:
+    rng = np.random.default_rng(7)
+    owner = np.sort(rng.integers(0, 40, size=300))  # some items have no chunk
+    scores = rng.random((3, 300), dtype=np.float32)
+    order = rng.permutation(300)
+    fast = item_scores(scores, owner, 45)
+    assert np.array_equal(fast, item_scores(scores[:, order], owner[order], 45))
+    assert (fast[:, np.setdiff1d(np.arange(45), owner)] == -1).all()
+
+
 def test_top_n_of_the_top_k_chunks_and_everything_above_include_score() -> None:
     scores = np.array([[0.9, 0.8, 0.75, 0.4, 0.2]], dtype=np.float32)
     owner = np.arange(5)

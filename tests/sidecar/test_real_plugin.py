@@ -160,7 +160,8 @@ async def test_the_reply_is_sent_with_the_vaults_rules_and_says_which(
             "estimate",
             False,
         )
-        assert tokens["total"] == tokens["messages"] > len(shown["messages"]) * 3
+        assert tokens["messages"] > len(shown["messages"]) * 3
+        assert tokens["total"] == tokens["messages"] + tokens["tools"]  # the memory tools
         assert chat_on_disk(vault, "trip")["messages"] == before  # no message stored
         assert not any(p.endswith("/chat/completions") for p, _ in openai_server.requests[calls:])
         assert (await client.post("/api/chats/trip/context", json={})).status_code == 400
@@ -219,7 +220,11 @@ async def test_tools_of_the_vaults_mcp_server_are_chosen_previewed_and_called(
             f"/api/chats/{created}/context", json={"content": "How much is 16000 yen in euro?"}
         )
         shown = preview.json()
-        assert [t["function"]["name"] for t in shown["tools"]] == ["example__yen_to_euro"]
+        assert [t["function"]["name"] for t in shown["tools"]] == [
+            "example__yen_to_euro",
+            "smart_context__retrieve_context",  # the plugin's own memory tools come last
+            "smart_context__store_memory",
+        ]
         assert shown["tools"][0]["function"]["parameters"]["type"] == "object"
         chosen = [i for i in shown["request_context"]["items"] if i["type"] == "tool"]
         assert chosen[0]["server_name"] == "example" and chosen[0]["include_mode"] == "agent"
@@ -280,8 +285,9 @@ async def test_the_dry_run_counts_tokens_with_the_models_own_tokenizer(
     vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("STUB_KEY", openai_server.api_key)
+    no_tools = PLUGIN_TABLE + "memory_tools = false\n"  # so the request is one message only
     write_settings(
-        vault, PLUGIN_TABLE + llm_table(openai_server.base_url, "STUB_KEY", chat="gpt-4o-mini")
+        vault, no_tools + llm_table(openai_server.base_url, "STUB_KEY", chat="gpt-4o-mini")
     )
     async with running_app(create_app(Sidecar(vault))) as client:
         shown = (await client.post("/api/chats/c1/context", json={"content": "hello world"})).json()

@@ -68,6 +68,7 @@ def test_llm_table() -> None:
         ({"base_url": "http://x", "models": "gpt"}, "models"),
         ({"base_url": "http://x", "timeout": -1}, "timeout"),
         ({"base_url": "http://x", "api_key_env": 3}, "api_key_env"),
+        ({"base_url": "http://x", "tools": "no"}, r"\[llm\] tools = 'no'"),
     ],
 )
 def test_bad_llm_values_name_the_key(table: dict[str, object], words: str) -> None:

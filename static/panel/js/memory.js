@@ -12,6 +12,7 @@ const PROGRESS_STALE_MS = 120000; // a pass that stopped midway sends no "done":
 const PROGRESS_WORDS = {
   index: ["Indexing this chat", "messages indexed"],
   summaries: ["Summarising this chat", "summaries made"],
+  notes: ["Indexing the vault's notes", "notes indexed"], // chat_id null: every chat's
 };
 
 const memoryButton = (text, action, extra = "") => {
@@ -39,9 +40,10 @@ class MemoryProgress {
     this.chatId = chatId;
   }
 
-  /** smart_context.memory_progress: shown for the open chat until done reaches total. */
+  /** smart_context.memory_progress: shown for the open chat (or, with chat_id null, for the
+   * vault) until done reaches total. */
   onProgress(payload) {
-    if (!isObject(payload) || !this.chatId || payload.chat_id !== this.chatId) return;
+    if (!isObject(payload) || (payload.chat_id && payload.chat_id !== this.chatId)) return;
     const total = count(payload.total);
     const done = Math.min(count(payload.done), total);
     if (!total || done >= total) return this.hide();

@@ -37,6 +37,8 @@ const startPanel = (root) => {
   });
   const itemsController = new ItemsController(items, itemsView, host);
   const memory = startMemoryPanel(root, host); // follows sidecar:chat_selected itself
+  const usage = new UsageController(new UsageView(root), host);
+  usage.listen();
 
   host.on(EVENTS.topicsUpdated, (payload) => controller.onTopicsUpdated(payload));
   host.on(EVENTS.filterChanged, (payload) => controller.onFilterChanged(payload));
@@ -62,6 +64,8 @@ const startPanel = (root) => {
     removeItem: (item) => itemsController.remove(item),
     setSessionSettings: (change) => itemsController.setSettings(change),
     memories: () => memory.memories(),
+    usage: () => usage.snapshot(),
+    loadUsage: () => usage.load(),
   };
 
   const announced = document.body.dataset.chatId;
@@ -73,6 +77,7 @@ const startPanel = (root) => {
     controller.loadTopics().then(() => {
       if (state.chatId && !items.chatId) itemsController.selectChat(state.chatId);
       memory.selectChat(state.chatId);
+      if (state.chatId && !usage.chatId) usage.selectChat(state.chatId);
     });
   } else {
     memory.selectChat(null); // no chat open: every stored memory

@@ -1,0 +1,143 @@
+"""What a request cost against what the chat's whole history would have cost (seed 003, phase 5:
+usage analytics, compression ratio), kept in the record as ``usage``:
+
+- ``sent_tokens``: the request as sent (system, memory, knowledge, tools, history, summaries,
+  current message); with a budget, the budget's ``used``;
+- ``full_tokens``: the same request with the whole history instead (no topic filter, no budget,
+  no summaries), counted the same way;
+- ``ratio``: ``full_tokens / sent_tokens`` (1.0 when everything was sent; 25.0: a 25th of it);
+- ``counted_with`` and ``exact``: the counter, as in ``budget``;
+- ``reported_prompt_tokens``: added after the reply when the host reports the server's
+  ``usage.prompt_tokens`` in ``ctx.metadata["usage"]`` (the reference sidecar does), so our count
+  and the server's stand side by side. Where our count is an estimate, the report also
+  calibrates it (:mod:`smart_context.budget.calibration`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from smart_context.budget.calibration import Calibration
+from smart_context.budget.facts import MessageFacts
+from smart_context.budget.tokens import Counter, Estimate, prompt_tokens
+from smart_context.context.budgeted import MAX_CHATS, Budgeter, Fitted, chat_model
+from smart_context.context.topic_filter import Decision
+from smart_context.messages import History
+from smart_context.paths import ChatId
+
+log = logging.getLogger(__name__)
+
+
+def usage_record(sent: int, full: int, counter: Counter) -> dict[str, Any]:
+    """The record's ``usage`` (see the module docstring)."""
+    return {
+        "sent_tokens": sent,
+        "full_tokens": full,
+        "ratio": round(full / sent, 2) if sent > 0 else 1.0,
+        "counted_with": counter.name,
+        "exact": counter.exact,
+    }
+
+
+class UsageMeter:
+    """Counts a request's history against the whole history, reusing the budget's per-chat
+    token counts; a filtered chat's whole history is counted apart, so the two never displace
+    each other's counts between requests."""
+
+    def __init__(self, budget: Budgeter) -> None:
+        self.budget = budget
+        self._whole: dict[tuple[ChatId, str], MessageFacts] = {}
+
+    def measure(
+        self,
+        chat_id: ChatId,
+        decision: Decision,
+        counter: Counter,
+        fixed_tokens: int = 0,
+        fitted: Fitted | None = None,
+    ) -> dict[str, Any]:
+        """``usage`` of one request. ``fitted``: the budget's result, when there is a budget;
+        else ``fixed_tokens`` is what goes besides the history (system, tools, the message)."""
+        whole = self._whole_facts(chat_id, decision, counter)
+        whole_history = int(whole.tokens.sum())
+        if fitted is not None:
+            budget = fitted.record["budget"]
+            sections = budget["by_section"]
+            sent = int(budget["used"])
+            fixed = sent - int(sections["history"]) - int(sections["summaries"])
+        else:
+            fixed = fixed_tokens
+            sent = fixed + _history_tokens(whole, decision, whole_history)
+        return usage_record(sent, fixed + whole_history, counter)
+
+    def _whole_facts(self, chat_id: ChatId, decision: Decision, counter: Counter) -> MessageFacts:
+        if decision.full is None:  # the history is the whole one: the budget's own counts
+            own = self.budget.facts(chat_id, counter)
+            own.update(decision.source or History(decision.history))
+            return own
+        key = (chat_id, counter.key)
+        facts = self._whole.get(key)
+        if facts is None:
+            if len(self._whole) > MAX_CHATS:
+                self._whole.clear()
+            facts = self._whole[key] = MessageFacts(counter)
+        facts.update(History(decision.full))
+        return facts
+
+
+def _history_tokens(whole: MessageFacts, decision: Decision, whole_history: int) -> int:
+    """What the decision's history costs, from the counts of the whole one it is part of."""
+    if decision.full is None:
+        return whole_history
+    position = whole.position
+    found = [position.get(str(m.get("id"))) for m in decision.history]
+    return int(sum(int(whole.tokens[i]) for i in found if i is not None))
+
+
+def fixed_tokens(
+    counter: Counter, system: Sequence[Mapping[str, Any]], message: str, tools: Sequence[Any]
+) -> int:
+    """What a request costs besides its history: the system messages, the tools, the message."""
+    return prompt_tokens(counter, [*system, {"role": "user", "content": message}], tools)["total"]
+
+
+def reported_prompt_tokens(metadata: Mapping[str, Any]) -> int | None:
+    """The server's ``usage.prompt_tokens`` as the host reports it, when it is a count."""
+    usage = metadata.get("usage")
+    value = usage.get("prompt_tokens") if isinstance(usage, Mapping) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+async def take_report(
+    budget: Budgeter,
+    calibration: Calibration,
+    metadata: dict[str, Any],
+    sent: Sequence[Mapping[str, Any]],
+    model: str | None,
+) -> None:
+    """After the reply: put the server's prompt tokens next to ours in the record and, where
+    ours is an estimate, calibrate it by them (saved off the loop). ``sent``: the messages of
+    the request as the plugin left them (history and current message)."""
+    reported = reported_prompt_tokens(metadata)
+    record = metadata.get("smart_context")
+    usage = record.get("usage") if isinstance(record, dict) else None
+    if reported is None or not isinstance(usage, dict):
+        return
+    usage["reported_prompt_tokens"] = reported
+    if not isinstance(budget.counter(model), Estimate):
+        return  # exact: left alone, the disagreement shows in the record
+    tools = metadata.get("tools")
+    figure = calibration.observe(
+        chat_model(budget.settings, model),
+        sent,
+        tools if isinstance(tools, list) else [],
+        reported,
+    )
+    if figure is not None:
+        usage["chars_per_token"] = round(figure, 3)
+        await asyncio.to_thread(calibration.save)

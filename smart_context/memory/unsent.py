@@ -1,0 +1,60 @@
+"""What each chat's latest request left out of its prompt: where the model's own look back
+(the memory tool ``retrieve_context``) searches, so it finds what the budget did not send
+rather than what the model already reads.
+
+Kept per process for the chats asked lately; a chat without a record (the sidecar restarted, a
+call made by hand) is searched whole.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from smart_context.paths import ChatId
+
+MAX_CHATS = 32  # chats whose record is kept; each holds the ids of its unsent messages
+
+
+@dataclass(frozen=True)
+class Unsent:
+    """The ids of the messages a request had but did not send, and of the stored memories its
+    memory section carried (those are in the prompt)."""
+
+    message_ids: frozenset[str]
+    memory_ids: frozenset[int]
+
+
+def unsent_of(
+    history: Iterable[Mapping[str, Any]],
+    sent: Iterable[Mapping[str, Any]],
+    memory_ids: Iterable[Any] = (),
+) -> Unsent:
+    """The :class:`Unsent` of a request whose chat had ``history`` before the message and whose
+    prompt holds ``sent``; the message being answered is in neither, so it is never found."""
+    sent_ids = {m.get("id") for m in sent}
+    return Unsent(
+        frozenset(str(i) for m in history if (i := m.get("id")) is not None and i not in sent_ids),
+        frozenset(i for i in memory_ids if isinstance(i, int)),
+    )
+
+
+class UnsentLog:
+    """The latest :class:`Unsent` of each chat, for the :data:`MAX_CHATS` chats asked lately."""
+
+    def __init__(self, max_chats: int = MAX_CHATS) -> None:
+        self.max_chats = max_chats
+        self._latest: OrderedDict[ChatId, Unsent] = OrderedDict()
+
+    def put(self, chat_id: ChatId, unsent: Unsent) -> None:
+        """Record a request of ``chat_id`` (the latest wins)."""
+        self._latest[chat_id] = unsent
+        self._latest.move_to_end(chat_id)
+        while len(self._latest) > self.max_chats:
+            self._latest.popitem(last=False)
+
+    def get(self, chat_id: ChatId) -> Unsent | None:
+        """The latest record of ``chat_id``, if one is kept."""
+        return self._latest.get(chat_id)
