@@ -46,3 +46,7 @@ class ToolServerError(SmartContextError):
 
 class MemoryDBError(SmartContextError):
     """The memory database could not be opened or used: newer schema, locked, unknown record."""
+
+
+class NotFoundError(SmartContextError, LookupError):
+    """A command named something that does not exist (any more): a stored memory, say."""

@@ -70,6 +70,7 @@ PANEL_SCRIPTS = (
     "panel/js/items.js",
     "panel/js/items-view.js",
     "panel/js/items-controller.js",
+    "panel/js/memory.js",
     "panel/js/usage.js",
     "panel/js/usage-view.js",
     "panel/js/start.js",
@@ -84,7 +85,7 @@ def _inline_asset(name: str, tag: str) -> Markup:
 
 
 # The panel's styles: these files of static/, inlined in this order into one <style>.
-PANEL_STYLES = ("panel/panel.css", "panel/items.css", "panel/usage.css")
+PANEL_STYLES = ("panel/panel.css", "panel/items.css", "panel/memory.css", "panel/usage.css")
 
 
 @cache

@@ -144,8 +144,13 @@ async def test_summarize_conversation_makes_summaries_now(start: Any, vault: Pat
             ]
         ),
     )
+    assert await running.command("list_summaries", chat_id="c2") == {
+        "status": "success",
+        "summaries": [],  # listing makes none
+    }
     result = await running.command("summarize_conversation", chat_id="c2")
     assert result["status"] == "success"
+    assert await running.command("list_summaries", chat_id="c2") == result
     assert {s["level"] for s in result["summaries"]} == {1}
     assert all(s["source"] == "offline" and s["text"] for s in result["summaries"])
     assert len(result["summaries"]) == 3  # 40 messages, the last 10 are recent
@@ -163,9 +168,17 @@ async def test_odd_arguments_to_the_panels_memory_commands_are_refused(
         ("delete_memory", {"memory_id": -3}),
         ("list_memories", {"chat_id": "../../etc"}),
         ("list_direct_messages", {"chat_id": "a/b"}),
+        ("list_summaries", {"chat_id": "../x"}),
         ("forget_context", {}),
     ):
         result = await running.command(name, **kwargs)
         assert result["status"] == "error" and result["reason"] == "bad_arguments", (name, kwargs)
     unknown = await running.command("update_memory", memory_id=999, content="x")
-    assert unknown["status"] == "error" and "999" in unknown["error"]
+    assert unknown == {
+        "status": "error",
+        "error": "There is no stored memory with id 999; it may have been deleted. "
+        "List the memories to see the current ids.",
+        "reason": "not_found",
+    }
+    gone = await running.command("delete_memory", memory_id=999)
+    assert gone["status"] == "error" and gone["reason"] == "not_found" and "999" in gone["error"]

@@ -32,6 +32,7 @@ COMMANDS: dict[str, Command] = {
     "smart_context.delete_memory": memory.delete_memory,
     "smart_context.list_marks": memory.list_marks,
     "smart_context.list_direct_messages": memory.list_direct_messages,
+    "smart_context.list_summaries": memory.list_summaries,
     # usage you can see (seed 003, phase 5)
     "smart_context.usage_stats": usage.usage_stats,
 }

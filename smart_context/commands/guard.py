@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from smart_context.errors import ChatIdError, SmartContextError
+from smart_context.errors import ChatIdError, NotFoundError, SmartContextError
 from smart_context.paths import ChatId, check_chat_id
 from smart_context.services import Services
 
@@ -31,6 +31,7 @@ class BadArguments(SmartContextError):
 
 # Why a command failed, for hosts that answer over HTTP (the sidecar maps them to 400, 503, 500).
 BAD_ARGUMENTS = "bad_arguments"
+NOT_FOUND = "not_found"  # the thing named does not exist (any more), e.g. a deleted memory
 UNAVAILABLE = "unavailable"
 FAILED = "failed"
 
@@ -55,6 +56,8 @@ def bind(command: Command, services: Services) -> Handler:
             return {"status": "success"} | await command(services, **kwargs)
         except (BadArguments, ChatIdError) as exc:
             return _error(str(exc), BAD_ARGUMENTS)
+        except NotFoundError as exc:
+            return _error(str(exc), NOT_FOUND)
         except SmartContextError as exc:  # e.g. the embedding endpoint cannot be reached
             return _error(str(exc), UNAVAILABLE)
         except Exception as exc:  # a handler must never raise into the host's command bus

@@ -17,6 +17,7 @@ import numpy as np
 
 from smart_context.budget.facts import turn_partners
 from smart_context.commands.guard import BadArguments, Result, chat_id_argument
+from smart_context.errors import NotFoundError
 from smart_context.events import MEMORY_CHANGED
 from smart_context.host import resolve
 from smart_context.items.lexical import LexicalIndex
@@ -83,7 +84,7 @@ async def delete_memory(services: Services, memory_id: Any = None) -> Result:
     """Delete one stored memory."""
     deleted = await _db(services.memory_db.delete_memory, _memory_id(memory_id))
     if not deleted:
-        raise BadArguments(f"There is no memory {memory_id}.")
+        raise NotFoundError(f"There is no memory {memory_id}; it may have been deleted already.")
     await _changed(services, None, "memories")
     return {"deleted": True}
 
@@ -157,6 +158,13 @@ async def summarize_conversation(services: Services, chat_id: Any = None) -> Res
     """Bring the chat's summaries and text index up to date now; the summaries, oldest first."""
     chat = chat_id_argument(services, chat_id)
     await refresh_memory(services, chat, force=True)
+    return await list_summaries(services, chat)
+
+
+async def list_summaries(services: Services, chat_id: Any = None) -> Result:
+    """The chat's stored summaries as they are now, oldest first, without making any (View
+    context shows the text of those a reply was sent with)."""
+    chat = chat_id_argument(services, chat_id)
     stored = await _db(services.memory_db.summaries, chat)
     return {
         "summaries": [

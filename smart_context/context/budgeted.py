@@ -48,6 +48,7 @@ from smart_context.budget.tokens import (
     prompt_tokens,
 )
 from smart_context.config import Settings
+from smart_context.context.reasons import reasons
 from smart_context.errors import SmartContextError
 from smart_context.items.catalog import ItemCatalog
 from smart_context.memory.db import MemoryDB
@@ -207,6 +208,7 @@ class Budgeter:
             [rows[s] for s in chosen.summaries],
             counter,
         )
+        record["reasons"] = reasons(why, ids, marked, hit_relevance, scores, facts.partner)
         return Fitted(out, chosen.keep.tolist(), record)
 
     async def _index(

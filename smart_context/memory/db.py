@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from smart_context.errors import MemoryDBError
+from smart_context.errors import MemoryDBError, NotFoundError
 from smart_context.memory.records import (
     MAX_DIRECT_CHARS,
     MAX_MEMORY_CHARS,
@@ -181,7 +181,7 @@ class MemoryDB:
     def update_memory(
         self, memory_id: int, content: str | None = None, importance: float | None = None
     ) -> Memory:
-        """Change a memory's text and/or importance; ``MemoryDBError`` if there is no such id."""
+        """Change a memory's text and/or importance; ``NotFoundError`` if there is no such id."""
         changes: dict[str, Any] = {}
         if content is not None:
             changes["content"] = check_text("memory", content, MAX_MEMORY_CHARS)
@@ -197,7 +197,7 @@ class MemoryDB:
                 )
             row = conn.execute(f"{_SELECT_MEMORIES} WHERE id = ?", (memory_id,)).fetchone()
         if row is None:
-            raise MemoryDBError(
+            raise NotFoundError(
                 f"There is no stored memory with id {memory_id!r}; it may have been deleted. "
                 "List the memories to see the current ids."
             )

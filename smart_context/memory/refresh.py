@@ -43,6 +43,7 @@ CAPS = {1: 150, 2: 150}  # most tokens of a summary by level; key facts (3+) tak
 KEY_FACTS_CAP = 120
 MIN_TOKENS = 30
 LLM_CALLS_PER_PASS = 20  # a long chat's first pass asks the model for its newest nodes only
+INDEX_BATCH = 1000  # messages indexed per write when a long chat is met whole (~0.1 s each)
 
 
 @dataclass(frozen=True)
@@ -61,14 +62,10 @@ async def refresh_memory(services: Services, chat_id: ChatId, force: bool = Fals
     messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     db = services.memory_db
     keyed = await asyncio.to_thread(message_keys, messages)  # hashed once for both parts
-    await asyncio.to_thread(sync_index, db, chat_id, messages, keyed)
+    await index_chat(db, chat_id, messages, keyed, _progress(services, chat_id, "index"))
     if len(messages) < services.settings.summarization_threshold and not force:
         return
-
-    async def progress(done: int, total: int) -> None:
-        payload = {"chat_id": chat_id, "done": done, "total": total, "what": "summaries"}
-        await resolve(services.host.emit(MEMORY_PROGRESS, payload))
-
+    progress = _progress(services, chat_id, "summaries")
     made = await summarize_chat(
         db, chat_id, messages, services.settings, services.host.llm, progress, keyed
     )
@@ -76,6 +73,16 @@ async def refresh_memory(services: Services, chat_id: ChatId, force: bool = Fals
         services.budget.summary_version[chat_id] = (
             services.budget.summary_version.get(chat_id, 0) + 1
         )
+
+
+def _progress(services: Services, chat_id: ChatId, what: str) -> Progress:
+    """Reports ``smart_context.memory_progress`` for the panel: ``what`` is under way."""
+
+    async def progress(done: int, total: int) -> None:
+        payload = {"chat_id": chat_id, "done": done, "total": total, "what": what}
+        await resolve(services.host.emit(MEMORY_PROGRESS, payload))
+
+    return progress
 
 
 Keyed = tuple[list[str], list[str]]  # the messages' ids as text, and their content keys
@@ -94,13 +101,7 @@ def sync_index(
     keyed: Keyed | None = None,
 ) -> int:
     """Index what is new or edited, drop what is gone; returns how many messages changed."""
-    ids, keys = keyed or message_keys(messages)
-    indexed = db.indexed_keys(chat_id)
-    current = {mid: (key, m) for mid, key, m in zip(ids, keys, messages, strict=True)}
-    todo = [
-        (mid, key, message_text(m)) for mid, (key, m) in current.items() if indexed.get(mid) != key
-    ]
-    gone = [mid for mid in indexed if mid not in current]
+    todo, gone = index_changes(db, chat_id, messages, keyed)
     if todo:
         db.index_messages(chat_id, todo)
     if gone:
@@ -108,7 +109,45 @@ def sync_index(
     return len(todo) + len(gone)
 
 
+Row = tuple[str, str, str]  # message id, key, text
+
+
+def index_changes(
+    db: MemoryDB, chat_id: str, messages: Sequence[Mapping[str, Any]], keyed: Keyed | None = None
+) -> tuple[list[Row], list[str]]:
+    """The rows the text index lacks (new or edited messages), and the ids it has no more."""
+    ids, keys = keyed or message_keys(messages)
+    indexed = db.indexed_keys(chat_id)
+    current = {mid: (key, m) for mid, key, m in zip(ids, keys, messages, strict=True)}
+    todo = [
+        (mid, key, message_text(m)) for mid, (key, m) in current.items() if indexed.get(mid) != key
+    ]
+    return todo, [mid for mid in indexed if mid not in current]
+
+
 Progress = Callable[[int, int], Any]
+
+
+async def index_chat(
+    db: MemoryDB,
+    chat_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    keyed: Keyed,
+    progress: Progress | None = None,
+) -> None:
+    """:func:`sync_index` off the loop; a long chat met whole (more than ``INDEX_BATCH`` new
+    messages) is written in batches with ``progress`` after each, so the panel can show it."""
+    todo, gone = await asyncio.to_thread(index_changes, db, chat_id, messages, keyed)
+    batches = [todo[k : k + INDEX_BATCH] for k in range(0, len(todo), INDEX_BATCH)]
+    report = progress if len(batches) > 1 else None
+    if report is not None:
+        await report(0, len(todo))
+    for n, batch in enumerate(batches, start=1):
+        await asyncio.to_thread(db.index_messages, chat_id, batch)
+        if report is not None:
+            await report(min(n * INDEX_BATCH, len(todo)), len(todo))
+    if gone:
+        await asyncio.to_thread(db.unindex, chat_id, gone)
 
 
 async def summarize_chat(
@@ -136,6 +175,8 @@ async def summarize_chat(
     texts = {(s.level, s.from_id, s.to_id): s.text for s in stored}
     writer = _Writer(settings, llm)
     total, done = len(tree.missing), 0
+    if progress is not None:
+        await progress(0, total)  # the panel shows the pass from its start
     for level in sorted({n.level for n in tree.missing}):
         batch = [n for n in tree.missing if n.level == level]
         batch.sort(key=lambda n: -n.start)  # the newest first: the model's calls go there

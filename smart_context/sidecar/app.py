@@ -245,7 +245,7 @@ async def run_command(request: Request) -> JSONResponse:
 
 
 # A command reports failure in its result (CONTRACT §3); over HTTP it also gets a status.
-_ERROR_STATUS = {"bad_arguments": 400, "unavailable": 503, "failed": 500}
+_ERROR_STATUS = {"bad_arguments": 400, "not_found": 404, "unavailable": 503, "failed": 500}
 
 
 def _command_status(result: Any) -> int:
@@ -289,6 +289,8 @@ async def page(request: Request) -> Response:
         "chat_id": chat_id,
         "model_configured": llm.chat_configured,
         "model_name": llm.model_name("chat"),
+        # the page offers only what a plugin answers (e.g. no pins without long memory)
+        "commands": sorted(sidecar.commands.handlers),
     }
     env: jinja2.Environment = request.app.state.templates
     try:

@@ -38,6 +38,10 @@ export const chatIndex = () =>
 export const createChat = (title) => request("POST", "/api/chats", title ? { title } : {});
 export const loadChat = (id) => request("GET", `/api/chats/${encodeURIComponent(id)}`);
 
+/** A dry run: what sending `content` to chat `chatId` now would use; nothing is stored. */
+export const dryRun = (chatId, content) =>
+  request("POST", `/api/chats/${encodeURIComponent(chatId)}/context`, { content });
+
 /** Answer a tool call the reply is waiting on: run it (`approve` true) or decline it. */
 export const answerToolCall = (chatId, callId, approve) =>
   request(

@@ -6,13 +6,17 @@ import { ChatList } from "./chat-list.js";
 import { MessageList } from "./messages.js";
 import { closeDrawers, notify, setUpDrawers } from "./shell.js";
 import { ContextDialog } from "./context-dialog.js";
+import { loadDetails } from "./context-budget.js";
 import { Palette } from "./palette.js";
 import { rootView, setFilter } from "./commands.js";
 import { finishToolCall, liveToolCall } from "./tool-calls.js";
+import { Pins } from "./pins.js";
 
 const $ = (id) => document.getElementById(id);
 
 const boot = JSON.parse($("sc-boot").textContent || "{}");
+/** Whether the host answers command `name` (a host that does not list them: assume it does). */
+const hasCommand = (name) => !Array.isArray(boot.commands) || boot.commands.includes(name);
 const state = {
   chatId: boot.chat_id || document.body.dataset.chatId || null,
   sending: false,
@@ -40,11 +44,16 @@ const chatList = new ChatList($("chat-list"), {
 chatList.current = state.chatId;
 const list = new MessageList(ui.messages, {
   onViewContext: (id, button) => contextDialog.open(list.messages, id, button),
+  onPin: hasCommand("smart_context.mark_important") ? (id) => pins.toggle(id) : null,
 });
+const pins = new Pins(list, { command: (name, args) => window.sidecar.command(name, args), notify });
 const contextDialog = new ContextDialog($("context-dialog"), {
   onJump: jumpTo,
   loadItems: () =>
     window.sidecar.command("smart_context.list_items", { chat_id: state.chatId, with_text: true }),
+  loadMemory: hasCommand("smart_context.list_summaries")
+    ? () => loadDetails((name, args) => window.sidecar.command(name, args), state.chatId)
+    : null,
 });
 const palette = new Palette(
   $("palette"),
@@ -54,6 +63,7 @@ const palette = new Palette(
     openChat: (id) => openChat(id),
     newChat: () => newChat(),
     focusInput: () => ui.input.focus(),
+    previewContext: () => previewContext(ui.input),
     notify,
   }),
 );
@@ -122,6 +132,7 @@ async function openChat(id, { push = true } = {}) {
   state.chatId = id;
   document.body.dataset.chatId = id || "";
   if (changed) list.setHighlight(null); // the panel reports the new chat's filter
+  if (list.pins) pins.load(id);
   if (push) {
     const url = new URL(location.href);
     url.searchParams.set("chat", id);
@@ -179,6 +190,29 @@ window.addEventListener("popstate", (event) => {
   const id = (event.state && event.state.chatId) || fromUrl || boot.chat_id;
   if (id && id !== state.chatId) openChat(id, { push: false });
 });
+
+/**
+ * View context before sending: a dry run of the message box's text (or of a question when it is
+ * empty) shown in the View context dialog, as if it were the reply's record.
+ */
+async function previewContext(opener) {
+  if (!state.chatId) return notify("Open or start a chat first.", true);
+  const content = ui.input.value.trim() || "(the next message)";
+  let result;
+  try {
+    result = await api.dryRun(state.chatId, content);
+  } catch (err) {
+    return notify(`Could not preview the context: ${err.message}`, true);
+  }
+  const ask = { id: "preview:message", role: "user", content };
+  const reply = {
+    id: "preview:reply",
+    role: "assistant",
+    smart_context: result.smart_context || { mode: "full" },
+    request_context: result.request_context || null,
+  };
+  contextDialog.open([...list.messages, ask, reply], reply.id, opener, "What this message would be sent with");
+}
 
 // ---- scrolling ---------------------------------------------------------------------------------
 
@@ -398,6 +432,7 @@ if (window.sidecar && typeof window.sidecar.on === "function") {
   window.sidecar.on("chat.updated", onChatUpdated);
   window.sidecar.on("tool_call", onToolCall);
   window.sidecar.on("tool_result", onToolResult);
+  window.sidecar.on("smart_context.memory_changed", (data) => pins.onChanged(data));
   window.sidecar.on("sidecar.chat_damaged", (data) => {
     notify((data && data.message) || "A chat file was damaged and set aside.", true);
     refreshChats();

@@ -72,8 +72,8 @@ function inBackground(palette, app, work) {
 }
 
 /**
- * The palette's root view. `app` offers chatId(), chats(), openChat(id), newChat(), focusInput()
- * and notify(text, isError).
+ * The palette's root view. `app` offers chatId(), chats(), openChat(id), newChat(), focusInput(),
+ * previewContext() and notify(text, isError).
  */
 export function rootView(app) {
   const state = { embeddingSearch: true };
@@ -183,6 +183,12 @@ export function rootView(app) {
               state.embeddingSearch = !on;
               return `Similarity mode ${on ? "off" : "on"}.`;
             }),
+        },
+        {
+          id: "preview",
+          label: "Preview context of the message being written",
+          keywords: "smart context view dry run budget why summaries",
+          run: needsChat((palette) => (palette.close(), app.previewContext())),
         },
         ...itemCommands(app, { needsChat, inBackground }),
         { id: "new", label: "New chat", keywords: "create start", run: (p) => (p.close(), app.newChat()) },

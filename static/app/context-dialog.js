@@ -1,8 +1,19 @@
 // "View context": the rules, references and tools a reply was sent with (its request_context,
-// drawn by context-items.js), then which messages, and why (the smart_context record).
+// drawn by context-items.js), then which messages, and why (the smart_context record; its token
+// budget, summaries and memory are drawn by context-budget.js).
 
 import { h, excerpt } from "./dom.js";
 import { detailsFrom, requestContextSection } from "./context-items.js";
+import {
+  budgetCut,
+  budgetFacts,
+  explainBudget,
+  fillDetails,
+  memorySection,
+  placedSummaries,
+  reasonBadge,
+  summaryItem,
+} from "./context-budget.js";
 
 const ROLE_NAMES = { user: "You", assistant: "Assistant", system: "System", tool: "Tool" };
 
@@ -60,6 +71,7 @@ export function explainMode(record, sent, total) {
       `similarity threshold of ${threshold}${best}, so every message was sent rather than none.`
     );
   }
+  if (budgetCut(record)) return "No topic filter was applied.";
   return "Full history: no topic filter was applied, so every earlier message was sent.";
 }
 
@@ -68,13 +80,16 @@ const MODE_NAMES = { full: "Full history", filtered: "Filtered", fallback: "Fall
 export class ContextDialog {
   /**
    * `onJump(messageId)`: show a message in the chat; `loadItems()`: resolves to the vault's
-   * items with their text (a smart_context.list_items result), for the items' details.
+   * items with their text (a smart_context.list_items result), for the items' details;
+   * `loadMemory()`: resolves to the chat's summaries and memories (context-budget.js's
+   * loadDetails), for the texts of those the record names.
    */
-  constructor(dialog, { onJump, loadItems } = {}) {
+  constructor(dialog, { onJump, loadItems, loadMemory } = {}) {
     this.dialog = dialog;
     this.body = dialog.querySelector("[data-role='body']");
     this.onJump = onJump;
     this.loadItems = loadItems;
+    this.loadMemory = loadMemory;
     this.opener = null;
     this.showing = 0; // which opening the items' details arrive for
     dialog.addEventListener("click", (event) => {
@@ -90,13 +105,14 @@ export class ContextDialog {
     });
   }
 
-  /** Show the records of the reply `replyId`, found among `messages`. */
-  open(messages, replyId, opener) {
+  /** Show the records of the reply `replyId`, found among `messages`, under `title`. */
+  open(messages, replyId, opener, title = "What this reply was sent with") {
     const index = messages.findIndex((m) => String(m.id) === String(replyId));
     const reply = messages[index];
     if (!reply || !(reply.smart_context || reply.request_context)) return;
     this.opener = opener || document.activeElement;
     const showing = ++this.showing;
+    this.dialog.querySelector("#context-dialog-title").textContent = title;
     const items = requestContextSection(reply.request_context);
     const parts = [items];
     if (reply.smart_context) parts.push(this.#content(messages, index, reply.smart_context));
@@ -104,6 +120,20 @@ export class ContextDialog {
     this.dialog.showModal();
     this.dialog.querySelector("[data-close]").focus();
     if (reply.request_context) this.#fillItems(showing, reply.request_context, items);
+    if (this.body.querySelector("[data-summary-text], [data-memory-kind]")) this.#fillMemory(showing);
+  }
+
+  /** Put the texts of the summaries and memories the record names in, once they come. */
+  async #fillMemory(showing) {
+    const none = (error) => ({ error, summaries: new Map(), memories: new Map(), direct: new Map() });
+    let details;
+    try {
+      details = this.loadMemory ? await this.loadMemory() : none("This page cannot read the texts.");
+    } catch (err) {
+      details = none(err.message || String(err));
+    }
+    if (showing !== this.showing) return; // another reply is shown now
+    fillDetails(this.body, details);
   }
 
   /** Draw the items again with the vault's descriptions, priorities and texts once they come. */
@@ -148,6 +178,7 @@ export class ContextDialog {
       { class: "ctx-facts" },
       fact("Mode", h("span", { class: `mode-badge mode-badge--${mode}`, text: MODE_NAMES[mode] || mode })),
       fact("Sent", `${included.length} of ${total} earlier messages`),
+      ...budgetFacts(record, fact),
       fact("Threshold", typeof record.threshold === "number" ? record.threshold.toFixed(2) : "—"),
       fact(
         "Topics",
@@ -158,7 +189,9 @@ export class ContextDialog {
     );
 
     const explain = explainMode(record, included.length, total);
-    const parts = [h("p", { class: "ctx-explain", text: explain }), summary];
+    const parts = [h("p", { class: "ctx-explain", text: explain })];
+    if (record.budget && !record.error) parts.push(h("p", { class: "ctx-explain", text: explainBudget(record) }));
+    parts.push(summary);
     if (record.error) {
       const error = h("p", { class: "ctx-error", attrs: { role: "note" } }, h("strong", { text: "Error: " }));
       error.append(record.error);
@@ -170,15 +203,25 @@ export class ContextDialog {
         h("ol", { class: "ctx-list" }, entry(prompt, { note: "current" })),
       );
     }
-    parts.push(h("h3", { class: "ctx-heading", text: `History sent with it (${included.length})` }));
-    if (included.length) {
+    const positions = new Map(messages.map((m, i) => [String(m.id), i]));
+    const summaries = placedSummaries(record, positions).sort((a, b) => a.start - b.start);
+    const heading = summaries.length
+      ? `History sent with it (${included.length} messages, ${summaries.length} summaries)`
+      : `History sent with it (${included.length})`;
+    parts.push(h("h3", { class: "ctx-heading", text: heading }));
+    if (included.length || summaries.length) {
       const list = h("ol", { class: "ctx-list" });
       const fragment = document.createDocumentFragment();
+      let next = 0; // each summary goes before the first message at or after its start, as sent
       for (const m of included) {
+        const at = positions.get(String(m.id));
+        while (next < summaries.length && summaries[next].start <= at) fragment.append(summaryItem(summaries[next++]));
+        const why = reasonBadge(record, String(m.id), positions);
         fragment.append(
-          entry(m, { score: scores[m.id], sticky: sticky.has(String(m.id)), threshold: record.threshold }),
+          entry(m, { score: scores[m.id], sticky: sticky.has(String(m.id)), threshold: record.threshold, why }),
         );
       }
+      while (next < summaries.length) fragment.append(summaryItem(summaries[next++]));
       list.append(fragment);
       parts.push(list);
     } else {
@@ -188,6 +231,8 @@ export class ContextDialog {
       const text = `${missing} included message(s) are no longer in this chat.`;
       parts.push(h("p", { class: "ctx-empty", text }));
     }
+    const memory = memorySection(record);
+    if (memory) parts.push(memory);
     const fragment = document.createDocumentFragment();
     fragment.append(...parts);
     return fragment;
@@ -198,7 +243,7 @@ function fact(label, value) {
   return h("div", { class: "ctx-fact" }, h("dt", { text: label }), h("dd", {}, value));
 }
 
-function entry(message, { score, sticky, note, threshold } = {}) {
+function entry(message, { score, sticky, note, threshold, why } = {}) {
   const badges = h("span", { class: "ctx-badges" });
   if (typeof score === "number") {
     const below = typeof threshold === "number" && score < threshold;
@@ -217,6 +262,7 @@ function entry(message, { score, sticky, note, threshold } = {}) {
     badges.append(h("span", { class: "badge", title, text: "host note" }));
   }
   if (sticky) badges.append(h("span", { class: "badge badge--sticky", text: "sticky" }));
+  if (why) badges.append(why);
   if (note) badges.append(h("span", { class: "badge", text: note }));
   return h(
     "li",

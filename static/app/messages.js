@@ -2,6 +2,7 @@
 
 import { h, shortTime, longTime, toDate } from "./dom.js";
 import { finishToolCall, liveToolCall, toolCallList } from "./tool-calls.js";
+import { pinIcon, showPin } from "./pins.js";
 
 const ROLE_NAMES = { user: "You", assistant: "Assistant", system: "System", tool: "Tool" };
 
@@ -56,8 +57,8 @@ function isNotice(message) {
   return message.role === "assistant" && Boolean(message.notice);
 }
 
-/** One message element. Pure: depends only on the message. */
-export function messageElement(message) {
+/** One message element. Pure: depends only on the message (and `pin`: draw its pin). */
+export function messageElement(message, { pin = false } = {}) {
   const role = message.role || "assistant";
   const notice = isNotice(message);
   const failed = !notice && message.role === "assistant" && Boolean(message.error);
@@ -85,6 +86,8 @@ export function messageElement(message) {
   if (role === "assistant" && message.model && !notice && !failed) {
     meta.append(h("span", { class: "msg__model", text: message.model }));
   }
+  // a host note is never sent to the model: there is nothing to pin
+  if (pin && !notice && !failed && message.id !== undefined && message.id !== null) meta.append(pinButton());
 
   const el = h("article", { class: classes.join(" "), dataset: { messageId: message.id, role } }, meta, body);
   if (notice) {
@@ -109,18 +112,47 @@ export function messageElement(message) {
   return el;
 }
 
+/** The pin of a message (its state is set by MessageList.setPinned). */
+function pinButton() {
+  const button = h(
+    "button",
+    { type: "button", class: "msg__pin", dataset: { action: "pin" }, attrs: { "aria-label": "Pin this message" } },
+    pinIcon(),
+  );
+  showPin(button, false);
+  return button;
+}
+
 export class MessageList {
-  constructor(container, { onViewContext } = {}) {
+  /** `onViewContext(id, button)` and `onPin(id)`: a message's buttons were pressed. */
+  constructor(container, { onViewContext, onPin } = {}) {
     this.container = container;
     this.messages = [];
     this.elements = new Map(); // message id -> element
     this.included = null; // Set of ids in context while a filter is active, else null
+    this.pinned = new Set(); // ids of the messages the user pinned
+    this.pins = Boolean(onPin); // without a handler (a host without pins) there is no pin
     container.addEventListener("click", (event) => {
-      const button = event.target.closest("[data-action='view-context']");
-      if (!button || !onViewContext) return;
-      const id = button.closest("[data-message-id]").dataset.messageId;
-      onViewContext(id, button);
+      const button = event.target.closest("[data-action='view-context'], [data-action='pin']");
+      const owner = button && button.closest("[data-message-id]");
+      if (!owner) return;
+      const id = owner.dataset.messageId;
+      if (button.dataset.action === "pin") {
+        if (onPin) onPin(id);
+      } else if (onViewContext) {
+        onViewContext(id, button);
+      }
     });
+  }
+
+  /** Show the messages whose id is in `ids` (a Set of strings) as pinned, the rest not. */
+  setPinned(ids) {
+    const before = this.pinned;
+    this.pinned = ids;
+    for (const id of new Set([...before, ...ids])) {
+      const pin = this.elements.get(id)?.querySelector(".msg__pin");
+      if (pin) showPin(pin, ids.has(id));
+    }
   }
 
   /** Replace everything with `messages`, built in one fragment (fast for long chats). */
@@ -171,6 +203,8 @@ export class MessageList {
     el.dataset.messageId = String(message.id);
     this.messages.push(message);
     this.elements.set(String(message.id), el);
+    const meta = el.querySelector(".msg__meta");
+    if (this.pins && message.role === "user" && meta && !meta.querySelector(".msg__pin")) meta.append(pinButton());
     if (this.included) this.#mark(el, this.included.has(String(message.id)));
   }
 
@@ -190,10 +224,12 @@ export class MessageList {
   }
 
   #build(message) {
-    const el = messageElement(message);
+    const el = messageElement(message, { pin: this.pins });
     if (message.id !== undefined && message.id !== null) {
       this.elements.set(String(message.id), el);
       if (this.included && this.included.has(String(message.id))) this.#mark(el, true);
+      const pin = this.pinned.has(String(message.id)) && el.querySelector(".msg__pin");
+      if (pin) showPin(pin, true);
     }
     return el;
   }

@@ -544,10 +544,9 @@ def test_the_http_fallback_is_the_shared_bridge_under_api_base(
     page.goto(server.add_page(f"/panel-{next(_PAGE_NUMBERS)}", html))
     settle(page)
     assert posted[0] == "/mounted/api/commands/smart_context.get_topics"
-    # then the chat's context items and its usage, through the same bridge
-    later = {"/mounted/api/commands/smart_context.list_items"}
-    later.add("/mounted/api/commands/smart_context.usage_stats")
-    assert set(posted) <= {posted[0], *later}
+    # then the chat's context items, memories and usage, through the same bridge
+    later = {"list_items", "list_memories", "usage_stats"}
+    assert set(posted) <= {posted[0], *(f"/mounted/api/commands/smart_context.{n}" for n in later)}
     assert sorted(labels(page)) == ["Hydration", "Oven Spring", "Sourdough"]
     bridge = "() => ['command', 'on', 'lastFilter', 'chatId'].map((k) => typeof window.sidecar[k])"
     assert page.evaluate(bridge) == ["function"] * 4

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from smart_context.errors import MemoryDBError, SmartContextError
+from smart_context.errors import MemoryDBError, NotFoundError, SmartContextError
 from smart_context.memory.db import MemoryDB, database_path
 from smart_context.memory.records import Summary
 from smart_context.memory.schema import LATEST_VERSION, MIGRATIONS
@@ -260,7 +260,7 @@ def test_a_memory_is_updated_and_deleted(db: MemoryDB) -> None:
     assert db.update_memory(memory.id) == db.memories("c")[0]
     assert db.delete_memory(memory.id) is True
     assert db.delete_memory(memory.id) is False
-    with pytest.raises(MemoryDBError, match="no stored memory with id 1"):
+    with pytest.raises(NotFoundError, match="no stored memory with id 1"):
         db.update_memory(memory.id, content="gone")
 
 

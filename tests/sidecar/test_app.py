@@ -185,7 +185,12 @@ async def test_page_renders_panels_and_boot(api: ClientFactory) -> None:
     assert f'data-chat-id="{chat_id}"' in page.text
     boot_start = page.text.index('id="sc-boot">') + len('id="sc-boot">')
     boot = json.loads(page.text[boot_start : page.text.index("</script>", boot_start)])
-    assert boot == {"chat_id": chat_id, "model_configured": False, "model_name": None}
+    assert boot == {
+        "chat_id": chat_id,
+        "model_configured": False,
+        "model_name": None,
+        "commands": ["test.boom", "test.echo"],  # what the page may offer
+    }
     default = await client.get("/?chat=../../etc")
     assert default.status_code == 200 and f'data-chat-id="{chat_id}"' in default.text
 

@@ -305,3 +305,26 @@ async def test_the_dry_run_counts_tokens_with_the_models_own_tokenizer(
         "total": 9,
         "context_window": 128_000,
     }
+
+
+async def test_editing_a_memory_that_is_gone_is_a_404_that_says_so(
+    vault: Path, stub_settings: None
+) -> None:
+    async with running_app(create_app(Sidecar(vault))) as client:
+        stored = await client.post(
+            "/api/commands/smart_context.store_memory", json={"content": "Likes green tea."}
+        )
+        memory_id = stored.json()["memory"]["id"]
+        deleted = await client.post(
+            "/api/commands/smart_context.delete_memory", json={"memory_id": memory_id}
+        )
+        edit = {"memory_id": memory_id, "content": "Likes black tea."}
+        edited = await client.post("/api/commands/smart_context.update_memory", json=edit)
+        again = await client.post(
+            "/api/commands/smart_context.delete_memory", json={"memory_id": memory_id}
+        )
+    assert deleted.json() == {"status": "success", "deleted": True}
+    assert edited.status_code == 404, edited.text
+    assert edited.json()["reason"] == "not_found"
+    assert f"no stored memory with id {memory_id}" in edited.json()["error"]
+    assert again.status_code == 404 and again.json()["reason"] == "not_found"

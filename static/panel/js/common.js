@@ -9,7 +9,7 @@
  *
  *   (() => { "use strict"; common.js, app/bridge.js, transport.js, layout.js, state.js,
  *            view.js, controller.js, items.js, items-view.js, items-controller.js,
- *            usage.js, usage-view.js, start.js })();
+ *            memory.js, usage.js, usage-view.js, start.js })();
  *
  * So the files share names as plain top-level const and class declarations: every file sees
  * every other's, and nothing leaks into the host page (the panel is inserted into other hosts'
@@ -26,6 +26,7 @@
  *   items.js       the context section's data: the vault's items, the chat's session, settings
  *   items-view.js  the context section's DOM: session items, the Add list, the settings row
  *   items-controller.js  its actions: list, add, remove, settings; the items_changed event
+ *   memory.js      long memory: the first indexing/summaries' progress, the memories list
  *   usage.js       the budget and usage section's data: figures read, bars and chart laid out
  *   usage-view.js  its DOM and its loading: the budget bar, the totals, the chart over replies
  *   start.js       wiring, the window.SmartContextPanel API, and the first load
@@ -55,6 +56,14 @@ const stringList = (value) =>
 const count = (value) => {
   const n = Number(value);
   return Number.isFinite(n) && n > 0 ? n : 0;
+};
+
+/** An element with a class and, when given, its text (always as text, never markup). */
+const itemsEl = (tag, className, content) => {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (content !== undefined) node.textContent = content;
+  return node;
 };
 
 /** The `detail` of a DOM CustomEvent when it is an object, else {}. */

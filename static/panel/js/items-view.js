@@ -15,14 +15,6 @@ const SETTING_INPUTS = [
 ];
 const isScore = (key) => key.endsWith("include_score");
 
-/** An element with a class and, when given, its text (always as text, never markup). */
-const itemsEl = (tag, className, content) => {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (content !== undefined) node.textContent = content;
-  return node;
-};
-
 const itemLabel = (item) => `${itemPrefix(item) ? `${itemPrefix(item)} ` : ""}${item.name}`;
 
 const formatSetting = (key, value) =>

@@ -36,6 +36,7 @@ const startPanel = (root) => {
     dismissError: () => itemsController.dismissError(),
   });
   const itemsController = new ItemsController(items, itemsView, host);
+  const memory = startMemoryPanel(root, host); // follows sidecar:chat_selected itself
   const usage = new UsageController(new UsageView(root), host);
   usage.listen();
 
@@ -62,6 +63,7 @@ const startPanel = (root) => {
     addItem: (item) => itemsController.add(item),
     removeItem: (item) => itemsController.remove(item),
     setSessionSettings: (change) => itemsController.setSettings(change),
+    memories: () => memory.memories(),
     usage: () => usage.snapshot(),
     loadUsage: () => usage.load(),
   };
@@ -74,8 +76,11 @@ const startPanel = (root) => {
     // without an announced chat, ask the host for its current one; then show its items
     controller.loadTopics().then(() => {
       if (state.chatId && !items.chatId) itemsController.selectChat(state.chatId);
+      memory.selectChat(state.chatId);
       if (state.chatId && !usage.chatId) usage.selectChat(state.chatId);
     });
+  } else {
+    memory.selectChat(null); // no chat open: every stored memory
   }
 };
 

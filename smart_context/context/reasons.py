@@ -1,0 +1,55 @@
+"""Why each message a token budget kept is sent: the record's ``reasons`` (CONTRACT §9), so that
+View context can say it in words instead of guessing.
+
+``reasons`` maps a message id to ``{"why": ...}`` for every kept message that is not one of the
+last ``recent_messages`` (``recent_ids`` names those):
+
+- ``"pinned"``: the user marked it important; ``"sticky"``: a standing instruction;
+- ``"relevant"`` with ``score``: the search's relevance to the current message;
+- ``"turn"`` with ``of``: the other half of the turn of a relevant message (its question or
+  answer), so an answer keeps its question;
+- ``"important"`` with ``score``: seed 003's importance filled the room that was left.
+
+Only the kept messages are named and scores are rounded to three decimals, so the record stays
+as small as the budget, however long the chat grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from smart_context.budget.plan import IMPORTANT, PINNED, RELEVANT, TURN
+
+Reason = dict[str, Any]
+
+
+def reasons(
+    why: npt.NDArray[np.int8],
+    ids: Sequence[str],
+    marked: npt.NDArray[np.bool_],
+    relevance: npt.NDArray[np.float32],
+    importance: npt.NDArray[np.float32],
+    partner: npt.NDArray[np.intp],
+) -> dict[str, Reason]:
+    """The ``reasons`` of a plan's ``why`` codes (module docstring), per message position."""
+    out: dict[str, Reason] = {}
+    for i in np.flatnonzero(why >= PINNED).tolist():  # the kept few, not every message
+        code = int(why[i])
+        if code == PINNED:
+            out[ids[i]] = {"why": "pinned" if marked[i] else "sticky"}
+        elif code == RELEVANT:
+            out[ids[i]] = {"why": "relevant", "score": _rounded(relevance[i])}
+        elif code == TURN:
+            j = int(partner[i])
+            out[ids[i]] = {"why": "turn", "of": ids[j]} if j >= 0 else {"why": "turn"}
+        elif code == IMPORTANT:
+            out[ids[i]] = {"why": "important", "score": _rounded(importance[i])}
+    return out
+
+
+def _rounded(value: Any) -> float:
+    return round(float(value), 3)

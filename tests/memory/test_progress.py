@@ -1,0 +1,49 @@
+"""``smart_context.memory_progress`` while a long chat is first indexed and summarised: through
+the real plugin, its real SQLite store and a chat on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from smart_context.memory.db import MemoryDB
+from smart_context.memory.refresh import INDEX_BATCH, refresh_memory
+from smart_context.paths import ChatId
+from tests.conftest import write_chat
+from tests.fakes import make_messages
+
+
+def progress_of(running: Any, what: str) -> list[tuple[int, int]]:
+    return [
+        (payload["done"], payload["total"])
+        for name, payload in running.host.events
+        if name == "smart_context.memory_progress" and payload["what"] == what
+    ]
+
+
+async def test_a_long_chat_met_whole_reports_its_indexing_and_summaries(
+    start: Any, vault: Path
+) -> None:
+    n = 2 * INDEX_BATCH + 300
+    write_chat(vault, "long", make_messages([f"Message {i} about the garden." for i in range(n)]))
+    running = await start(settings={"summarizer": "offline"})
+    await refresh_memory(running.plugin.services, ChatId("long"))
+    assert progress_of(running, "index") == [(0, n), (1000, n), (2000, n), (n, n)]
+    summaries = progress_of(running, "summaries")
+    total = summaries[0][1]
+    assert summaries[0] == (0, total) and summaries[-1] == (total, total) and total > 0
+    assert [done for done, _ in summaries] == sorted(done for done, _ in summaries)
+    assert all(p["chat_id"] == "long" for name, p in running.host.events if "progress" in name)
+    assert len(MemoryDB(vault).indexed_keys("long")) == n
+
+    running.host.events.clear()
+    await refresh_memory(running.plugin.services, ChatId("long"))  # nothing new: no news
+    assert progress_of(running, "index") == [] and progress_of(running, "summaries") == []
+
+
+async def test_a_few_new_messages_are_indexed_without_progress(start: Any, vault: Path) -> None:
+    write_chat(vault, "short", make_messages(["one", "two", "three"]))
+    running = await start(settings={"summarizer": "offline"})
+    await refresh_memory(running.plugin.services, ChatId("short"))
+    assert progress_of(running, "index") == []
+    assert len(MemoryDB(vault).indexed_keys("short")) == 3
