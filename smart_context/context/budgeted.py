@@ -66,6 +66,8 @@ log = logging.getLogger(__name__)
 # tuning chats (benchmarks/bench_long_recall.py --set hard --split tune; README)
 LEXICAL_WEIGHT = 0.2
 LEXICAL_HITS = 200  # messages the text index is asked for
+# A hit must share something with the message: a zero score is no reason to send a message
+MIN_RELEVANCE = 1e-6
 INDEX_INLINE = 2000  # a request indexes at most this many missing messages itself (~0.2 s)
 MAX_CHATS = 64  # chats whose facts, spans and index state are kept in memory
 MAX_COUNTED = 50_000  # summary texts whose token counts are kept
@@ -180,7 +182,7 @@ class Budgeter:
         pinned = marked | _flags(facts.position, {str(i) for i in sticky_ids}, len(ids))
         eligible = np.ones(len(ids), dtype=bool)
         eligible[max(len(ids) - self.settings.recent_messages, 0) :] = False
-        hits = top_hits(rel, eligible, self.settings.search_limit, floor=0.0)
+        hits = top_hits(rel, eligible, self.settings.search_limit, floor=MIN_RELEVANCE)
         overlap = entity_overlap(entities(fixed.message), facts.entity_index, len(ids))
         scores = importance(rel, overlap, marked, _weights(self.settings))
         hit_relevance = np.zeros_like(rel)

@@ -187,3 +187,21 @@ def test_summary_counts_are_kept_within_bounds(
     first = budgeter._count_summaries(counter, texts)
     again = budgeter._count_summaries(counter, texts)  # over the bound: counted afresh, same
     assert first == again and all(n > 3 for n in first)
+
+
+async def test_a_message_that_shares_nothing_with_the_question_is_never_called_relevant(
+    start: Any, vault: Path
+) -> None:
+    filler = "Tomatoes basil drip line mulch compost watering schedule beds. " * 6
+    messages = [
+        {"id": f"g{i:03d}", "role": "user" if i % 2 == 0 else "assistant", "content": filler}
+        for i in range(80)
+    ]
+    messages[20]["content"] = "Okafor lease ends in March; deposit 950 euros."
+    write_chat(vault, "garden", messages)
+    running = await start(settings={"budget_tokens": 3000, "search_limit": 100})
+    ctx = Ctx("garden", messages, "Okafor lease?")
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    record = ctx.metadata["smart_context"]
+    # the hit and its turn's answer, not the older messages that scored zero
+    assert record["relevant_ids"] == ["g020", "g021"]
