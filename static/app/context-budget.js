@@ -121,6 +121,26 @@ export function memorySection(record) {
   return section;
 }
 
+/** The vault notes a request was sent with (the record's `knowledge`: path, score, passages). */
+export function notesSection(record) {
+  const notes = Array.isArray(record.knowledge) ? record.knowledge : [];
+  const rows = notes.filter((n) => n && typeof n === "object" && typeof n.path === "string");
+  if (!rows.length) return null;
+  const section = h("section", { class: "ctx-notes", dataset: { role: "notes" } });
+  section.append(h("h3", { class: "ctx-heading", text: `Notes from the vault (${rows.length})` }));
+  const items = rows.map((note) => {
+    const passages = Number.isInteger(note.passages) ? plural(note.passages, "passage") : "";
+    const badges = h("span", { class: "ctx-badges" });
+    if (typeof note.score === "number") {
+      badges.append(h("span", { class: "badge badge--why", title: "How close the note came to the message", text: `score ${fmt(note.score)}` }));
+    }
+    if (passages) badges.append(h("span", { class: "badge", text: passages }));
+    return h("li", { class: "ctx-item ctx-note", dataset: { notePath: note.path } }, h("span", { class: "ctx-item__text", text: note.path }), badges);
+  });
+  section.append(h("ul", { class: "ctx-list" }, items));
+  return section;
+}
+
 function memoryRow(kind, id) {
   return h(
     "li",

@@ -1,6 +1,6 @@
 // "View context": the rules, references and tools a reply was sent with (its request_context,
 // drawn by context-items.js), then which messages, and why (the smart_context record; its token
-// budget, summaries and memory are drawn by context-budget.js).
+// budget, summaries, memory and vault notes are drawn by context-budget.js).
 
 import { h, excerpt } from "./dom.js";
 import { detailsFrom, requestContextSection } from "./context-items.js";
@@ -10,6 +10,7 @@ import {
   explainBudget,
   fillDetails,
   memorySection,
+  notesSection,
   placedSummaries,
   reasonBadge,
   summaryItem,
@@ -233,6 +234,8 @@ export class ContextDialog {
     }
     const memory = memorySection(record);
     if (memory) parts.push(memory);
+    const notes = notesSection(record);
+    if (notes) parts.push(notes);
     const fragment = document.createDocumentFragment();
     fragment.append(...parts);
     return fragment;

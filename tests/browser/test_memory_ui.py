@@ -59,6 +59,13 @@ def memory_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A sidecar without a model over a vault with a 240-message chat and a 1,200-token budget."""
     chats = {"memo": memory_chat(), "other": memory_chat(30)}
     vault = write_memory_vault(tmp_path_factory.mktemp("vault"), chats, "budget_tokens = 1200\n")
+    (vault / "notes").mkdir()
+    (vault / "notes" / "flat-lease.md").write_text(
+        "# The flat's lease\n\nMrs. Okafor's lease for the flat runs out at the end of March; "
+        "notice is due two months before.\n",
+        encoding="utf-8",
+    )
+    (vault / "notes" / "bread.md").write_text("# Bread\n\nRye starter, fed twice a day.\n")
     with running_sidecar(vault) as base:
         yield base
 
@@ -177,6 +184,11 @@ def test_view_context_of_a_long_chat_shows_summaries_and_why_each_message_was_se
     expect(memory.locator('[data-memory-kind="direct"]')).to_contain_text("from calendar")
     expect(memory.locator('[data-memory-kind="direct"]')).to_contain_text("until")
     expect(memory.locator('[data-memory-kind="memory"]')).to_contain_text("rents a flat in Lisbon")
+    notes = dialog.locator("[data-role='notes']")
+    expect(notes.locator("[data-note-path]")).to_have_count(1)
+    expect(notes.locator('[data-note-path="notes/flat-lease.md"]')).to_contain_text(
+        re.compile(r"notes/flat-lease\.md\s*score \d\.\d\d")
+    )
     shot(page, "memory-context-dialog")
     summaries.first.scroll_into_view_if_needed()
     shot(page, "memory-context-summaries")

@@ -19,7 +19,7 @@ const USAGE_SECTIONS = [
 const USAGE_SECTION_NAMES = {
   system: "Rules",
   memory: "Memory",
-  knowledge: "References",
+  knowledge: "References and notes",
   tools: "Tools",
   history: "History",
   summaries: "Summaries",
