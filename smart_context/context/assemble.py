@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from smart_context.budget.tokens import Counter
-from smart_context.context.budgeted import (
+from smart_context.context.request_parts import (
     Fixed,
     budget_limit,
     fixed_costs,

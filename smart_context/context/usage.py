@@ -23,7 +23,8 @@ from typing import Any
 from smart_context.budget.calibration import Calibration
 from smart_context.budget.facts import MessageFacts
 from smart_context.budget.tokens import Counter, Estimate, prompt_tokens
-from smart_context.context.budgeted import MAX_CHATS, Budgeter, Fitted, chat_model
+from smart_context.context.budgeted import MAX_CHATS, Budgeter
+from smart_context.context.request_parts import Fitted, chat_model
 from smart_context.context.topic_filter import Decision
 from smart_context.messages import History
 from smart_context.paths import ChatId
