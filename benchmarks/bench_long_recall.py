@@ -90,21 +90,29 @@ def fill_by_rank(order: Sequence[int], tokens: np.ndarray, room: int) -> set[int
     return taken
 
 
+async def prepared(
+    chat: dict[str, Any], vault: Path, cache: Path, embedder: Any, settings: Settings
+) -> tuple[ChatId, list[dict[str, Any]], VectorStore, MemoryDB]:
+    """A chat ready for budgets: its vectors (kept in ``cache``), its text index and offline
+    summaries (in ``vault``)."""
+    chat_id = ChatId(chat["id"])
+    messages = chat["messages"]
+    store = VectorStore(cache, embedder)
+    await store.sync_chat(chat_id, messages)
+    db = MemoryDB(vault)
+    sync_index(db, chat_id, messages)
+    await summarize_chat(db, chat_id, messages, settings, None)
+    return chat_id, messages, store, db
+
+
 async def run_chat(
     chat: dict[str, Any], embedder: Any, settings: Settings, cache: Path
 ) -> dict[tuple[Any, ...], list[float]]:
     """Recall of every answer set, per (method, share) and (method, share, kind)."""
     out: dict[tuple[Any, ...], list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as tmp:
-        vault = Path(tmp)
-        chat_id = ChatId(chat["id"])
-        messages = chat["messages"]
         # the vectors live in the cache's vault, keyed by content: a second run embeds nothing
-        store = VectorStore(cache, embedder)
-        await store.sync_chat(chat_id, messages)
-        db = MemoryDB(vault)
-        sync_index(db, chat_id, messages)
-        await summarize_chat(db, chat_id, messages, settings, None)
+        chat_id, messages, store, db = await prepared(chat, Path(tmp), cache, embedder, settings)
         counter = counter_for(MODEL)
         facts = MessageFacts(counter)
         history = History(messages)

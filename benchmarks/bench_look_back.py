@@ -29,18 +29,15 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.bench_long_recall import load_chats
+from benchmarks.bench_long_recall import load_chats, prepared
 from smart_context.budget.tokens import counter_for
 from smart_context.commands.memory import look_back_hits
 from smart_context.config import Settings
 from smart_context.context.budgeted import Budgeter
 from smart_context.context.request_parts import Fixed
 from smart_context.items.catalog import ItemCatalog
-from smart_context.memory.db import MemoryDB
 from smart_context.memory.model_tools import retrieved_text
-from smart_context.memory.refresh import summarize_chat, sync_index
 from smart_context.messages import History
-from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 
 MODEL = "gpt-4o"
@@ -57,13 +54,7 @@ async def run_chat(
     counter = counter_for(MODEL)
     with tempfile.TemporaryDirectory() as tmp:
         vault = Path(tmp)
-        chat_id = ChatId(chat["id"])
-        messages = chat["messages"]
-        store = VectorStore(vault, embedder)
-        await store.sync_chat(chat_id, messages)
-        db = MemoryDB(vault)
-        sync_index(db, chat_id, messages)
-        await summarize_chat(db, chat_id, messages, settings, None)
+        chat_id, messages, store, db = await prepared(chat, vault, vault, embedder, settings)
         history = History(messages)
         roles = [str(m.get("role")) for m in messages]
         total = sum(counter.count([str(m.get("content") or "") for m in messages]))
