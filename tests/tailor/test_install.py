@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import json
 import os
+import stat
 import sys
 import tomllib
 from collections.abc import Iterator
@@ -136,6 +137,31 @@ def test_a_second_run_rewrites_our_folder_and_changes_nothing_else(
     out = capsys.readouterr().out
     assert "our own folder from an earlier install" in out
     assert "the file is unchanged" in out
+
+
+def test_files_get_ordinary_permissions_and_vault_toml_keeps_its_own(tmp_path: Path) -> None:
+    vault = make_vault(tmp_path)
+    (vault / ".vault.toml").chmod(0o640)
+    assert run(vault) == 0
+    assert stat.S_IMODE((vault / ".vault.toml").stat().st_mode) == 0o640
+    umask = os.umask(0o022)
+    os.umask(umask)
+    for name in ("main.py", "plugin.json"):
+        path = vault / "plugins" / "smart_context" / name
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+
+
+def test_tailor_option_names_the_checkouts_exact_python(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    python = tmp_path / "tailor" / ".pixi" / "envs" / "default" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    assert run(make_vault(tmp_path), "--tailor", str(tmp_path / "tailor")) == 0
+    out = capsys.readouterr().out
+    assert f"Tailor's sidecar runs in {python}." in out
+    assert f"    {python} -m pip install {pip_target()}" in out
+    assert f'    {python} -c "import smart_context; print(smart_context.__file__)"' in out
 
 
 COMMENTED = """# My vault. Edited by hand; keep my notes.
