@@ -50,9 +50,9 @@ class InstallReport:
     """What the install did, for the summary printed to the user."""
 
     plugin_dir: Path
+    toml: TomlChange
     replaced: Path | None = None  # where the folder that was there went
     rewrote_own: bool = False  # the folder was ours already, from an earlier install
-    toml: TomlChange | None = None
     toml_written: bool = False
     leftovers: list[Path] = field(default_factory=list)
 
@@ -136,8 +136,10 @@ def install(vault: Path, force: bool = False, write: Writer = write_atomic) -> I
             write(config, change.text)
             report.toml_written = True
     except OSError as exc:
-        stuck = journal.undo_all()
-        raise InstallError(_failure(vault, exc, stuck)) from exc
+        raise InstallError(_failure(vault, exc, journal.undo_all())) from exc
+    except BaseException:  # Ctrl-C midway: put the vault back all the same
+        journal.undo_all()
+        raise
     report.leftovers = _remove_leftovers(plugins)
     return report
 
@@ -235,7 +237,6 @@ def describe(report: InstallReport, vault: Path) -> list[str]:
 
 def _toml_lines(report: InstallReport, config: Path) -> list[str]:
     change = report.toml
-    assert change is not None
     table = f"[plugins.{PLUGIN_NAME}]"
     lines = [
         f"{config}: {table} enabled = true; the rest of the file as it was."
