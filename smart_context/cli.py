@@ -6,6 +6,7 @@
     smart-context doctor VAULT                           damaged files and crash leftovers
     smart-context stats VAULT [--json]                   tokens sent per chat, against the whole
     smart-context memories VAULT [--json]                the stored memories, exported
+    smart-context install-tailor VAULT [--force]         put the plugin into a Tailor vault
 
 The commands run the plugin inside the reference sidecar's host, so they see exactly what a
 request would: the vault's settings, its models, and the embedded offline default without one.
@@ -294,6 +295,12 @@ def build_parser() -> argparse.ArgumentParser:
     memories = sub.add_parser("memories", help="export the vault's stored memories")
     memories.add_argument("vault", type=Path)
     memories.add_argument("--json", action="store_true", help="print JSON")
+    tailor = sub.add_parser("install-tailor", help="install the plugin into a Tailor vault")
+    tailor.add_argument("vault", type=Path)
+    tailor.add_argument(
+        "--force", action="store_true", help="comment out settings the plugin would refuse"
+    )
+    tailor.add_argument("--tailor", type=Path, help="your Tailor checkout, to name its Python")
     serve = sub.add_parser(
         "serve", help="run the reference sidecar: a local web chat with the panel"
     )
@@ -338,6 +345,10 @@ def run_command(args: argparse.Namespace) -> int:
             from smart_context.sidecar.serve import run_serve
 
             return run_serve(args)
+        if args.command == "install-tailor":
+            from smart_context.install.tailor import run_install
+
+            return run_install(args.vault, args.force, args.tailor, sys.stdout)
         if args.command == "doctor":
             return show_doctor(args.vault, sys.stdout)
         if args.command in REPORTS:
