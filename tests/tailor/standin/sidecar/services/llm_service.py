@@ -1,12 +1,25 @@
 """The LLM service: a model per category; ``complete`` answers an ``LLMResponse``.
 
 The stand-in's models: ``responder(messages, category)`` writes each reply; ``embed`` gives
-bag-of-words vectors (tests/fakes.py's ``word_vector``), so texts sharing words are close.
+bag-of-words vectors (the idea of tests/fakes.py's ``word_vector``, in plain Python so that the
+stand-in needs nothing of ours), so texts sharing words are close.
 """
 
+import hashlib
+import re
 from dataclasses import dataclass
 
-from tests.fakes import word_vector
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = {"a", "an", "the", "and", "or", "of", "to", "in", "on", "for", "is", "it", "i", "you"}
+
+
+def word_vector(text, dim=512):
+    vector = [0.0] * dim
+    for word in _WORD.findall(text.lower()):
+        if word not in _STOP:
+            digest = hashlib.blake2b(word[:5].encode(), digest_size=4).digest()
+            vector[int.from_bytes(digest, "little") % dim] += 1.0
+    return vector
 
 
 @dataclass
@@ -39,7 +52,7 @@ class LLMService:
         if not self.get_model_for_category(category):
             raise ValueError(f"No model configured for category: {category}")
         self.embedded.append((category, list(texts)))
-        return [word_vector(t, 512).tolist() for t in texts]
+        return [word_vector(t) for t in texts]
 
 
 async def _tokens(text):
