@@ -77,6 +77,8 @@ class TailorMemory:
             for attempt in range(1, ATTEMPTS + 1):
                 base = await self.load_chat(chat_id)
                 written = _own_copy(fn(copy.deepcopy(base)))
+                if written == base:  # nothing to store: Tailor rewrites whole files
+                    return base
                 await self._run(SAVE, chat_id=chat_id, data=written)
                 stored = await self.load_chat(chat_id)
                 if change_held(base, written, stored):

@@ -159,3 +159,10 @@ def test_change_held_by_key_and_by_message_id() -> None:
     removed = {**base, "messages": []}
     assert not change_held(base, removed, base)
     assert change_held(base, removed, {**base, "messages": [{"id": "3", "content": "c"}]})
+
+
+async def test_an_update_that_changes_nothing_writes_nothing() -> None:
+    brain = StaleWriterBrain()
+    memory = TailorMemory(lambda: brain)
+    assert await memory.update_chat("c", lambda d: d) == brain.stored
+    assert brain.saves == 0
