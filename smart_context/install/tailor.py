@@ -245,6 +245,11 @@ def _toml_lines(report: InstallReport, config: Path) -> list[str]:
     ]
     if change.kept:
         lines.append("  Kept your settings there: " + ", ".join(change.kept) + ".")
+    if change.memory_enabled:
+        lines.append(
+            "  Also enabled [plugins.memory]: Smart Context reads and writes the chats through "
+            "Tailor's memory plugin."
+        )
     lines.extend(f"  Commented out {key}: {why}" for key, why in change.commented)
     return lines
 

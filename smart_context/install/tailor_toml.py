@@ -1,6 +1,7 @@
 """The ``.vault.toml`` edit of ``smart-context install-tailor``: ``[plugins.smart_context]``
-gets ``enabled = true`` (what Tailor's loader looks at), with tomlkit so that the user's
-comments, order and spacing stay exactly as they were.
+gets ``enabled = true`` (what Tailor's loader looks at), and so does ``[plugins.memory]`` when
+it is off or unset (Tailor's memory plugin reads and writes the chats for us), with tomlkit so
+that the user's comments, order and spacing stay exactly as they were.
 
 The keys already in the table are kept: Tailor's own Smart Context read
 ``similarity_threshold``, ``embedding_search`` and ``extraction_category``, which are ours too
@@ -23,6 +24,9 @@ from smart_context.config import parse_settings
 from smart_context.errors import ConfigError, SmartContextError
 
 PLUGIN = "smart_context"
+# Tailor's memory plugin: our chats are read and written through its memory.load_chat /
+# memory.save_chat, so the install enables it too when the vault has it off or unset
+MEMORY_PLUGIN = "memory"
 
 
 @dataclass
@@ -32,6 +36,7 @@ class TomlChange:
     text: str
     kept: list[str] = field(default_factory=list)  # the user's keys, left as they were
     commented: list[tuple[str, str]] = field(default_factory=list)  # (key, why), with force
+    memory_enabled: bool = False  # [plugins.memory] was off or unset, and is on now
 
 
 def enable_plugin(text: str, force: bool = False) -> TomlChange:
@@ -41,18 +46,22 @@ def enable_plugin(text: str, force: bool = False) -> TomlChange:
         doc = tomlkit.parse(text)
     except tomlkit.exceptions.TOMLKitError as exc:
         raise SmartContextError(f"not valid TOML: {exc}. Nothing was changed.") from None
-    table = _our_table(doc)
+    table = _our_table(doc, PLUGIN)
     commented = _check_keys(table, force)
     kept = [key for key in table if key != "enabled"]
     if table.get("enabled") is not True:
         table["enabled"] = True
+    memory = _our_table(doc, MEMORY_PLUGIN)
+    memory_enabled = memory.get("enabled") is not True
+    if memory_enabled:
+        memory["enabled"] = True
     new_text = tomlkit.dumps(doc)
     _verify(text, new_text)
-    return TomlChange(text=new_text, kept=kept, commented=commented)
+    return TomlChange(new_text, kept, commented, memory_enabled)
 
 
-def _our_table(doc: tomlkit.TOMLDocument) -> MutableMapping[str, Any]:
-    """``[plugins.smart_context]``, added (after the rest of the file) when missing."""
+def _our_table(doc: tomlkit.TOMLDocument, name: str) -> MutableMapping[str, Any]:
+    """``[plugins.NAME]``, added (after the rest of the file) when missing."""
     plugins = doc.get("plugins")
     if plugins is None:
         plugins = tomlkit.table(is_super_table=True)
@@ -62,14 +71,14 @@ def _our_table(doc: tomlkit.TOMLDocument) -> MutableMapping[str, Any]:
             f"{_line('plugins', plugins)} is not a table, so Tailor reads no plugin settings "
             "from it. Nothing was changed: make it a [plugins] table and run again."
         )
-    table = plugins.get(PLUGIN)
+    table = plugins.get(name)
     if table is None:
         table = tomlkit.table()
-        plugins[PLUGIN] = table
+        plugins[name] = table
     if not isinstance(table, MutableMapping):
         raise SmartContextError(
-            f"plugins.{_line(PLUGIN, table)} is not a table. Nothing was changed: make it "
-            f"a [plugins.{PLUGIN}] table and run again."
+            f"plugins.{_line(name, table)} is not a table. Nothing was changed: make it "
+            f"a [plugins.{name}] table and run again."
         )
     return table
 
@@ -109,11 +118,17 @@ def _line(key: str, value: Any) -> str:
 
 
 def _others(text: str) -> dict[str, Any]:
-    """The file as Tailor reads it, without our table (nor a ``plugins`` left empty by that)."""
+    """The file as Tailor reads it, without our table and the memory plugin's ``enabled`` (nor
+    what is left empty by that)."""
     parsed = tomllib.loads(text)
     plugins = parsed.get("plugins")
     if isinstance(plugins, dict):
         plugins.pop(PLUGIN, None)
+        memory = plugins.get(MEMORY_PLUGIN)
+        if isinstance(memory, dict):
+            memory.pop("enabled", None)
+            if not memory:
+                plugins.pop(MEMORY_PLUGIN)
         if not plugins:
             parsed.pop("plugins")
     return parsed
@@ -121,13 +136,12 @@ def _others(text: str) -> dict[str, Any]:
 
 def _verify(old: str, new: str) -> None:
     """Tailor's reader must see the same file, but for our table: a last check on tomlkit."""
-    ours = tomllib.loads(new).get("plugins", {}).get(PLUGIN)
-    if (
-        _others(old) != _others(new)
-        or not isinstance(ours, dict)
-        or ours.get("enabled") is not True
+    plugins = tomllib.loads(new).get("plugins", {})
+    enabled = [plugins.get(name) for name in (PLUGIN, MEMORY_PLUGIN)]
+    if _others(old) != _others(new) or not all(
+        isinstance(t, dict) and t.get("enabled") is True for t in enabled
     ):
         raise SmartContextError(
             "the edit could not be made without changing other settings. Nothing was changed: "
-            f"add [plugins.{PLUGIN}] with enabled = true by hand."
+            f"add [plugins.{PLUGIN}] and [plugins.{MEMORY_PLUGIN}] with enabled = true by hand."
         )

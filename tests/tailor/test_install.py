@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import importlib.util
+import io
 import json
 import os
 import stat
@@ -22,7 +23,7 @@ import pytest
 import smart_context
 from smart_context.cli import main
 from smart_context.errors import SmartContextError
-from smart_context.install.tailor import InstallError, install
+from smart_context.install.tailor import InstallError, install, run_install
 from smart_context.install.tailor_files import MARKER, pip_target
 from tests.tailor.install_standin import (
     TAILOR_SMART_CONTEXT,
@@ -172,6 +173,9 @@ name = "Notes"   # shown in the title bar
 enabled = false  # off for now
 similarity_threshold = 0.35   # tuned on my chats
 
+[plugins.memory]
+enabled = true   # Tailor's chat storage
+
 # a trailing note
 """
 
@@ -202,8 +206,24 @@ def test_other_shapes_of_the_plugins_table(tmp_path: Path, toml: str) -> None:
     before = tomllib.loads(toml)
     after = tomllib.loads((vault / ".vault.toml").read_text())
     assert after["plugins"].pop("smart_context") == {"enabled": True}
+    assert after["plugins"]["memory"]["enabled"] is True  # our chats go through it
     before["plugins"].pop("smart_context", None)
+    before["plugins"].setdefault("memory", {})["enabled"] = True
     assert after == before
+
+
+def test_tailors_memory_plugin_is_enabled_when_off_and_said(tmp_path: Path) -> None:
+    toml = 'name = "v"\n\n[plugins.memory]\nenabled = false  # why not\nkeep = 3\n'
+    vault = make_vault(tmp_path, toml)
+    out = io.StringIO()
+    assert run_install(vault, False, None, out) == 0
+    text = (vault / ".vault.toml").read_text()
+    assert "enabled = true  # why not\nkeep = 3" in text
+    assert tomllib.loads(text)["plugins"]["memory"] == {"enabled": True, "keep": 3}
+    assert "Also enabled [plugins.memory]" in out.getvalue()
+    out = io.StringIO()
+    assert run_install(vault, False, None, out) == 0  # a second run: already on, not said again
+    assert "Also enabled" not in out.getvalue()
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,1 @@
+"""Stand-in of Tailor's ``sidecar`` package (see ../README.md)."""

@@ -1,0 +1,3 @@
+from sidecar.api.plugin_base import PluginBase
+
+__all__ = ["PluginBase"]
