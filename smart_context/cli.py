@@ -33,7 +33,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from smart_context.cli_reports import show_memories, show_stats
+from smart_context.cli_reports import check_vault_folder, show_memories, show_stats
 from smart_context.context.assemble import assemble, request_items
 from smart_context.errors import SmartContextError
 from smart_context.items.request import RequestContext
@@ -60,8 +60,7 @@ async def running_services(vault: Path, list_tools: bool = False) -> AsyncIterat
     from smart_context.plugin import SmartContextPlugin
     from smart_context.sidecar.runtime import Sidecar
 
-    if not (vault / ".memory").is_dir():
-        raise SmartContextError(f"{vault} is not a vault: it has no .memory folder.")
+    check_vault_folder(vault)
     sidecar = Sidecar(vault)
     plugin = sidecar.pm.get_plugin("smart_context")
     if not isinstance(plugin, SmartContextPlugin):
@@ -228,8 +227,7 @@ def show_doctor(vault: Path, out: TextIO) -> int:
     """Print the vault's damaged files and leftovers, changing nothing; 1 when there are any."""
     from smart_context.sidecar.vault_check import check_vault
 
-    if not (vault / ".memory").is_dir():
-        raise SmartContextError(f"{vault} is not a vault: it has no .memory folder.")
+    check_vault_folder(vault)
     report = check_vault(vault)
     sections = [
         (

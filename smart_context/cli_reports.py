@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
+from smart_context.commands.memory import memory_row
 from smart_context.errors import SmartContextError
 from smart_context.memory.export import read_memories
 from smart_context.paths import memory_dir
@@ -69,7 +69,7 @@ def show_memories(vault: Path, as_json: bool, out: TextIO, err: TextIO) -> int:
             f"smart-context: {vault} has no memory database yet: no memories are stored.", file=err
         )
         memories = []
-    rows: list[dict[str, Any]] = [asdict(m) for m in memories]  # as list_memories answers
+    rows = [memory_row(m) for m in memories]  # as list_memories answers
     if as_json:
         print(json.dumps({"memories": rows}, indent=2, ensure_ascii=False), file=out)
         return 0

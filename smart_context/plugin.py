@@ -82,6 +82,9 @@ class SmartContextPlugin:
             prepared = await request_items(
                 services, chat_id, ctx.message, decision, _model_of(ctx), _takes_tools(ctx)
             )
+            if not ctx.metadata.get("dry_run"):  # where the model's look back will search
+                unsent = unsent_of(ctx.history, prepared.messages, _sent_memories(prepared.record))
+                services.unsent.put(chat_id, unsent)
         except Exception as exc:  # the one broad except: the user's request must go through
             if isinstance(exc, SmartContextError):  # ours, with a message that says it all
                 log.warning("Smart Context: sending the full history: %s", exc)
@@ -90,9 +93,6 @@ class SmartContextPlugin:
             failed = ContextRecord.failed(len(ctx.history), f"Smart Context failed: {exc}")
             ctx.metadata["smart_context"] = failed.as_dict()
             return
-        if not ctx.metadata.get("dry_run"):  # where the model's look back will search
-            unsent = unsent_of(ctx.history, prepared.messages, _sent_memories(prepared.record))
-            services.unsent.put(chat_id, unsent)
         _write_back(ctx, prepared, services.settings)
 
     @hookimpl

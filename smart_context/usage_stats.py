@@ -209,7 +209,7 @@ def vault_usage(vault: Path) -> VaultUsage:
     for chat_id, path in chat_files(vault):
         try:
             data = json.loads(path.read_bytes())
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             out.damaged.append((str(path), _why(exc)))
             continue
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
@@ -222,8 +222,11 @@ def vault_usage(vault: Path) -> VaultUsage:
 
 
 def _why(exc: Exception) -> str:
+    """In the words ``smart-context doctor`` uses for the same files."""
     if isinstance(exc, OSError):
         return f"cannot be read ({exc.strerror or exc})"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
     return f"not valid JSON ({exc})"
 
 

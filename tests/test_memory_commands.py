@@ -132,6 +132,22 @@ async def test_retrieve_context_finds_old_messages_with_their_turn_and_memories(
     assert (await running.command("retrieve_context", query="x", limit=0))["status"] == "error"
 
 
+async def test_retrieve_context_without_a_chat_searches_every_memory_whatever_came_before(
+    start: Any, vault: Path
+) -> None:
+    running = await started(start, vault)
+    await running.command("store_memory", content="The lease deposit was 950 euros.", chat_id="c1")
+    await running.command("store_memory", content="The lease on the garage ends in May.")
+    # another call naming a chat (as an MCP client may) must not narrow a later search
+    await running.command("list_marks", chat_id="other")
+    found = await running.command("retrieve_context", query="lease")
+    assert {m["content"] for m in found["memories"]} == {
+        "The lease deposit was 950 euros.",
+        "The lease on the garage ends in May.",
+    }
+    assert found["messages"] == []
+
+
 async def test_summarize_conversation_makes_summaries_now(start: Any, vault: Path) -> None:
     running = await start(settings={"summarizer": "offline"})
     write_chat(

@@ -80,6 +80,24 @@ async def test_no_filter_keeps_history_and_records_full(start: Any, chat: list) 
     assert record["total_messages"] == 8 and record["threshold"] == "auto"  # the default
 
 
+async def test_odd_ids_in_a_hand_edited_chat_never_cost_the_reply(
+    start: Any, vault: Path
+) -> None:
+    messages = [
+        {"id": ["a"], "role": "user", "content": "a list as an id"},
+        {"id": 7, "role": "assistant", "content": "a number as an id"},
+        {"role": "user", "content": "no id at all"},
+    ]
+    write_chat(vault, "odd", messages)
+    running: Running = await start()
+    ctx = await running.context("odd", list(messages))
+    record = ctx.metadata["smart_context"]
+    assert "error" not in record, record
+    assert [m.get("content") for m in ctx.history if m.get("role") != "system"] == [
+        m["content"] for m in messages
+    ]
+
+
 async def test_filter_keeps_topic_messages_and_sticky_in_order(
     start: Any, chat: list, embedder: FakeEmbedder
 ) -> None:

@@ -75,6 +75,16 @@ def test_stats_prints_each_chat_and_the_total_and_names_a_damaged_file(
     assert "broken.json" in err and "not valid JSON" in err and "embeddings" not in out + err
 
 
+def test_stats_skips_a_chat_file_nested_too_deeply_to_read(
+    stats_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deep = '{"messages": [' + "[" * 100_000 + "]" * 100_000 + "]}"
+    (stats_vault / ".memory" / "deep.json").write_text(deep)
+    assert main(["stats", str(stats_vault)]) == 1
+    out, err = capsys.readouterr()
+    assert "deep.json" in err and "nested too deeply" in err and "total" in out
+
+
 def test_stats_json_is_machine_readable(
     stats_vault: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

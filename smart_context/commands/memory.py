@@ -187,12 +187,9 @@ async def retrieve_context(
     """What the store knows about ``query``: the best stored memories, and the chat's messages
     closest to it (each with the other half of its turn), however old."""
     query, limit = search_arguments(query, limit, MAX_LIMIT, DEFAULT_LIMIT)
-    chat = (
-        None
-        if chat_id is None and services.current_chat_id is None
-        else chat_id_argument(services, chat_id)
-    )
-    return await look_back(services, chat, query, limit)
+    # without a chat_id: every stored memory, never "the chat some earlier call named" (over
+    # MCP no chat is open, and another tool's chat_id must not narrow this search)
+    return await look_back(services, _optional_chat(chat_id), query, limit)
 
 
 async def look_back(

@@ -28,6 +28,7 @@ from smart_context.context.request_parts import Fitted, chat_model
 from smart_context.context.topic_filter import Decision
 from smart_context.messages import History
 from smart_context.paths import ChatId
+from smart_context.usage_stats import ratio
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def usage_record(sent: int, full: int, counter: Counter) -> dict[str, Any]:
     return {
         "sent_tokens": sent,
         "full_tokens": full,
-        "ratio": round(full / sent, 2) if sent > 0 else 1.0,
+        "ratio": ratio(full, sent),
         "counted_with": counter.name,
         "exact": counter.exact,
     }

@@ -344,9 +344,8 @@ class MemoryDB:
         with self._lock:
             try:
                 return self._connection().execute(sql, args).fetchall()
-            except sqlite3.OperationalError as exc:
-                _raise_if_busy(self.path, exc)
-                raise
+            except sqlite3.Error as exc:
+                raise _failure(self.path, exc) from exc
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -355,27 +354,31 @@ class MemoryDB:
             conn = self._connection()
             try:
                 conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                _raise_if_busy(self.path, exc)
-                raise
+            except sqlite3.Error as exc:
+                raise _failure(self.path, exc) from exc
             try:
                 yield conn
                 conn.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 # Also after a failed COMMIT (disk full): a transaction left open would make
                 # every later BEGIN fail.
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise _failure(self.path, exc) from exc
                 raise
 
 
-def _raise_if_busy(path: Path, exc: sqlite3.OperationalError) -> None:
-    """Raise a ``MemoryDBError`` a person can act on if ``exc`` is a lock held too long."""
+def _failure(path: Path, exc: sqlite3.Error) -> MemoryDBError:
+    """``exc`` as an error a person can act on: a lock held too long, or what SQLite said (a
+    disk that is full or failing, a file damaged while open), so callers that carry on without
+    the store (the budget, the memory section) catch one kind of error."""
     if "locked" in str(exc) or "busy" in str(exc):
-        raise MemoryDBError(
+        return MemoryDBError(
             f"The memory database at {path} stayed locked by another process for more than 5 "
             "seconds. Another Smart Context may be stuck in a long write; close it and retry."
-        ) from exc
+        )
+    return MemoryDBError(f"The memory database at {path} failed: {exc}")
 
 
 def _summary_values(chat_id: str, row: Summary) -> tuple[Any, ...]:

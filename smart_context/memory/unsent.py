@@ -34,9 +34,14 @@ def unsent_of(
 ) -> Unsent:
     """The :class:`Unsent` of a request whose chat had ``history`` before the message and whose
     prompt holds ``sent``; the message being answered is in neither, so it is never found."""
-    sent_ids = {m.get("id") for m in sent}
+    # ids as text on both sides: a hand-edited file may hold a list or a number as an id
+    sent_ids = {str(i) for m in sent if (i := m.get("id")) is not None}
     return Unsent(
-        frozenset(str(i) for m in history if (i := m.get("id")) is not None and i not in sent_ids),
+        frozenset(
+            text
+            for m in history
+            if (i := m.get("id")) is not None and (text := str(i)) not in sent_ids
+        ),
         frozenset(i for i in memory_ids if isinstance(i, int)),
     )
 

@@ -205,3 +205,16 @@ async def test_a_message_that_shares_nothing_with_the_question_is_never_called_r
     record = ctx.metadata["smart_context"]
     # the hit and its turn's answer, not the older messages that scored zero
     assert record["relevant_ids"] == ["g020", "g021"]
+
+
+async def test_a_chat_the_text_index_has_not_caught_up_with_asks_for_the_memory_pass_only(
+    start: Any, vault: Path
+) -> None:
+    messages = long_chat(2100)  # more than a request indexes itself
+    topics = [{"label": "Sourdough", "count": 3}]
+    write_chat(vault, "big", messages, topics=topics)
+    running = await start(settings={"budget_tokens": 2000, "summarization_threshold": 10_000})
+    await running.context("big", messages)
+    await running.settle()
+    assert running.host.llm.prompts == []  # no topic pass, so no call to the fast model
+    assert len(MemoryDB(vault).indexed_keys("big")) == 2100  # the memory pass indexed it

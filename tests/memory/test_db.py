@@ -136,6 +136,21 @@ def test_a_truncated_database_is_set_aside(tmp_path: Path) -> None:
         _assert_set_aside(tmp_path, memory, half)
 
 
+def test_a_store_damaged_while_open_fails_with_our_error_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    db = MemoryDB(tmp_path)
+    db.add_memory("kept", chat_id="c")
+    other = sqlite3.connect(database_path(tmp_path))
+    other.execute("DROP TABLE memories")  # what a bad disk or a foreign tool could leave
+    other.commit()
+    other.close()
+    with pytest.raises(MemoryDBError, match=r"smart_context\.sqlite failed: no such table"):
+        db.memories("c")
+    with pytest.raises(MemoryDBError, match="failed: no such table"):
+        db.add_memory("more", chat_id="c")
+
+
 def test_two_objects_on_one_file_see_each_others_writes(tmp_path: Path) -> None:
     with MemoryDB(tmp_path) as first, MemoryDB(tmp_path) as second:
         first.add_memory("from first", chat_id="c")
