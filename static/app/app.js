@@ -192,18 +192,24 @@ window.addEventListener("popstate", (event) => {
 });
 
 /**
- * View context before sending: a dry run of the message box's text (or of a question when it is
- * empty) shown in the View context dialog, as if it were the reply's record.
+ * View context before sending: a dry run of the message box's text shown in the View context
+ * dialog, as if it were the reply's record. The relevant messages depend on the message, so an
+ * empty box asks for one instead of previewing a placeholder.
  */
 async function previewContext(opener) {
   if (!state.chatId) return notify("Open or start a chat first.", true);
-  const content = ui.input.value.trim() || "(the next message)";
+  const content = ui.input.value.trim();
+  if (!content) {
+    ui.input.focus();
+    return notify("Write the message first: what is sent depends on it.", true);
+  }
   let result;
   try {
     result = await api.dryRun(state.chatId, content);
   } catch (err) {
     return notify(`Could not preview the context: ${err.message}`, true);
   }
+  if (result.aborted) return notify(`This message would not be sent: ${result.aborted}`, true);
   const ask = { id: "preview:message", role: "user", content };
   const reply = {
     id: "preview:reply",

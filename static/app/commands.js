@@ -1,7 +1,7 @@
 // The palette's commands: Smart Context (through the panel when it offers an API; the context
 // item commands are in item-commands.js) and navigation.
 
-import { announce } from "./dom.js";
+import { announce, plural } from "./dom.js";
 import { itemCommands } from "./item-commands.js";
 
 function sidecar() {
@@ -55,7 +55,6 @@ async function setSimilarity(enabled) {
   return check(await sidecar().command("smart_context.set_similarity_mode", { enabled }));
 }
 
-const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 /**
  * Close the palette and do `work` (which resolves to a sentence): the panel shows progress,

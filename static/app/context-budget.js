@@ -4,7 +4,7 @@
 // their texts are read from the host when the dialog opens (list_summaries, list_memories,
 // list_direct_messages), so a summary or memory changed since says so instead of guessing.
 
-import { h, longTime, toDate } from "./dom.js";
+import { fmtScore, h, longTime, plural, toDate } from "./dom.js";
 
 const REASONS = {
   recent: ["recent", "One of the last messages: always sent while it fits"],
@@ -14,8 +14,6 @@ const REASONS = {
   important: ["important", "Its importance score (recency, relevance, names, pins) filled the room left"],
 };
 
-const fmt = (value) => (typeof value === "number" ? value.toFixed(2) : "");
-const plural = (n, word, many = `${word}s`) => `${n} ${n === 1 ? word : many}`;
 
 /** Whether the budget cut the history (a chat that fits is sent whole, with no reasons). */
 export function budgetCut(record) {
@@ -30,7 +28,7 @@ export function reasonBadge(record, id, positions) {
   if (!reason || !REASONS[reason.why]) return null;
   const [label, title] = REASONS[reason.why];
   let text = label;
-  if (typeof reason.score === "number") text = `${label} ${fmt(reason.score)}`;
+  if (typeof reason.score === "number") text = `${label} ${fmtScore(reason.score)}`;
   if (reason.why === "turn" && reason.of !== undefined && positions.has(String(reason.of))) {
     text = `turn of #${positions.get(String(reason.of)) + 1}`;
   }
@@ -45,9 +43,10 @@ export function budgetFacts(record, fact) {
   return [fact("Budget", `${budget.used} of ${budget.limit} tokens (${counted})`)];
 }
 
-/** A sentence for a request the budget shaped. */
+/** A sentence for a request the budget shaped ("" for a record without a usable budget). */
 export function explainBudget(record) {
   const budget = record.budget;
+  if (!budget || typeof budget.limit !== "number") return "";
   if (!budgetCut(record)) {
     return `The chat fits the token budget of ${budget.limit} tokens, so it was sent whole.`;
   }
@@ -132,7 +131,7 @@ export function notesSection(record) {
     const passages = Number.isInteger(note.passages) ? plural(note.passages, "passage") : "";
     const badges = h("span", { class: "ctx-badges" });
     if (typeof note.score === "number") {
-      badges.append(h("span", { class: "badge badge--why", title: "How close the note came to the message", text: `score ${fmt(note.score)}` }));
+      badges.append(h("span", { class: "badge badge--why", title: "How close the note came to the message", text: `score ${fmtScore(note.score)}` }));
     }
     if (passages) badges.append(h("span", { class: "badge", text: passages }));
     return h("li", { class: "ctx-item ctx-note", dataset: { notePath: note.path } }, h("span", { class: "ctx-item__text", text: note.path }), badges);
@@ -201,7 +200,7 @@ export function fillDetails(root, details) {
 }
 
 function directBadges(message) {
-  const out = [h("span", { class: "badge", title: "Priority, 0 to 1", text: `priority ${fmt(message.priority)}` })];
+  const out = [h("span", { class: "badge", title: "Priority, 0 to 1", text: `priority ${fmtScore(message.priority)}` })];
   if (message.source) out.push(h("span", { class: "badge", title: "Who posted it", text: `from ${message.source}` }));
   const expires = toDate(message.expires_at);
   out.push(h("span", { class: "badge", text: expires ? `until ${longTime(expires)}` : "no expiry" }));
@@ -211,6 +210,6 @@ function directBadges(message) {
 function memoryBadges(memory) {
   return [
     h("span", { class: "badge", text: memory.chat_id ? "this chat" : "all chats" }),
-    h("span", { class: "badge", title: "Importance, 0 to 1", text: `importance ${fmt(memory.importance)}` }),
+    h("span", { class: "badge", title: "Importance, 0 to 1", text: `importance ${fmtScore(memory.importance)}` }),
   ];
 }

@@ -2,7 +2,7 @@
 // drawn by context-items.js), then which messages, and why (the smart_context record; its token
 // budget, summaries, memory and vault notes are drawn by context-budget.js).
 
-import { h, excerpt } from "./dom.js";
+import { h, excerpt, fmtScore, restoreFocus } from "./dom.js";
 import { detailsFrom, requestContextSection } from "./context-items.js";
 import {
   budgetCut,
@@ -45,11 +45,6 @@ export function contextOf(messages, replyIndex, record) {
   }
   const total = Number.isInteger(record.total_messages) ? record.total_messages : history.length;
   return { prompt, included, total, missing };
-}
-
-function fmtScore(value) {
-  if (typeof value !== "number") return "";
-  return (Math.abs(value) < 0.005 ? 0 : value).toFixed(2); // never "-0.00"
 }
 
 /** A sentence a person understands for the record's mode. */
@@ -101,9 +96,7 @@ export class ContextDialog {
         if (this.onJump) this.onJump(jump.dataset.jump);
       }
     });
-    dialog.addEventListener("close", () => {
-      if (this.opener && this.opener.isConnected) this.opener.focus();
-    });
+    dialog.addEventListener("close", () => restoreFocus(dialog, this.opener)); // a jump keeps its focus
   }
 
   /** Show the records of the reply `replyId`, found among `messages`, under `title`. */
@@ -191,7 +184,8 @@ export class ContextDialog {
 
     const explain = explainMode(record, included.length, total);
     const parts = [h("p", { class: "ctx-explain", text: explain })];
-    if (record.budget && !record.error) parts.push(h("p", { class: "ctx-explain", text: explainBudget(record) }));
+    const budgetText = record.error ? "" : explainBudget(record);
+    if (budgetText) parts.push(h("p", { class: "ctx-explain", text: budgetText }));
     parts.push(summary);
     if (record.error) {
       const error = h("p", { class: "ctx-error", attrs: { role: "note" } }, h("strong", { text: "Error: " }));

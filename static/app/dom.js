@@ -33,6 +33,28 @@ function append(el, children) {
   }
 }
 
+/**
+ * After a modal `dialog` closed, give `opener` the focus back, unless something took it
+ * meanwhile: "close" comes a task after dialog.close(), so a jump to a message or typing into
+ * the composer right after Escape must keep the focus where it went.
+ */
+export function restoreFocus(dialog, opener) {
+  const now = document.activeElement;
+  const free = !now || now === document.body || dialog.contains(now);
+  if (free && opener && opener.isConnected) opener.focus();
+}
+
+/** A score with two decimals ("" for a non-number), never "-0.00". */
+export function fmtScore(value) {
+  if (typeof value !== "number" || !Number.isFinite(value)) return "";
+  return (Math.abs(value) < 0.005 ? 0 : value).toFixed(2);
+}
+
+/** "1 message", "3 messages"; `many` for an irregular plural. */
+export function plural(n, word, many = `${word}s`) {
+  return `${n} ${n === 1 ? word : many}`;
+}
+
 /** Remove every child of `el`. */
 export function clear(el) {
   el.replaceChildren();

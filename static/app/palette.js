@@ -5,7 +5,7 @@
 // typed, unless the view says `filters: false` (its rows answer the query themselves). Commands
 // may push a sub-view (the topic picker) or close the palette.
 
-import { h } from "./dom.js";
+import { h, restoreFocus } from "./dom.js";
 
 export class Palette {
   constructor(dialog, rootView) {
@@ -34,13 +34,7 @@ export class Palette {
     dialog.addEventListener("click", (event) => {
       if (event.target === dialog) this.close();
     });
-    dialog.addEventListener("close", () => {
-      // "close" comes a task later: focus the opener only if nothing took the focus meanwhile
-      // (typing into the composer right after Escape must not land on the opener instead).
-      const now = document.activeElement;
-      const free = !now || now === document.body || dialog.contains(now);
-      if (free && this.opener && this.opener.isConnected) this.opener.focus();
-    });
+    dialog.addEventListener("close", () => restoreFocus(dialog, this.opener));
   }
 
   get isOpen() {

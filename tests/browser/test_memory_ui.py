@@ -201,6 +201,13 @@ def test_view_context_of_a_long_chat_shows_summaries_and_why_each_message_was_se
     )
     assert "S" in order and order[-1] == "M"
 
+    # a jump from the dialog leaves the focus on the message it jumped to, not on the opener
+    dialog.locator('[data-jump="c0041"]').first.click()
+    expect(dialog).to_be_hidden()
+    expect(page.locator('#messages [data-message-id="c0041"]')).to_be_focused()
+    page.wait_for_timeout(300)  # the dialog's "close" comes a task later
+    expect(page.locator('#messages [data-message-id="c0041"]')).to_be_focused()
+
 
 def test_a_preview_of_the_message_being_written_is_a_dry_run_with_reasons(
     memory_site: str, open_page: OpenPage
@@ -227,6 +234,14 @@ def test_a_preview_of_the_message_being_written_is_a_dry_run_with_reasons(
     expect(page.locator("#composer-input")).to_be_focused()
     expect(page.locator("#composer-input")).to_have_value("What deposit did Mrs. Okafor ask for?")
     assert len(api(memory_site, "/api/chats/memo")["messages"]) == before  # nothing stored
+
+    # with nothing written there is nothing to preview: what is sent depends on the message
+    page.locator("#composer-input").fill("")
+    page.keyboard.press("Control+k")
+    page.keyboard.type("Preview context")
+    page.keyboard.press("Enter")
+    expect(page.locator("#toast")).to_contain_text("Write the message first")
+    expect(dialog).to_be_hidden()
 
 
 # ---- the panel: memories -------------------------------------------------------------------------

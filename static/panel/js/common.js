@@ -66,5 +66,13 @@ const itemsEl = (tag, className, content) => {
   return node;
 };
 
+const asText = (value) => (typeof value === "string" ? value : "");
+
+/** A reply that says the host has no such command (the sidecar's 404 says "Unknown"). */
+const isUnknownCommand = (result) => /^unknown\b/i.test(asText(result.error));
+
+/** A token or item count as people read it: 12,345. */
+const formatTokens = (n) => Number(n).toLocaleString("en-US");
+
 /** The `detail` of a DOM CustomEvent when it is an object, else {}. */
 const detailOf = (event) => (event && isObject(event.detail) ? event.detail : {});

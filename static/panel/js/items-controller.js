@@ -8,9 +8,6 @@
 const ITEMS_CHANGED = "smart_context.items_changed";
 const NOT_SETTABLE = "This host cannot change the selection per chat: the vault's defaults apply.";
 
-/** A reply that says the host has no such command (the sidecar's 404). */
-const isUnknownCommand = (result) => /^unknown\b/i.test(asText(result.error));
-
 /** The arguments that name `item` to add_item and remove_item. */
 const itemArguments = (chatId, item) => {
   const args = { chat_id: chatId, type: item.type, name: item.name };

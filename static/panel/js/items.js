@@ -24,8 +24,6 @@ const DEFAULT_SETTINGS = {
 };
 const PRESETS = ["aggressive", "normal", "conservative"];
 
-const asText = (value) => (typeof value === "string" ? value : "");
-
 /** An item's identity: type, server and name (CONTRACT §8), as one Map key. */
 const itemKey = (item) => JSON.stringify([asText(item.type), asText(item.server_name), asText(item.name)]);
 

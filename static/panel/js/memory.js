@@ -22,8 +22,6 @@ const memoryButton = (text, action, extra = "") => {
   return button;
 };
 
-const thousands = (n) => Number(n).toLocaleString("en-US");
-
 class MemoryProgress {
   /** `root`: the panel element. */
   constructor(root) {
@@ -48,10 +46,10 @@ class MemoryProgress {
     const done = Math.min(count(payload.done), total);
     if (!total || done >= total) return this.hide();
     const [title, unit] = PROGRESS_WORDS[payload.what] || ["Preparing this chat's memory", "done"];
-    this.label.textContent = `${title}… ${thousands(done)} of ${thousands(total)}`;
+    this.label.textContent = `${title}… ${formatTokens(done)} of ${formatTokens(total)}`;
     this.bar.setAttribute("aria-valuemax", String(total));
     this.bar.setAttribute("aria-valuenow", String(done));
-    this.bar.setAttribute("aria-valuetext", `${thousands(done)} of ${thousands(total)} ${unit}`);
+    this.bar.setAttribute("aria-valuetext", `${formatTokens(done)} of ${formatTokens(total)} ${unit}`);
     this.fill.style.width = `${Math.round((done / total) * 100)}%`;
     this.box.hidden = false;
     window.clearTimeout(this.timer);
@@ -111,6 +109,7 @@ class MemoriesSection {
   }
 
   async load() {
+    if (!this.available) return null; // a host without long memory: asking again changes nothing
     const chat = this.chatId;
     const ticket = ++this.loads;
     const result = await this.host.command("smart_context.list_memories", chat ? { chat_id: chat } : {});
@@ -124,8 +123,8 @@ class MemoriesSection {
         this.error = "The memory you were editing was deleted elsewhere.";
       }
       if (this.confirming && !ids.has(this.confirming)) this.confirming = null;
-    } else if (/^unknown\b/i.test(String(result.error))) {
-      this.available = false; // a host without long memory (the sidecar's 404 says "Unknown")
+    } else if (isUnknownCommand(result)) {
+      this.available = false; // a host without long memory
     } else {
       this.error = `Could not list the memories: ${result.error}`;
     }
@@ -317,5 +316,5 @@ const startMemoryPanel = (root, host) => {
     return memories.selectChat(id);
   };
   document.addEventListener(EVENTS.chatSelected, (event) => selectChat(detailOf(event).chat_id));
-  return { selectChat, memories: () => memories.snapshot(), chatId: () => memories.chatId };
+  return { selectChat, memories: () => memories.snapshot() };
 };

@@ -65,7 +65,6 @@ const startPanel = (root) => {
     setSessionSettings: (change) => itemsController.setSettings(change),
     memories: () => memory.memories(),
     usage: () => usage.snapshot(),
-    loadUsage: () => usage.load(),
   };
 
   const announced = document.body.dataset.chatId;

@@ -30,8 +30,6 @@ const USAGE_SECTION_NAMES = {
 const tokenCount = (value) =>
   typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.round(value) : null;
 
-const formatTokens = (n) => n.toLocaleString("en-US");
-
 /** full / sent, as "5.2×" (one decimal; "1×" when everything was sent). */
 const formatRatio = (full, sent) => {
   if (!sent) return "–";
