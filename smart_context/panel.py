@@ -78,7 +78,7 @@ PANEL_SCRIPTS = (
 
 
 @cache
-def _inline_asset(name: str, tag: str) -> Markup:
+def inline_asset(name: str, tag: str) -> Markup:
     """``static/<name>``, read once and checked to be safe inside a ``<tag>`` element."""
     text = (static_dir() / name).read_text(encoding="utf-8")
     return checked_raw_text(text, tag, f"static/{name}")
@@ -91,14 +91,14 @@ PANEL_STYLES = ("panel/panel.css", "panel/items.css", "panel/memory.css", "panel
 @cache
 def _panel_css() -> Markup:
     """The files of ``PANEL_STYLES``, each checked, one after the other."""
-    return Markup("\n").join(_inline_asset(name, "style") for name in PANEL_STYLES)
+    return Markup("\n").join(inline_asset(name, "style") for name in PANEL_STYLES)
 
 
 @cache
 def _panel_script() -> Markup:
     """The files of ``PANEL_SCRIPTS``, each checked, joined inside one enclosing function."""
     parts = [
-        Markup("// ---- static/") + name + "\n" + _inline_asset(name, "script")
+        Markup("// ---- static/") + name + "\n" + inline_asset(name, "script")
         for name in PANEL_SCRIPTS
     ]
     return Markup('(() => {\n"use strict";\n') + Markup("\n").join(parts) + Markup("\n})();\n")

@@ -147,11 +147,11 @@ def test_the_environment_escapes_and_is_strict() -> None:
 def test_rendering_again_reuses_the_environment_and_the_assets() -> None:
     render_panel()
     env = panel._environment()
-    reads = panel._inline_asset.cache_info().misses
+    reads = panel.inline_asset.cache_info().misses
     for _ in range(20):
         render_panel({"chat_id": "c"})
     assert panel._environment() is env
-    assert panel._inline_asset.cache_info().misses == reads
+    assert panel.inline_asset.cache_info().misses == reads
     assert panel._environment.cache_info().misses <= 1
 
 
@@ -159,6 +159,6 @@ def test_importing_the_module_does_no_work() -> None:
     code = (
         "import smart_context.panel as p; "
         "assert p._environment.cache_info().currsize == 0; "
-        "assert p._inline_asset.cache_info().currsize == 0"
+        "assert p.inline_asset.cache_info().currsize == 0"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -91,14 +91,15 @@ def _check_keys(table: MutableMapping[str, Any], force: bool) -> list[tuple[str,
             parse_settings({k: v for k, v in table.items() if k != "enabled"})
             return commented
         except ConfigError as exc:
+            problem = str(exc).removeprefix(f"{exc.file}: ")  # the install names the file
             if not force:
                 raise SmartContextError(
-                    f"{exc}. Smart Context would refuse to start with it. Nothing was changed: "
+                    f"{problem}. Smart Context would refuse to start with it. Nothing was changed: "
                     "fix or remove the key, or run again with --force to comment it out."
                 ) from None
             if not isinstance(table, Table):
                 raise SmartContextError(
-                    f"{exc}. It is not in a plain table, where it could be commented out: "
+                    f"{problem}. It is not in a plain table, where it could be commented out: "
                     "fix or remove it and run again. Nothing was changed."
                 ) from None
             commented.append((exc.key, str(exc).rsplit(": ", 1)[-1]))

@@ -21,8 +21,10 @@ at import time, so that a broken install is still reported rather than failing t
 from __future__ import annotations
 
 import html
+import inspect
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -143,25 +145,23 @@ class TailorBridge:
 
     async def unload(self) -> None:
         """Undo ``load``: tools, subscriptions, the streaming wrapper, the panel; flush."""
-        try:
-            for event, handler in self._subscribed:
-                self.plugin.brain.unsubscribe(event, handler)
-            self._subscribed.clear()
-            if self._tools is not None:
-                self._tools.unregister()
-            if self._streaming is not None:
-                self._streaming.uninstall()
-            if self.core is not None and self.core.services is not None:
-                await self.core.sidecar_shutdown()
-            from smart_context.panel import PANEL_ID
+        # each step on its own: one that fails must not leave the others undone (our wrapper
+        # on Tailor's stream_run, or the context phase running after unload)
+        for event, handler in self._subscribed:
+            await _undo(f"unsubscribing {event}", self.plugin.brain.unsubscribe, event, handler)
+        self._subscribed.clear()
+        if self._tools is not None:
+            await _undo("removing the memory tools", self._tools.unregister)
+        if self._streaming is not None:
+            await _undo("unwrapping the streaming path", self._streaming.uninstall)
+        if self.core is not None and self.core.services is not None:
+            await _undo("finishing background work", self.core.sidecar_shutdown)
+        from smart_context.panel import PANEL_ID
 
-            await self.plugin.remove_panel(PANEL_ID)
-        except Exception:  # unloading must finish for Tailor's other plugins
-            log.exception("Smart Context: unloading failed")
-        finally:
-            if self._forward is not None:
-                logging.getLogger("smart_context").removeHandler(self._forward)
-                self._forward = None
+        await _undo("removing the panel", self.plugin.remove_panel, PANEL_ID)
+        if self._forward is not None:
+            logging.getLogger("smart_context").removeHandler(self._forward)
+            self._forward = None
 
     # -- inside ------------------------------------------------------------------------------
 
@@ -250,3 +250,14 @@ class _Forward(logging.Handler):
             self.logger.log(record.levelname, self.format(record))
         except Exception:  # logging must never fail the caller  # noqa: BLE001
             self.handleError(record)
+
+
+async def _undo(what: str, step: Callable[..., Any], *args: Any) -> None:
+    """Run one step of unloading (a function or a coroutine function); a failure is logged,
+    never raised: unloading must finish for Tailor's other plugins."""
+    try:
+        result = step(*args)
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        log.exception("Smart Context: unloading: %s failed", what)

@@ -13,8 +13,7 @@ from typing import Any, Protocol
 
 from smart_context.events import FILTER_CHANGED
 from smart_context.host import Memory
-from smart_context.panel import checked_raw_text
-from smart_context.resources import static_dir
+from smart_context.panel import inline_asset
 from smart_context.tailor.llm import TailorLLM
 
 log = logging.getLogger("smart_context")
@@ -131,6 +130,4 @@ class TailorUI:
 
 def bridged(html: str) -> str:
     """``html`` preceded by ``static/tailor/bridge.js`` in its own script element."""
-    text = (static_dir() / BRIDGE_SCRIPT).read_text(encoding="utf-8")
-    script = checked_raw_text(text, "script", f"static/{BRIDGE_SCRIPT}")
-    return f"<script>\n{script}</script>\n{html}"
+    return f"<script>\n{inline_asset(BRIDGE_SCRIPT, 'script')}</script>\n{html}"

@@ -84,6 +84,8 @@ class TailorMemory:
                 if change_held(base, written, stored):
                     return stored
                 self.retries += 1
+                if attempt == ATTEMPTS:
+                    break  # no pause before giving up
                 log.info("Smart Context: chat %s was written meanwhile; applying again", chat_id)
                 await asyncio.sleep(RETRY_PAUSE * attempt)
         raise SmartContextError(

@@ -75,24 +75,15 @@ class PipelineHooks:
             ctx.history = stashed
 
     async def on_post_process(self, ctx: Any) -> None:
-        """The usage the model reported, for the budget's calibration."""
+        """The usage the model reported, for the budget's calibration (the hook catches its own
+        failures: the reply is never lost to our bookkeeping)."""
         if self.is_on():
-            await self._guarded(self.plugin.pipeline_post_process(ctx), "post-process")
+            await self.plugin.pipeline_post_process(ctx)
 
     async def on_output(self, ctx: Any) -> None:
         """After the reply is saved: schedule the topic and memory pass (returns at once)."""
         if self.is_on() and ctx.response:
-            await self._guarded(_awaitable(self.plugin.pipeline_output, ctx), "output")
-
-    async def _guarded(self, work: Awaitable[None], phase: str) -> None:
-        try:
-            await work
-        except Exception:  # a reply already given must never be lost to our bookkeeping
-            log.exception("Smart Context: the %s phase failed", phase)
-
-
-async def _awaitable(fn: Callable[[Any], None], ctx: Any) -> None:
-    fn(ctx)
+            self.plugin.pipeline_output(ctx)
 
 
 @dataclass

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from smart_context.panel import PANEL_ID
 from tests.tailor.conftest import StartTailor, Tailor
 
@@ -175,3 +177,19 @@ async def test_unloading_leaves_tailor_as_it_was(start_tailor: StartTailor) -> N
     assert ui_commands(tailor, "remove_panel")[-1]["id"] == PANEL_ID
     await tailor.brain.chat_send("Still there?", "c2", stream=True)  # Tailor streams as before
     assert len(tailor.chat_file("c2")["messages"]) == 2
+
+
+async def test_a_failing_step_of_unloading_leaves_the_others_done(
+    start_tailor: StartTailor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tailor = await start_tailor()
+    pipeline = tailor.brain.pipeline
+
+    def broken(name: str) -> None:
+        raise RuntimeError("the registry is gone")
+
+    monkeypatch.setattr(tailor.brain.tool_registry, "unregister", broken)  # Tailor's stand-in
+    await tailor.brain.unload_plugin("smart_context")
+    assert "stream_run" not in vars(pipeline)  # our wrapper is off Tailor's streaming path
+    assert tailor.brain.subscribers("pipeline.context") == []
+    assert ui_commands(tailor, "remove_panel")[-1]["id"] == PANEL_ID

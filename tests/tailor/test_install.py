@@ -271,6 +271,7 @@ def test_a_setting_we_would_refuse_stops_the_install_unless_forced(
     assert run(vault) == 2
     err = capsys.readouterr().err
     assert "max_topics = 8" in err and "--force" in err
+    assert err.count(".vault.toml") == 1  # the file is named once, with its path
     assert (vault / ".vault.toml").read_text() == toml
     assert not (vault / "plugins" / "smart_context").exists()
     assert run(vault, "--force") == 0
