@@ -35,10 +35,12 @@ class MessageFacts:
         self.keys: list[str] = []
         self.roles: list[str] = []
         self.tokens: IntArray = np.zeros(0, dtype=np.intp)
-        self.entity_sets: list[frozenset[str]] = []
         self.entity_index: dict[str, list[int]] = {}
         self.partner: IntArray = np.zeros(0, dtype=np.intp)
         self.generation = 0  # changes whenever the facts do: memos over them compare it
+        # changes only when the facts are read afresh (an edit, a deletion): what holds for the
+        # earlier messages, as the stored summaries over them, holds while messages are added
+        self.resets = 0
 
     def update(self, history: History) -> None:
         """Bring the facts to ``history``: only its new messages are read when it extends the
@@ -48,9 +50,9 @@ class MessageFacts:
         if not (
             known <= len(ids) and ids[:known] == self.ids and contents[:known] == self.contents
         ):
-            generation = self.generation
+            generation, resets = self.generation, self.resets
             self.__init__(self.counter)  # type: ignore[misc]
-            self.generation = generation + 1
+            self.generation, self.resets = generation + 1, resets + 1
             known = 0
         if known == len(ids):
             return
@@ -67,9 +69,7 @@ class MessageFacts:
         counts = np.add(both[: len(texts)], both[len(texts) :], dtype=np.intp) + PER_MESSAGE
         self.tokens = np.concatenate((self.tokens, counts))
         for offset, text in enumerate(texts):
-            found = entities(text)
-            self.entity_sets.append(found)
-            for entity in found:
+            for entity in entities(text):
                 self.entity_index.setdefault(entity, []).append(known + offset)
         self.partner = turn_partners(self.roles)
         self.ids, self.contents = list(ids), list(contents)

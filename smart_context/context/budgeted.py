@@ -251,13 +251,15 @@ class Budgeter:
     ) -> tuple[list[Span], list[Summary]]:
         """The valid stored summaries over this history, as plan spans, memoised until the
         history or the stored summaries change."""
-        version = (id(facts), facts.generation, self.summary_version.get(chat_id, 0))
+        # new messages leave every stored summary as it was: only a reset or a pass that
+        # stored summaries changes the spans
+        version = (id(facts), facts.resets, self.summary_version.get(chat_id, 0))
         memo = self._spans.get(chat_id)
         if memo is not None and memo[0] == version:
             return memo[1], memo[2]
         stored = await self._guarded([], self.db.summaries, chat_id)
         by_key = {(s.level, s.from_id, s.to_id): s for s in stored}
-        ids = [str(i) for i in facts.ids]
+        ids = facts.str_ids
         tree = plan_tree(
             ids, facts.keys, [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored], 0
         )

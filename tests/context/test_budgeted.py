@@ -218,3 +218,35 @@ async def test_a_chat_the_text_index_has_not_caught_up_with_asks_for_the_memory_
     await running.settle()
     assert running.host.llm.prompts == []  # no topic pass, so no call to the fast model
     assert len(MemoryDB(vault).indexed_keys("big")) == 2100  # the memory pass indexed it
+
+
+async def test_the_stored_summaries_are_read_once_while_messages_are_added(vault: Path) -> None:
+    from smart_context.budget.facts import MessageFacts
+    from smart_context.config import Settings
+    from smart_context.context.budgeted import Budgeter
+    from smart_context.memory.refresh import summarize_chat
+    from smart_context.messages import History
+
+    class CountingDB(MemoryDB):  # the real store, counting its summary reads
+        reads = 0
+
+        def summaries(self, chat_id: str) -> Any:
+            self.reads += 1
+            return super().summaries(chat_id)
+
+    messages = long_chat(200)
+    db = CountingDB(vault)
+    await summarize_chat(db, "long", messages, Settings(summarizer="offline"), None)
+    db.reads = 0
+    budgeter = Budgeter(Settings(), db)
+    counter = counter_for("gpt-4o")
+    facts = MessageFacts(counter)
+    facts.update(History(messages))
+    spans, _ = await budgeter._spans_of("long", facts, counter)
+    assert spans and db.reads == 1
+    facts.update(History([*messages, *long_chat(203)[200:]]))  # three new messages
+    assert (await budgeter._spans_of("long", facts, counter))[0] == spans and db.reads == 1
+    edited = [{**messages[0], "content": "an edit"}, *messages[1:]]
+    facts.update(History(edited))  # an edit: the facts are read afresh, and the summaries
+    await budgeter._spans_of("long", facts, counter)
+    assert db.reads == 2
