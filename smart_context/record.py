@@ -9,6 +9,7 @@ rounded to three decimals; :func:`included_ids` expands a stored record again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -87,3 +88,9 @@ def included_ids(record: Mapping[str, Any], candidate_ids: Sequence[Any]) -> lis
         return list(record["included_ids"])
     excluded = set(record.get("excluded_ids", ()))
     return [i for i in candidate_ids if i not in excluded]
+
+
+def json_safe(value: Any) -> Any:
+    """A deep copy of ``value`` that JSON can store: a plugin's odd value (a numpy float, a
+    set) is kept as its text instead of making the reply impossible to save."""
+    return json.loads(json.dumps(value, default=str))

@@ -80,9 +80,7 @@ async def test_no_filter_keeps_history_and_records_full(start: Any, chat: list) 
     assert record["total_messages"] == 8 and record["threshold"] == "auto"  # the default
 
 
-async def test_odd_ids_in_a_hand_edited_chat_never_cost_the_reply(
-    start: Any, vault: Path
-) -> None:
+async def test_odd_ids_in_a_hand_edited_chat_never_cost_the_reply(start: Any, vault: Path) -> None:
     messages = [
         {"id": ["a"], "role": "user", "content": "a list as an id"},
         {"id": 7, "role": "assistant", "content": "a number as an id"},

@@ -19,7 +19,6 @@ and never pretends to be a reply. When the model fails, the assistant message ca
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -28,6 +27,7 @@ from typing import Any
 
 import pluggy
 
+from smart_context.record import json_safe
 from smart_context.sidecar.llm import LLMError, LLMService, TurnUsage
 from smart_context.sidecar.memory import ChatMemory, now_iso
 from smart_context.sidecar.plugins import call_hook
@@ -114,12 +114,6 @@ def prompt_messages(ctx: PipelineContext) -> list[dict[str, str]]:
     ]
     prompt.append({"role": "user", "content": ctx.message})
     return prompt
-
-
-def json_safe(value: Any) -> Any:
-    """A deep copy of ``value`` that JSON can store: a plugin's odd value (a numpy float, a
-    set) is kept as its text instead of making the reply impossible to save."""
-    return json.loads(json.dumps(value, default=str))
 
 
 def title_from(content: str) -> str:

@@ -192,7 +192,7 @@ class TailorBridge:
         for event, handler, priority in hooks.subscriptions():
             self.plugin.subscribe(event, handler, priority)
             self._subscribed.append((event, handler))
-        self._streaming = StreamingContext(hooks.on_context)
+        self._streaming = StreamingContext(hooks.on_streamed_context)
         self._streaming.install(getattr(brain, "pipeline", None))
         self._tools = ToolRegistration()
         self._tools.register(getattr(brain, "tool_registry", None), self.core.services)

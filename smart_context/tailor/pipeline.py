@@ -12,6 +12,12 @@ Two things about Tailor's pipeline shape this module:
   calls ``pipeline.stream_run(message, history, metadata)`` directly. :class:`StreamingContext`
   wraps that one method of the running pipeline so our context phase runs there too (only ours:
   other plugins see Tailor's streaming path as before), and restores it on unload.
+- on that path the ``pipeline.output`` context is built afresh, without the request's metadata,
+  so the record of what the reply was sent with (CONTRACT §6) is kept aside per chat
+  (:class:`StreamedRecords`) until the output phase asks for it. Either way, at the output
+  phase, after Tailor's memory plugin has saved the turn, the record is stored on the saved
+  reply, as our sidecar stores it: the panel's usage chart, ``smart-context stats`` and a later
+  look at what a reply was sent with read it there. ``chat.updated`` then tells open pages.
 
 Every handler lets the message through untouched when anything fails: logged, never raised
 into Tailor.
@@ -20,11 +26,15 @@ into Tailor.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from smart_context.host import ChatData
+from smart_context.paths import check_chat_id
 from smart_context.plugin import SmartContextPlugin
+from smart_context.record import json_safe
 
 log = logging.getLogger("smart_context")
 
@@ -36,6 +46,8 @@ RECORD = "smart_context"  # our record in ctx.metadata (CONTRACT §6): the phase
 STASH = "smart_context_history"  # the rewritten history, from the context to the prompt phase
 # Tailor's memory plugin saves the turn at priority 10; our topic pass must read it saved
 OUTPUT_PRIORITY = 0
+CHAT_UPDATED = "chat.updated"  # CONTRACT §7: the reply now carries its record
+KEPT_STREAMS = 64  # records of streamed requests waiting for their output phase, at most
 
 
 class PipelineHooks:
@@ -44,6 +56,7 @@ class PipelineHooks:
     def __init__(self, plugin: SmartContextPlugin, is_on: Callable[[], bool]) -> None:
         self.plugin = plugin
         self.is_on = is_on
+        self.streamed = StreamedRecords()
 
     def subscriptions(self) -> list[tuple[str, Callable[..., Awaitable[None]], int]]:
         """(event, handler, priority) to subscribe with Tailor."""
@@ -68,6 +81,11 @@ class PipelineHooks:
             ctx.history = original
             ctx.metadata.pop(STASH, None)
 
+    async def on_streamed_context(self, request: StreamingRequest) -> None:
+        """The context phase of a streamed request; its record is kept for the output phase."""
+        await self.on_context(request)
+        self.streamed.keep(request.metadata, request.original_message)
+
     async def on_prompt(self, ctx: Any) -> None:
         """Put the history chosen at the context phase in place (see the module's docstring)."""
         stashed = ctx.metadata.pop(STASH, None)
@@ -81,9 +99,89 @@ class PipelineHooks:
             await self.plugin.pipeline_post_process(ctx)
 
     async def on_output(self, ctx: Any) -> None:
-        """After the reply is saved: schedule the topic and memory pass (returns at once)."""
+        """After the reply is saved: store the record on it, then schedule the topic and memory
+        pass (which returns at once)."""
         if self.is_on() and ctx.response:
+            await self.store_record(ctx)
             self.plugin.pipeline_output(ctx)
+
+    async def store_record(self, ctx: Any) -> None:
+        """Put the request's record on the reply Tailor's memory plugin just saved, and say so
+        to open pages. A failure is logged: the reply itself is saved already."""
+        chat_id = ctx.metadata.get("chat_id")
+        record = ctx.metadata.get(RECORD)
+        if not isinstance(record, dict):
+            record = self.streamed.take(chat_id, ctx.message)
+        if not isinstance(record, dict) or not isinstance(chat_id, str):
+            return
+        ids = ctx.metadata.get("generated_ids")
+        reply_id = ids.get("assistant_message_id") if isinstance(ids, dict) else None
+        stored_record = json_safe(record)
+        try:
+            host = self.plugin.services.host if self.plugin.services else None
+            if host is None:
+                return
+            chat = await host.memory.update_chat(
+                check_chat_id(chat_id),
+                lambda data: with_record(data, reply_id, ctx.response, stored_record),
+            )
+            messages = chat.get("messages")
+            count = len(messages) if isinstance(messages, list) else 0
+            host.emit(CHAT_UPDATED, {"chat_id": chat_id, "message_count": count})
+        except Exception:  # the reply is saved; only what it was sent with is missing
+            log.exception("Smart Context: could not store the context record of a reply")
+
+
+def with_record(
+    data: ChatData, reply_id: object, response: str, record: dict[str, Any]
+) -> ChatData:
+    """``data`` with ``record`` on the reply: the message with id ``reply_id`` when Tailor said
+    which, else the last assistant message reading ``response``. A reply that already has a
+    record, or none found, leaves ``data`` as it is."""
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        return data
+    replies = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
+    if reply_id is not None:
+        found = [m for m in replies if str(m.get("id")) == str(reply_id)]
+    else:
+        found = [m for m in replies if m.get("content") == response][-1:]
+    for message in found[:1]:
+        if RECORD not in message:
+            message[RECORD] = record
+    return data
+
+
+class StreamedRecords:
+    """The record of each chat's last streamed request, until its output phase takes it.
+
+    Tailor rebuilds the output context from the message, the reply and the chat id alone; the
+    message tells a record from that of a request cancelled before its output phase. At most
+    :data:`KEPT_STREAMS` chats are remembered, the oldest forgotten first.
+    """
+
+    def __init__(self) -> None:
+        self._records: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
+
+    def keep(self, metadata: dict[str, Any], message: str) -> None:
+        """Remember the record in ``metadata`` (if any) for its chat."""
+        chat_id, record = metadata.get("chat_id"), metadata.get(RECORD)
+        if not isinstance(chat_id, str) or not isinstance(record, dict):
+            return
+        self._records.pop(chat_id, None)
+        self._records[chat_id] = (message, record)
+        while len(self._records) > KEPT_STREAMS:
+            self._records.popitem(last=False)
+
+    def take(self, chat_id: object, message: str) -> dict[str, Any] | None:
+        """The record kept for ``chat_id``'s request with ``message``, forgotten once taken."""
+        if not isinstance(chat_id, str):
+            return None
+        kept = self._records.get(chat_id)
+        if kept is None or kept[0] != message:
+            return None
+        del self._records[chat_id]
+        return kept[1]
 
 
 @dataclass

@@ -193,3 +193,46 @@ async def test_a_failing_step_of_unloading_leaves_the_others_done(
     assert "stream_run" not in vars(pipeline)  # our wrapper is off Tailor's streaming path
     assert tailor.brain.subscribers("pipeline.context") == []
     assert ui_commands(tailor, "remove_panel")[-1]["id"] == PANEL_ID
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_each_reply_is_stored_with_what_it_was_sent_with(
+    start_tailor: StartTailor, stream: bool
+) -> None:
+    tailor = await start_tailor()
+    await chat_with_two_subjects(tailor)
+    await tailor.brain.execute_command(
+        "smart_context.set_filter", topics=["Paris Trip"], chat_id="c1"
+    )
+    await tailor.send("c1", "Is Paris busy in May?", stream=stream)
+    messages = tailor.chat_file("c1")["messages"]
+    assert len(messages) == 10  # nothing of Tailor's turn was lost to our write
+    last = messages[-1]
+    assert last["role"] == "assistant" and last["content"].startswith("Noted:")
+    record = last["smart_context"]
+    assert record["mode"] == "filtered" and record["active_topics"] == ["Paris Trip"]
+    assert record["usage"]["sent_tokens"] < record["usage"]["full_tokens"]
+    # every earlier reply has its own record, written when it was saved
+    assert all("smart_context" in m for m in messages if m["role"] == "assistant")
+    updated = tailor.brain.events_named("chat.updated")
+    assert updated[-1] == {"chat_id": "c1", "message_count": 10}
+    # the panel's usage section reads the records back
+    usage = await tailor.brain.execute_command("smart_context.usage_stats", chat_id="c1")
+    assert usage["status"] == "success", usage
+    assert usage["measured"] == 5 and len(usage["series"]) == 5
+
+
+async def test_a_record_that_cannot_be_stored_costs_nothing_else(
+    start_tailor: StartTailor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tailor = await start_tailor()
+    memory = tailor.ours.core.services.host.memory
+
+    async def broken(chat_id: str, fn: Any) -> Any:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(memory, "update_chat", broken)
+    ctx = await tailor.send("c1", ASYNC_1, stream=True)
+    assert ctx.response.startswith("Noted:")
+    [user, reply] = tailor.chat_file("c1")["messages"]
+    assert user["content"] == ASYNC_1 and "smart_context" not in reply

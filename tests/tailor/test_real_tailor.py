@@ -216,3 +216,48 @@ async def test_inside_tailors_real_vault_brain(real_sidecar: ModuleType, tmp_pat
     assert done["status"] == "success"
     assert "smart_context.set_filter" not in brain.commands
     assert brain.tool_registry.get_schema("smart_context__store_memory") is None
+
+
+class ScriptedChatModel:
+    """Stands in for Tailor's LLM service on its pipeline: streams a fixed reply."""
+
+    def __init__(self) -> None:
+        self.prompts: list[list[dict[str, str]]] = []
+
+    async def complete(self, messages: list[dict[str, str]], **kwargs: Any) -> Any:
+        self.prompts.append(messages)
+
+        async def tokens() -> Any:
+            for token in ("Noted", ", ", "thanks."):
+                yield token
+
+        return tokens()
+
+
+async def test_a_reply_streamed_by_real_tailor_is_stored_with_its_record(
+    real_sidecar: ModuleType, tmp_path: Path
+) -> None:
+    socket = RecordingSocket()
+    brain = real_sidecar.VaultBrain(real_vault(tmp_path), socket)
+    await brain.initialize()
+    model = ScriptedChatModel()
+    brain.pipeline._llm_service = model  # Tailor's pipeline asks its LLM service lazily
+    for n in range(2):
+        result = await brain.execute_command(
+            "chat.send", message=f"question {n}", chat_id="c7", stream=True, stream_id=f"s{n}"
+        )
+        assert result["status"] == "success"  # Tailor streams in a task of its own
+        async with asyncio.timeout(30):
+            while len(socket.events("CHAT_STREAM_END")) <= n:
+                await asyncio.sleep(0.01)
+        assert socket.events("CHAT_STREAM_END")[n]["response"] == "Noted, thanks."
+    services = brain.plugins["smart_context"].smart_context.core.services
+    await services.settle()
+    assert model.prompts[-1][-1] == {"role": "user", "content": "question 1"}
+    stored = (await brain.execute_command("memory.load_chat", chat_id="c7"))["data"]
+    assert [m["role"] for m in stored["messages"]] == ["user", "assistant"] * 2
+    for reply in stored["messages"][1::2]:
+        assert reply["smart_context"]["mode"] == "full"
+        assert reply["smart_context"]["usage"]["sent_tokens"] > 0
+    assert {"chat_id": "c7", "message_count": 4} in socket.events("chat.updated")
+    await brain.execute_command("system.unload_plugin", plugin_id="smart_context")
