@@ -250,6 +250,12 @@ def _toml_lines(report: InstallReport, config: Path) -> list[str]:
             "  Also enabled [plugins.memory]: Smart Context reads and writes the chats through "
             "Tailor's memory plugin."
         )
+    if change.local_embedder:
+        lines.append(
+            '  Set embedder = "local": the vault has no embedding model ([llm.categories] '
+            "embedding), so topics and the filter use our MiniLM on this machine. Remove the "
+            "line to use Tailor's once you configure one."
+        )
     lines.extend(f"  Commented out {key}: {why}" for key, why in change.commented)
     return lines
 

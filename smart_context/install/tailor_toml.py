@@ -3,6 +3,10 @@ gets ``enabled = true`` (what Tailor's loader looks at), and so does ``[plugins.
 it is off or unset (Tailor's memory plugin reads and writes the chats for us), with tomlkit so
 that the user's comments, order and spacing stay exactly as they were.
 
+When Tailor has no model for its ``embedding`` category and the table does not choose an
+``embedder``, ``embedder = "local"`` is added: Tailor's example vault configures none, and
+without vectors a topic click would do nothing.
+
 The keys already in the table are kept: Tailor's own Smart Context read
 ``similarity_threshold``, ``embedding_search`` and ``extraction_category``, which are ours too
 under the same names and meanings. A key our plugin would refuse at start-up (unknown, or a bad
@@ -27,6 +31,9 @@ PLUGIN = "smart_context"
 # Tailor's memory plugin: our chats are read and written through its memory.load_chat /
 # memory.save_chat, so the install enables it too when the vault has it off or unset
 MEMORY_PLUGIN = "memory"
+# With no embedding model in Tailor ([llm.categories] embedding), "host" would leave topics and
+# the filter without vectors: the install picks our local model instead, and says so.
+LOCAL_EMBEDDER_COMMENT = "no embedding model in [llm.categories]: our local MiniLM"
 
 
 @dataclass
@@ -37,6 +44,7 @@ class TomlChange:
     kept: list[str] = field(default_factory=list)  # the user's keys, left as they were
     commented: list[tuple[str, str]] = field(default_factory=list)  # (key, why), with force
     memory_enabled: bool = False  # [plugins.memory] was off or unset, and is on now
+    local_embedder: bool = False  # embedder = "local" was added: the vault has no embedding model
 
 
 def enable_plugin(text: str, force: bool = False) -> TomlChange:
@@ -51,13 +59,26 @@ def enable_plugin(text: str, force: bool = False) -> TomlChange:
     kept = [key for key in table if key != "enabled"]
     if table.get("enabled") is not True:
         table["enabled"] = True
+    local_embedder = "embedder" not in table and not _has_embedding_model(doc)
+    if local_embedder:
+        table["embedder"] = "local"
+        if isinstance(table, Table):  # an inline table has no room for a comment
+            table["embedder"].comment(LOCAL_EMBEDDER_COMMENT)
     memory = _our_table(doc, MEMORY_PLUGIN)
     memory_enabled = memory.get("enabled") is not True
     if memory_enabled:
         memory["enabled"] = True
     new_text = tomlkit.dumps(doc)
     _verify(text, new_text)
-    return TomlChange(new_text, kept, commented, memory_enabled)
+    return TomlChange(new_text, kept, commented, memory_enabled, local_embedder)
+
+
+def _has_embedding_model(doc: tomlkit.TOMLDocument) -> bool:
+    """Whether Tailor has a model for its ``embedding`` category (``[llm.categories]``)."""
+    llm = doc.get("llm")
+    categories = llm.get("categories") if isinstance(llm, MutableMapping) else None
+    model = categories.get("embedding") if isinstance(categories, MutableMapping) else None
+    return isinstance(model, str) and bool(model.strip())
 
 
 def _our_table(doc: tomlkit.TOMLDocument, name: str) -> MutableMapping[str, Any]:

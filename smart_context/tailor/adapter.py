@@ -23,6 +23,7 @@ from __future__ import annotations
 import html
 import inspect
 import logging
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -77,11 +78,18 @@ def make_plugin_class(base: Any) -> type:
 
 
 def import_failure(exc: BaseException) -> str:
-    """What to tell the user when our package cannot be imported in Tailor's Python."""
+    """What to tell the user when our package cannot be imported in Tailor's Python: the same
+    ``pip install`` line as the installer gives (it needs only the standard library)."""
+    try:
+        from smart_context.install.tailor_files import pip_target
+
+        target = shlex.quote(pip_target())
+    except Exception:  # as broken as the rest: the published name  # noqa: BLE001
+        target = "'smart-context[local]'"
     return (
         f"Smart Context cannot run in the Python that runs Tailor's sidecar ({sys.executable}): "
         f"{type(exc).__name__}: {exc}. Install the smart-context package into that Python "
-        f"({sys.executable} -m pip install smart-context) and restart the vault."
+        f"({sys.executable} -m pip install {target}) and restart the vault."
     )
 
 

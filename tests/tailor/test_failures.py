@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
+from smart_context.install.tailor_files import pip_target
 from smart_context.panel import PANEL_ID
 from tests.tailor.conftest import STANDIN, StartTailor
 
@@ -126,7 +128,11 @@ def test_a_missing_dependency_is_reported_with_the_python_to_install_into(tmp_pa
     report = run_tailor_in(tmp_path, "numpy")
     assert report["loaded"] == ["memory", "smart_context"]
     error = report["error"]
-    assert "numpy" in error and sys.executable in error and "pip install smart-context" in error
+    assert (
+        "numpy" in error
+        and sys.executable in error
+        and f"pip install {shlex.quote(pip_target())}" in error
+    )
     assert report["set_filter"] == {"status": "error", "error": error}
     assert report["reply"] == "Noted: Hello there" and report["saved"] == 2
     shown = [data for event, data in report["frontend"] if event in ("NOTIFY", "UI_COMMAND")]

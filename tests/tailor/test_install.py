@@ -10,6 +10,7 @@ import importlib.util
 import io
 import json
 import os
+import shlex
 import stat
 import sys
 import tomllib
@@ -85,7 +86,7 @@ def test_fresh_install_writes_the_plugin_and_enables_it(
     assert text == VAULT_TOML + "\n[plugins.smart_context]\nenabled = true\n"
     assert hidden_folders(vault) == []
     out = capsys.readouterr().out
-    assert f"pip install {pip_target()}" in out
+    assert f"pip install {shlex.quote(pip_target())}" in out
     assert 'import smart_context; print(smart_context.__file__)"' in out
     assert "Moved" not in out
     assert set(load_plugins(vault)) == {"explorer", "memory", "smart_context"}
@@ -161,7 +162,7 @@ def test_tailor_option_names_the_checkouts_exact_python(
     assert run(make_vault(tmp_path), "--tailor", str(tmp_path / "tailor")) == 0
     out = capsys.readouterr().out
     assert f"Tailor's sidecar runs in {python}." in out
-    assert f"    {python} -m pip install {pip_target()}" in out
+    assert f"    {python} -m pip install {shlex.quote(pip_target())}" in out
     assert f'    {python} -c "import smart_context; print(smart_context.__file__)"' in out
 
 
@@ -175,6 +176,9 @@ similarity_threshold = 0.35   # tuned on my chats
 
 [plugins.memory]
 enabled = true   # Tailor's chat storage
+
+[llm.categories]
+embedding = "nomic-embed-text"   # Tailor's embedding model
 
 # a trailing note
 """
@@ -205,7 +209,8 @@ def test_other_shapes_of_the_plugins_table(tmp_path: Path, toml: str) -> None:
     assert run(vault) == 0
     before = tomllib.loads(toml)
     after = tomllib.loads((vault / ".vault.toml").read_text())
-    assert after["plugins"].pop("smart_context") == {"enabled": True}
+    # no embedding model in Tailor: our local one
+    assert after["plugins"].pop("smart_context") == {"enabled": True, "embedder": "local"}
     assert after["plugins"]["memory"]["enabled"] is True  # our chats go through it
     before["plugins"].pop("smart_context", None)
     before["plugins"].setdefault("memory", {})["enabled"] = True
@@ -277,8 +282,36 @@ def test_a_setting_we_would_refuse_stops_the_install_unless_forced(
     assert run(vault, "--force") == 0
     after = (vault / ".vault.toml").read_text()
     assert "# max_topics = 8  (commented out by smart-context install-tailor)" in after
-    assert tomllib.loads(after)["plugins"]["smart_context"] == {"enabled": True}
+    assert tomllib.loads(after)["plugins"]["smart_context"] == {
+        "enabled": True,
+        "embedder": "local",
+    }
     assert "Commented out max_topics" in capsys.readouterr().out
+
+
+def test_a_vault_without_an_embedding_model_gets_the_local_one_and_is_told(
+    tmp_path: Path,
+) -> None:
+    toml = 'name = "v"\n\n[llm.categories]\nfast = "gpt-4o-mini"\n\n[plugins.smart_context]\n'
+    vault = make_vault(tmp_path, toml)
+    out = io.StringIO()
+    assert run_install(vault, False, None, out) == 0
+    text = (vault / ".vault.toml").read_text()
+    assert 'embedder = "local" # no embedding model in [llm.categories]' in text
+    assert tomllib.loads(text)["plugins"]["smart_context"]["embedder"] == "local"
+    assert 'Set embedder = "local"' in out.getvalue()
+    assert "[local]" in pip_target()  # and the line to install says to bring the model
+    # a choice the user made, or a model Tailor has, is left alone
+    for table in (
+        '[plugins.smart_context]\nembedder = "host"\n',
+        '[llm.categories]\nembedding = "e"\n',
+    ):
+        vault = make_vault(tmp_path / table[:5].strip("[."), 'name = "v"\n\n' + table)
+        out = io.StringIO()
+        assert run_install(vault, False, None, out) == 0
+        after = tomllib.loads((vault / ".vault.toml").read_text())
+        assert after["plugins"]["smart_context"].get("embedder") in (None, "host")
+        assert "Set embedder" not in out.getvalue()
 
 
 def test_a_failure_midway_puts_the_vault_back(tmp_path: Path) -> None:
