@@ -28,4 +28,20 @@
       window.addEventListener(name, (event) => fn(event.detail));
     },
   };
+
+  /* The panel follows the chat the page shows (sidecar:chat_selected on document). Tailor's chat
+   * view says which chat it opened with chat:historyLoaded ({chatId}) on window, and keeps the
+   * open one in window.activeChatId: announced once the panel has started. */
+  const select = (chatId) => {
+    if (typeof chatId !== "string" || !chatId) return;
+    const detail = { chat_id: chatId };
+    document.dispatchEvent(new CustomEvent("sidecar:chat_selected", { detail }));
+  };
+  window.addEventListener("chat:historyLoaded", (event) => select((event.detail || {}).chatId));
+  const announce = () => window.setTimeout(() => select(window.activeChatId), 0);
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", announce); // the panel starts on it too
+  } else {
+    announce();
+  }
 })();

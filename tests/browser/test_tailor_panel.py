@@ -28,6 +28,7 @@ TAILOR_PAGE = """<!doctype html><html><head><meta charset="utf-8"></head><body>
 <div id="panel-%(id)s"></div>
 <script>
 window.__calls = [];
+%(before)s
 window.request = (method, params) => {
   window.__calls.push({method, params});
   if (method === "smart_context.usage_stats") {
@@ -61,6 +62,16 @@ def server() -> Iterator[HarnessServer]:
 
 @pytest.fixture
 def page(server: HarnessServer) -> Iterator[Any]:
+    yield from open_tailor(server, "")
+
+
+@pytest.fixture
+def page_with_open_chat(server: HarnessServer) -> Iterator[Any]:
+    yield from open_tailor(server, 'window.activeChatId = "c3";')
+
+
+def open_tailor(server: HarnessServer, before: str) -> Iterator[Any]:
+    """Tailor's window with the bridged panel; ``before`` runs before the panel is inserted."""
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         tab = browser.new_page()
@@ -72,8 +83,9 @@ def page(server: HarnessServer) -> Iterator[Any]:
             "id_json": json.dumps(PANEL_ID),
             "topics": json.dumps(TOPICS),
             "html": script_json(html),
+            "before": before,
         }
-        tab.goto(server.add_page("/tailor", body))
+        tab.goto(server.add_page(f"/tailor{len(before)}", body))
         yield tab
         browser.close()
         assert not errors, f"uncaught errors in the page: {errors}"
@@ -103,3 +115,23 @@ def test_tailors_window_events_reach_the_panel(page: Any) -> None:
             topics: [{label: "Garden Roses", count: 3}, {label: "Paris Trip", count: 3}]}}))"""
     )
     page.locator(f"#{PANEL_ID} [data-topic='Garden Roses']").wait_for()
+
+
+def test_the_panel_follows_the_chat_tailor_opens(page: Any) -> None:
+    page.locator(f"#{PANEL_ID} [data-topic='Paris Trip']").wait_for()
+    page.evaluate(
+        """() => window.dispatchEvent(new CustomEvent("chat:historyLoaded", {
+            detail: {chatId: "c2", result: {status: "success", history: []}}}))"""
+    )
+    page.wait_for_function(
+        "() => window.__calls.some(c => c.method === 'smart_context.get_topics'"
+        " && c.params.chat_id === 'c2')"
+    )
+    page.wait_for_function("() => window.SmartContextPanel.state().chat_id === 'c2'")
+
+
+def test_a_chat_open_when_the_panel_starts_is_followed(page_with_open_chat: Any) -> None:
+    page_with_open_chat.wait_for_function(
+        "() => window.SmartContextPanel && window.SmartContextPanel.state().chat_id === 'c3'"
+    )
+    assert requests(page_with_open_chat, "smart_context.get_topics")[-1]["chat_id"] == "c3"
