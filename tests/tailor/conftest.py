@@ -15,13 +15,14 @@ import pytest
 
 STANDIN = Path(__file__).parent / "standin"
 
-# what `smart-context install-tailor` writes as plugins/smart_context/main.py, in substance
-GENERATED_MAIN = """\
-from sidecar.api.plugin_base import PluginBase
-from smart_context.tailor.adapter import make_plugin_class
 
-Plugin = make_plugin_class(PluginBase)
-"""
+def generated_main() -> str:
+    """What `smart-context install-tailor` writes as plugins/smart_context/main.py, exactly
+    (imported here, not at the top: a test runs this module where our package is hidden)."""
+    from smart_context.install.tailor_files import main_py, pip_target
+
+    return main_py(pip_target())
+
 
 TOPICS = {
     "topics": [{"label": "Python Asyncio", "count": 3}, {"label": "Paris Trip", "count": 2}],
@@ -50,13 +51,19 @@ def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     drop_standin_modules()
 
 
-def make_vault(root: Path, settings: dict[str, Any], memory: dict[str, Any] | None = None) -> Path:
-    """A Tailor vault: the memory plugin and ours in ``plugins/``, both enabled."""
+def make_vault(
+    root: Path,
+    settings: dict[str, Any],
+    memory: dict[str, Any] | None = None,
+    main: str | None = None,
+) -> Path:
+    """A Tailor vault: the memory plugin and ours in ``plugins/``, both enabled; ``main`` is our
+    ``main.py`` (default: :func:`generated_main`)."""
     vault = root / "vault"
     shutil.copytree(STANDIN / "plugins" / "memory", vault / "plugins" / "memory")
     ours = vault / "plugins" / "smart_context"
     ours.mkdir(parents=True)
-    (ours / "main.py").write_text(GENERATED_MAIN, encoding="utf-8")
+    (ours / "main.py").write_text(main or generated_main(), encoding="utf-8")
     tables = {
         "memory": {"enabled": True, **(memory or {})},
         "smart_context": {"enabled": True, **settings},

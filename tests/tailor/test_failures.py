@@ -15,7 +15,7 @@ from typing import Any
 
 from smart_context.install.tailor_files import pip_target
 from smart_context.panel import PANEL_ID
-from tests.tailor.conftest import STANDIN, StartTailor
+from tests.tailor.conftest import STANDIN, StartTailor, generated_main
 
 REPO = Path(__file__).resolve().parents[2]
 HISTORY = ["How do I cancel an asyncio task in Python?", "What should I see in Paris?"]
@@ -86,7 +86,7 @@ def run_tailor_in(tmp_path: Path, hidden_module: str) -> dict[str, Any]:
         from sidecar.vault_brain import VaultBrain
 
         async def main():
-            vault = make_vault(Path({str(tmp_path)!r}), {{}})
+            vault = make_vault(Path({str(tmp_path)!r}), {{}}, main={generated_main()!r})
             brain = VaultBrain(vault, LLMService(responder))
             await brain.initialize()
             await brain.client_ready()
@@ -99,7 +99,8 @@ def run_tailor_in(tmp_path: Path, hidden_module: str) -> dict[str, Any]:
             print(json.dumps({{
                 "loaded": sorted(brain.plugins),
                 "load_errors": {{k: repr(v) for k, v in brain.load_errors.items()}},
-                "error": ours.smart_context.error if ours else None,
+                "error": ours.smart_context.error if hasattr(ours, "smart_context") else None,
+                "logged": getattr(getattr(ours, "logger", None), "lines", []),
                 "set_filter": answer,
                 "reply": ctx.response,
                 "saved": len(stored["messages"]),
@@ -142,6 +143,11 @@ def test_a_missing_dependency_is_reported_with_the_python_to_install_into(tmp_pa
 
 def test_our_package_missing_leaves_tailor_running(tmp_path: Path) -> None:
     report = run_tailor_in(tmp_path, "smart_context")
-    assert report["loaded"] == ["memory"]
-    assert "smart_context" in report["load_errors"]["smart_context"]
+    # the generated main.py loads a stand-in that registers nothing and says what to install
+    assert report["loaded"] == ["memory", "smart_context"] and report["set_filter"] is None
+    missing = "Smart Context is not installed in the Python that runs Tailor's sidecar"
+    [(level, logged)] = [(lv, text) for lv, text in report["logged"] if missing in text]
+    assert level == "ERROR" and f"pip install '{pip_target()}'" in logged
+    shown = [d.get("message") for e, d in report["frontend"] if e == "NOTIFY"]
+    assert shown == [logged]
     assert report["reply"] == "Noted: Hello there" and report["saved"] == 2

@@ -38,7 +38,7 @@ from smart_context.tailor.host import HIGHLIGHT_APPLIED
 from smart_context.tailor.pipeline import PipelineHooks
 from smart_context.tailor.tools import memory_tools
 from tests.fakes import FakeEmbedder, FakeHost, make_messages
-from tests.tailor.conftest import GENERATED_MAIN, drop_standin_modules
+from tests.tailor.conftest import drop_standin_modules, generated_main
 
 SRC = os.environ.get("TAILOR_SRC", "")
 pytestmark = pytest.mark.skipif(
@@ -163,7 +163,7 @@ def real_vault(root: Path) -> Path:
         Path(SRC) / "example-vault" / "plugins" / "memory", vault / "plugins" / "memory"
     )
     (vault / "plugins" / "smart_context").mkdir(parents=True)
-    (vault / "plugins" / "smart_context" / "main.py").write_text(GENERATED_MAIN, encoding="utf-8")
+    (vault / "plugins" / "smart_context" / "main.py").write_text(generated_main(), encoding="utf-8")
     (vault / ".vault.toml").write_text(
         "[plugins.memory]\nenabled = true\n\n[plugins.smart_context]\nenabled = true\n"
         'summarizer = "offline"\ntopic_extractor = "offline"\n',

@@ -61,7 +61,11 @@ class VaultBrain:
     def _load_plugins(self):
         plugins_dir = self.vault_path / "plugins"
         folders = (
-            sorted(p for p in plugins_dir.iterdir() if (p / "main.py").exists())
+            sorted(
+                p
+                for p in plugins_dir.iterdir()
+                if not p.name.startswith((".", "_")) and (p / "main.py").exists()
+            )
             if plugins_dir.is_dir()
             else []
         )
