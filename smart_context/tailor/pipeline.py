@@ -136,8 +136,9 @@ def with_record(
     data: ChatData, reply_id: object, response: str, record: dict[str, Any]
 ) -> ChatData:
     """``data`` with ``record`` on the reply: the message with id ``reply_id`` when Tailor said
-    which, else the last assistant message reading ``response``. A reply that already has a
-    record, or none found, leaves ``data`` as it is."""
+    which, else the chat's last message if it is an assistant message reading ``response`` (an
+    older reply of the same text is never taken for it). A reply that already has a record, or
+    none found, leaves ``data`` as it is."""
     messages = data.get("messages")
     if not isinstance(messages, list):
         return data
@@ -145,7 +146,8 @@ def with_record(
     if reply_id is not None:
         found = [m for m in replies if str(m.get("id")) == str(reply_id)]
     else:
-        found = [m for m in replies if m.get("content") == response][-1:]
+        last = replies[-1:] if replies and messages[-1] is replies[-1] else []
+        found = [m for m in last if m.get("content") == response]
     for message in found[:1]:
         if RECORD not in message:
             message[RECORD] = record

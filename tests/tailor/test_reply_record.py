@@ -23,14 +23,19 @@ def test_the_reply_tailor_names_gets_the_record() -> None:
     assert out["messages"][1][RECORD] == RECORD_A and RECORD not in out["messages"][2]
 
 
-def test_without_an_id_the_last_reply_with_that_text_gets_it() -> None:
+def test_without_an_id_only_the_last_message_can_be_the_reply() -> None:
     data = chat(
         {"id": "a1", "role": "assistant", "content": "same"},
         {"id": "a2", "role": "assistant", "content": "same"},
-        {"id": "a3", "role": "assistant", "content": "other"},
     )
     out = with_record(data, None, "same", RECORD_A)
-    assert [RECORD in m for m in out["messages"]] == [False, False, True, False]
+    assert [RECORD in m for m in out["messages"]] == [False, False, True]
+    # the turn was not saved (another memory plugin): an older reply of that text is not it
+    data = chat(
+        {"id": "a1", "role": "assistant", "content": "same"},
+        {"id": "u2", "role": "user", "content": "next"},
+    )
+    assert with_record(data, None, "same", RECORD_A) == data
 
 
 def test_an_unknown_reply_a_user_message_or_a_recorded_reply_is_left_alone() -> None:
