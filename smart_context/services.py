@@ -57,6 +57,7 @@ class Services:
             (settings.rules_dir, settings.references_dir),
         )
         self.knowledge.on_behind = self.index_knowledge
+        self.knowledge.on_stale = lambda: self.indexing.request("notes")
         self.indexing: Coalescer[str] = Coalescer(self._index)
         self.items.servers.on_listed = self.index_items
         # long memory (CONTRACT §9): the SQLite store, the budget, and its pass after replies
@@ -95,6 +96,9 @@ class Services:
             self.indexing.request("knowledge")
 
     async def _index(self, what: str) -> None:
+        if what == "notes":  # a look at the files of a large vault: nothing to embed
+            await self.knowledge.rescan()
+            return
         try:
             store = await self.store()
             if what == "items":

@@ -2,7 +2,11 @@
 current incrementally (seed 004's knowledge base).
 
 - Each request looks at the notes with one ``stat`` per file (:func:`.notes.scan`); only a note
-  whose stamp changed is read and cut again, and a deleted note leaves the index.
+  whose stamp changed is read and cut again, and a deleted note leaves the index. Past
+  :data:`LARGE_VAULT` notes that look costs a request more than it is worth (13 to 19 ms at
+  2,000 notes, 33 to 51 ms at 5,000 on a 2-core machine: ``benchmarks/bench_note_scan.py``):
+  a request then takes the notes as last seen and asks for a fresh look in the background
+  (``on_stale``), so an edit counts from the request after that look, not the very next one.
 - Passage vectors are the store's ``knowledge`` collection, saved in
   ``.memory/smart_context/knowledge.embeddings.json`` (the format of
   :mod:`smart_context.vectors.files`: atomic writes; a damaged file is set aside, logged and
@@ -37,6 +41,7 @@ log = logging.getLogger(__name__)
 
 COLLECTION = "knowledge"
 INLINE = 48  # passages a request embeds itself: a few edited notes, well under a second
+LARGE_VAULT = 500  # notes past which a request no longer looks at every file (about 5 ms)
 BATCH = 256  # passages per embedding call of the background pass
 SAVE_EVERY = 8  # batches between saves of the background pass (a crash loses at most these)
 
@@ -89,6 +94,7 @@ class KnowledgeIndex:
         self.excluded = tuple(excluded)
         self.path = knowledge_vectors_file(vault)
         self.on_behind: Callable[[], None] | None = None  # asks for the background pass
+        self.on_stale: Callable[[], None] | None = None  # asks for a look at the files, ditto
         self._notes: dict[str, Note] = {}
         self._skipped: dict[str, Stamp] = {}  # notes that could not be used, as they were
         self._problems: set[str] = set()
@@ -105,6 +111,15 @@ class KnowledgeIndex:
         return self._layout
 
     async def current(self) -> Layout:
+        """The notes for a request: as the files are now (:meth:`rescan`), or in a large vault
+        with someone to look in the background, as last seen (see the module docstring)."""
+        stamps = self._stamps
+        if stamps is not None and len(stamps) > LARGE_VAULT and self.on_stale is not None:
+            self.on_stale()
+            return self._layout
+        return await self.rescan()
+
+    async def rescan(self) -> Layout:
         """The notes as the files are now: only the changed ones read again."""
         async with self._lock:
             found = await asyncio.to_thread(scan, self.root, self.folders, self.excluded)
@@ -172,7 +187,7 @@ class KnowledgeIndex:
     async def index(self, store: VectorStore, progress: Progress | None = None) -> int:
         """Embed every passage that has no vector yet, ``BATCH`` at a time, saving as it goes
         (the background pass). Returns how many passages it embedded."""
-        layout = await self.current()
+        layout = await self.rescan()
         async with store.lock(COLLECTION):
             vectors = await store.collection(COLLECTION, lambda: self.path, KeyedMatrix)
             todo = list(_missing(layout, _rows(vectors, layout.keys)).items())

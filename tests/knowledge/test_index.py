@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from smart_context.config import Settings
 from smart_context.knowledge.index import KnowledgeIndex, knowledge_vectors_file
+from smart_context.services import Services
 from smart_context.store import VectorStore
-from tests.fakes import FakeEmbedder
+from tests.fakes import FakeEmbedder, FakeHost
 
 NOTES = {
     "notes/sourdough.md": "Feed the rye starter at 25 degrees.\n\nBake at 250 in the Dutch oven.",
@@ -153,3 +155,42 @@ async def test_many_missing_passages_wait_for_the_background_pass(notes_vault: P
     assert progress == [(3, 3)]
     matrix = await index.vectors(store, layout, inline=2)
     assert matrix.shape == (3, embedder.dim) and (np.abs(matrix).sum(axis=1) > 0).all()
+
+
+async def test_a_large_vault_is_looked_at_in_the_background(
+    notes_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("smart_context.knowledge.index.LARGE_VAULT", 2)  # 3 notes: "large"
+    index = KnowledgeIndex(notes_vault, ["."])
+    asked: list[str] = []
+    index.on_stale = lambda: asked.append("look")
+    first = await index.current()  # nothing seen yet: looked at now
+    assert len(first.notes) == 3 and asked == []
+    touch_edit(notes_vault / "notes/kyoto.md", "The ryokan moved to Osaka.")
+    assert await index.current() is first and asked == ["look"]  # as last seen; a look asked
+    seen = await index.rescan()  # what the background look does
+    assert "Osaka" in " ".join(seen.chunks)
+    assert await index.current() is seen  # the edit counts from here
+
+
+async def test_a_small_vault_is_looked_at_on_every_request(notes_vault: Path) -> None:
+    index = KnowledgeIndex(notes_vault, ["."])
+    index.on_stale = lambda: pytest.fail("a small vault needs no background look")
+    await index.current()
+    touch_edit(notes_vault / "notes/kyoto.md", "The ryokan moved to Osaka.")
+    assert "Osaka" in " ".join((await index.current()).chunks)
+
+
+async def test_the_services_look_in_the_background_and_settle_waits_for_it(
+    notes_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("smart_context.knowledge.index.LARGE_VAULT", 2)
+    services = Services(FakeHost(notes_vault), Settings(summarizer="offline"), FakeEmbedder())
+    try:
+        first = await services.knowledge.current()
+        touch_edit(notes_vault / "notes/kyoto.md", "The ryokan moved to Osaka.")
+        assert await services.knowledge.current() is first
+        await services.settle()
+        assert "Osaka" in " ".join(services.knowledge.latest.chunks)
+    finally:
+        services.memory_db.close()
