@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from smart_context.budget.tokens import Counter
+from smart_context.config import Settings
 from smart_context.context.request_parts import (
     Fixed,
     budget_limit,
@@ -134,11 +135,24 @@ async def request_items(
         tools=offered,
         message=message,
     )
-    notes, queries = await notes_of(services, message, fixed, model, documents, request.queries)
+    counter = services.budget.counter(model)  # the vault's calibrated estimate, if any
+    limit = budget_limit(services.settings, model)
+    # counted once: the notes' room and the budget's both start from them
+    costs = fixed_costs(counter, fixed) if limit else None
+    notes, queries = await notes_of(
+        services,
+        message,
+        counter,
+        _notes_room(services.settings, limit, costs),
+        documents,
+        request.queries,
+    )
     if notes.text:
         text = request.system_text(memory.text, notes.text)
         system = [{"role": "system", "content": text}]
         fixed = replace(fixed, knowledge=[*fixed.knowledge, *_as_system(notes.text)])
+        if costs is not None:
+            costs["knowledge"] = messages_cost(counter, fixed.knowledge)
     if notes.notes or notes.left_out:
         record["knowledge"] = list(notes.notes)
     fitted = await services.budget.fit(
@@ -151,8 +165,8 @@ async def request_items(
         [m.get("id") for m in view.sticky],
         summaries=decision.record.mode != FILTERED,
         history=decision.source,
+        costs=costs,
     )
-    counter = services.budget.counter(model)
     if fitted is None:
         fixed_cost = fixed_tokens(counter, system, message, fixed.tools)
         record["usage"] = services.usage.measure(chat_id, decision, counter, fixed_cost)
@@ -183,25 +197,24 @@ async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> M
 async def notes_of(
     services: Services,
     message: str,
-    fixed: Fixed,
-    model: str | None,
+    counter: Counter,
+    room: int,
     limits: Limits,
     queries: Matrix | None,
 ) -> tuple[KnowledgeSection, Matrix | None]:
-    """The vault notes for ``message`` (:mod:`smart_context.knowledge`), within
-    ``knowledge_share`` of the budget and what ``fixed`` leaves of it, and the message's
-    sentence vectors (embedded here when ``queries`` is ``None``, for the budget's search too).
-    Without an embedder the notes are searched by their words; a failure costs the notes."""
+    """The vault notes for ``message`` (:mod:`smart_context.knowledge`) within ``room`` tokens
+    (:func:`_notes_room`) as ``counter`` counts them, and the message's sentence vectors
+    (embedded here when ``queries`` is ``None``, for the budget's search too). Without an
+    embedder the notes are searched by their words; a failure costs the notes."""
     settings = services.settings
     empty = KnowledgeSection()
     if not settings.knowledge_folders or not settings.knowledge_top_n or not message.strip():
         return empty, queries
+    if room <= 0:
+        return empty, queries
     try:
         layout = await services.knowledge.current()
         if not layout.chunks:
-            return empty, queries
-        counter, room = _notes_room(services, model, fixed)
-        if room <= 0:
             return empty, queries
         index = np.zeros((len(layout.chunks), 0), dtype=np.float32)
         try:
@@ -230,16 +243,12 @@ async def notes_of(
     return knowledge_section(cited, fits), queries
 
 
-def _notes_room(services: Services, model: str | None, fixed: Fixed) -> tuple[Counter, int]:
-    """The counter of the chat model and the tokens the notes may take: ``knowledge_share``
-    of the budget and never more than the rest of the request leaves of it."""
-    settings = services.settings
-    counter = services.budget.counter(model)  # the vault's calibrated estimate, if any
-    limit = budget_limit(settings, model)
-    if not limit:
-        return counter, KNOWLEDGE_TOKENS
-    left = limit - sum(fixed_costs(counter, fixed).values())
-    return counter, min(int(settings.knowledge_share * limit), left)
+def _notes_room(settings: Settings, limit: int, costs: Mapping[str, int] | None) -> int:
+    """The tokens the notes may take: ``knowledge_share`` of the budget ``limit`` and never
+    more than the rest of the request (``costs``, by section) leaves of it."""
+    if not limit or costs is None:
+        return KNOWLEDGE_TOKENS
+    return min(int(settings.knowledge_share * limit), limit - int(sum(costs.values())))
 
 
 def _as_system(text: str | None) -> list[dict[str, Any]]:

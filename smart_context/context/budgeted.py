@@ -123,14 +123,16 @@ class Budgeter:
         sticky_ids: Sequence[Any] = (),
         summaries: bool = True,
         history: History | None = None,
+        costs: Mapping[str, int] | None = None,
     ) -> Fitted | None:
         """The history within the budget, or ``None`` when there is no budget. ``history``,
-        when given, is ``candidates`` with its ids already read (the topic rule's)."""
+        when given, is ``candidates`` with its ids already read (the topic rule's); ``costs``,
+        when given, is :func:`fixed_costs` of ``fixed`` with this model's counter."""
         limit = budget_limit(self.settings, model)
         if not limit:
             return None
         counter = self.counter(model)
-        costs = fixed_costs(counter, fixed)
+        costs = dict(costs) if costs is not None else fixed_costs(counter, fixed)
         room = max(limit - sum(costs.values()), 0)
         if history is None or len(history) != len(candidates):
             history = History(candidates)

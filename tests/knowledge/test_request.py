@@ -129,3 +129,29 @@ async def test_an_edited_note_is_seen_by_the_next_request_and_embedded_alone(
     )
     assert not any(text.split("\n\n")[0] in {"beds", "lisbon", "postgres"} for text in embedded)
     assert "on the counter" in ctx.history[0]["content"]
+
+
+async def test_the_parts_beside_the_history_are_counted_once_per_request(
+    start: Any, notes_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import smart_context.context.assemble as assemble
+    import smart_context.context.budgeted as budgeted
+
+    calls: list[str] = []
+    real = budgeted.fixed_costs
+
+    def counted(counter: Any, fixed: Any) -> dict[str, int]:
+        calls.append("count")
+        return real(counter, fixed)
+
+    monkeypatch.setattr(assemble, "fixed_costs", counted)
+    monkeypatch.setattr(budgeted, "fixed_costs", counted)
+    chat = long_chat(300)
+    write_chat(notes_vault, "long", chat)
+    running = await start(settings={"budget_tokens": 2000})
+    await running.settle()
+    ctx = await ask(running, chat)
+    record = ctx.metadata["smart_context"]
+    assert record["knowledge"] and record["budget"]["by_section"]["knowledge"] > 0
+    assert calls == ["count"]  # the notes' room and the budget share one count
+    assert sent_tokens(ctx) <= record["budget"]["used"] <= 2000
