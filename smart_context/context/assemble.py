@@ -257,12 +257,11 @@ def _as_system(text: str | None) -> list[dict[str, Any]]:
 
 def _narrowed(record: dict[str, Any], decision: Decision, kept: np.ndarray) -> dict[str, Any]:
     """The record's id list when the budget sent only ``kept`` of the rule's history."""
-    sent = {id(m) for m, k in zip(decision.history, kept.tolist(), strict=True) if k}
-    position = {mid: i for i, mid in enumerate(decision.all_ids)}
+    where = decision.positions
+    if where is None:
+        where = np.arange(len(decision.history), dtype=np.intp)
     flags = np.zeros(len(decision.all_ids), dtype=bool)
-    for m in decision.history:
-        if id(m) in sent and (i := position.get(m.get("id"))) is not None:
-            flags[i] = True
+    flags[where[kept]] = True
     out = {k: v for k, v in record.items() if k not in ("included_ids", "excluded_ids")}
     side, ids = shorter_ids(decision.all_ids, flags)
     out[side] = ids

@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from smart_context.context.topic_scores import TopicScores
 from smart_context.messages import History, Message
@@ -33,6 +34,8 @@ class Decision:
     source: History | None = None
     # the whole history the rule chose from, when the filter kept only part of it (usage)
     full: list[Any] | None = None
+    # where each message of ``history`` is in ``all_ids``, when it is not simply the same order
+    positions: npt.NDArray[np.intp] | None = None
 
 
 @dataclass(frozen=True)
@@ -124,4 +127,5 @@ def decide(
     kept_scores = dict(zip(kept_ids, rounded, strict=True))
     filtered = record(FILTERED, scores=kept_scores, ids=shorter_ids(all_ids, kept_flags))
     kept = [*older, *(messages[i] for i in idx)]
-    return Decision(kept, filtered, list(all_ids), full=candidates)
+    where = np.concatenate((np.arange(len(older)), len(older) + np.asarray(idx, dtype=np.intp)))
+    return Decision(kept, filtered, list(all_ids), full=candidates, positions=where.astype(np.intp))

@@ -12,6 +12,7 @@ import pytest
 
 from smart_context.budget.calibration import calibration_file
 from smart_context.budget.tokens import counter_for, prompt_tokens
+from smart_context.record import included_ids
 from tests.conftest import Ctx, call, write_chat
 from tests.context.test_budgeted import long_chat
 from tests.fakes import make_messages
@@ -49,7 +50,7 @@ async def test_a_budget_sends_less_than_the_whole_history_and_says_how_much(
 ) -> None:
     chat = long_chat(400)
     write_chat(vault, "long", chat)
-    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o"})
+    running = await start(settings={"budget_tokens": 50, "token_model": "gpt-4o"})
     ctx = await running.context("long", chat)
     record = ctx.metadata["smart_context"]
     usage = record["usage"]
@@ -166,3 +167,26 @@ async def test_a_failed_request_record_has_no_usage_and_post_process_still_passe
     assert "usage" not in ctx.metadata["smart_context"]
     ctx.metadata["usage"] = {"prompt_tokens": 10}
     await call(running.pm.hook.pipeline_post_process, ctx=ctx)  # nothing to add to, no raise
+
+
+async def test_a_filter_then_a_budget_name_exactly_the_messages_sent(
+    start: Any, vault: Path
+) -> None:
+    chat = make_messages(TEXTS)
+    write_chat(vault, "c1", chat, topics=TOPICS)
+    settings = {
+        "similarity_threshold": 0.3,
+        "token_model": "gpt-4o",
+        "budget_tokens": 50,
+        "recent_messages": 1,
+        "memory_tools": False,
+    }
+    running = await start(settings)
+    await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
+    ctx = await running.context("c1", list(chat))
+    record = ctx.metadata["smart_context"]
+    sent = [m["id"] for m in ctx.history if m.get("id") is not None]
+    assert record["mode"] == "filtered"
+    filtered = [m["id"] for m in chat if m["id"] in record["scores"]]
+    assert 0 < len(sent) < len(filtered)  # the budget narrowed what the filter kept
+    assert included_ids(record, [m["id"] for m in chat]) == sent
