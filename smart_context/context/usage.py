@@ -92,11 +92,9 @@ class UsageMeter:
 
 def _history_tokens(whole: MessageFacts, decision: Decision, whole_history: int) -> int:
     """What the decision's history costs, from the counts of the whole one it is part of."""
-    if decision.full is None:
+    if decision.full is None or decision.positions is None:
         return whole_history
-    position = whole.position
-    found = [position.get(str(m.get("id"))) for m in decision.history]
-    return int(sum(int(whole.tokens[i]) for i in found if i is not None))
+    return int(whole.tokens[decision.positions].sum())  # the whole one is ``decision.full``
 
 
 def fixed_tokens(
