@@ -191,7 +191,7 @@ async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> M
     except SmartContextError as exc:
         log.warning("Smart Context: memory left out of the request: %s", exc)
         return memory_section((), (), 0)
-    return memory_section(direct, memories, max_tokens)
+    return memory_section(direct, memories, max_tokens, services.budget.counter(model))
 
 
 async def notes_of(

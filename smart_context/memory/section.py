@@ -4,22 +4,23 @@ history, message): direct messages other plugins posted for the chat, then store
 - Live direct messages first, highest priority first (seed 004: "prioritized in L1 context");
   expired ones are never read.
 - Then stored memories, the chat's and the vault's global ones, most important first.
-- Within ``max_tokens`` (estimated at 4 characters a token; the budget counts the section again
-  with the model's tokenizer): what does not fit is left out, lowest first, and the count of
-  what was left out is said, so a model knows there is more to ``retrieve_context``.
+- Within ``max_tokens``, each line counted by the chat model's ``counter`` (as the notes and the
+  budget count; a plain estimate when none is given): what does not fit is left out, lowest
+  first, and the count of what was left out is said, so a model knows there is more to
+  ``retrieve_context``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
-from smart_context.budget.tokens import CHARS_PER_TOKEN
+from smart_context.budget.tokens import Counter, Estimate
 from smart_context.memory.records import DirectMessage, Memory
 
-CHARS = int(CHARS_PER_TOKEN)  # the estimate's characters per token
-
 TITLE = "Memory"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -33,32 +34,39 @@ class MemorySection:
 
 
 def memory_section(
-    direct: Sequence[DirectMessage], memories: Sequence[Memory], max_tokens: int
+    direct: Sequence[DirectMessage],
+    memories: Sequence[Memory],
+    max_tokens: int,
+    counter: Counter | None = None,
 ) -> MemorySection:
     """The section (module docstring); ``direct`` and ``memories`` in the store's order."""
-    room = [max_tokens * CHARS]  # characters left, shared by both lists
-
-    def fit(entries: Sequence[tuple[int, str]]) -> tuple[list[int], list[str]]:
-        ids, lines = [], []
-        for entry_id, line in entries:
-            if len(line) <= room[0]:
-                ids.append(entry_id)
-                lines.append(line)
-                room[0] -= len(line)
-        return ids, lines
-
-    direct_ids, lines = fit([(m.id, _direct_line(m)) for m in direct])
-    memory_ids, remembered = fit([(m.id, f"- {m.content}") for m in memories])
-    left_out = len(direct) + len(memories) - len(direct_ids) - len(memory_ids)
+    lines = [_direct_line(m) for m in direct] + [f"- {m.content}" for m in memories]
+    costs = (counter or Estimate()).count(lines)  # one call for every line
+    room = max_tokens  # shared by both lists, direct messages first
+    kept: list[bool] = []
+    for cost in costs:
+        kept.append(cost <= room)
+        if kept[-1]:
+            room -= cost
+    split = len(direct)
+    sent_direct, shown = _kept(direct, kept[:split]), _kept(lines[:split], kept[:split])
+    sent_memories, remembered = _kept(memories, kept[split:]), _kept(lines[split:], kept[split:])
+    left_out = len(direct) + len(memories) - len(sent_direct) - len(sent_memories)
     parts = []
-    if lines:
-        parts.append("Messages for this conversation:\n" + "\n".join(lines))
+    if shown:
+        parts.append("Messages for this conversation:\n" + "\n".join(shown))
     if remembered:
         parts.append("Remembered:\n" + "\n".join(remembered))
     if left_out:
         parts.append(f"({left_out} more stored, not shown: retrieve_context can find them.)")
-    text = f"# {TITLE}\n\n" + "\n\n".join(parts) if lines or remembered else ""
-    return MemorySection(text, tuple(direct_ids), tuple(memory_ids), left_out)
+    text = f"# {TITLE}\n\n" + "\n\n".join(parts) if shown or remembered else ""
+    return MemorySection(
+        text, tuple(m.id for m in sent_direct), tuple(m.id for m in sent_memories), left_out
+    )
+
+
+def _kept(items: Sequence[T], flags: Sequence[bool]) -> list[T]:
+    return [item for item, keep in zip(items, flags, strict=True) if keep]
 
 
 def _direct_line(message: DirectMessage) -> str:

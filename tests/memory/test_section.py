@@ -23,3 +23,19 @@ def test_direct_messages_come_first_and_what_does_not_fit_is_counted() -> None:
     text = section.text
     assert text.startswith("# Memory") and text.index("Focus on the plan.") < text.index("Vegan.")
     assert "1 more stored" in text and "from planner" in text
+
+
+class OneTokenALine:
+    """A tokenizer that finds one token in any line, however long."""
+
+    name, exact, key = "one", True, "one"
+
+    def count(self, texts: list[str]) -> list[int]:
+        return [1 for _ in texts]
+
+
+def test_lines_are_counted_by_the_chat_models_counter() -> None:
+    memories = [memory(i, "x" * 400) for i in range(5)]
+    assert memory_section((), memories, max_tokens=3).memory_ids == ()  # 100 estimated each
+    section = memory_section((), memories, max_tokens=3, counter=OneTokenALine())
+    assert section.memory_ids == (0, 1, 2) and section.left_out == 2
