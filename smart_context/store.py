@@ -206,11 +206,30 @@ class VectorStore:
         and keyed by content: a text is embedded once, across restarts, and an edited one
         again; the misses go in one call, and texts no longer asked for are dropped."""
         keys = [content_hash(t) for t in texts]
+        matrix, _ = await self.keyed_vectors(name, path, keys, texts)
+        return matrix
+
+    async def keyed_vectors(
+        self,
+        name: str,
+        path: Path,
+        keys: Sequence[str],
+        texts: Sequence[str],
+        inline: int | None = None,
+    ) -> tuple[Matrix, int]:
+        """``(len(keys), dim)`` unit vectors of ``texts`` (one per key, in order), kept as
+        collection ``name`` (saved at ``path``) by ``keys``, and how many have none yet.
+
+        The misses are embedded in one call, unless there are more than ``inline`` of them
+        (``None``: no limit): then none is, and their rows are zero (a background pass embeds
+        them into the same collection). Once every key asked for has a vector, the vectors of
+        keys no longer asked for are dropped. A new model or dimension starts the collection
+        over."""
         async with self.lock(name):
             vectors = await self.collection(name, lambda: path, KeyedMatrix)
             known = set(vectors.keys) if vectors is not None else set()
             todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
-            if todo:
+            if todo and (inline is None or len(todo) <= inline):
                 embedded = await self.embed(list(todo.values()))
                 if vectors is None or vectors.dim != embedded.shape[1]:  # a new model
                     vectors = KeyedMatrix(self.embedder.model_id, int(embedded.shape[1]))
@@ -219,14 +238,18 @@ class VectorStore:
                         todo = dict(zip(keys, texts, strict=True))
                         embedded = await self.embed(list(todo.values()))
                 vectors.add(list(todo), embedded)
-            if vectors is None:  # no texts at all
-                return np.zeros((0, 0), dtype=np.float32)
-            used = np.unique([vectors.row(k) for k in keys]).astype(np.intp)
-            vectors.keep(used)
-            ordered = vectors.matrix[[vectors.row(k) for k in keys]]
+                todo = {}
+            if vectors is None:  # nothing embedded yet
+                return np.zeros((len(keys), 0), dtype=np.float32), len(todo)
+            rows = np.fromiter(map(vectors.row, keys), dtype=np.intp, count=len(keys))
+            if not todo and vectors.keep(np.unique(rows).astype(np.intp)):
+                rows = np.fromiter(map(vectors.row, keys), dtype=np.intp, count=len(keys))
+            ordered = np.zeros((len(keys), vectors.dim), dtype=np.float32)
+            found = rows >= 0
+            ordered[found] = vectors.matrix[rows[found]]
             text = self.snapshot(vectors)
         await self.write(path, vectors, text)
-        return ordered
+        return ordered, len(todo)
 
     # ------------------------------------------------------------------ phrases
 

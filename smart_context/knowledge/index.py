@@ -103,7 +103,6 @@ class KnowledgeIndex:
         self._lock = asyncio.Lock()
         self._version = 0  # bumped whenever the collection's rows change
         self._memo: tuple[Layout, str, int, Matrix] | None = None
-        self._pruned: Layout | None = None
 
     @property
     def latest(self) -> Layout:
@@ -155,33 +154,19 @@ class KnowledgeIndex:
     async def vectors(self, store: VectorStore, layout: Layout, inline: int = INLINE) -> Matrix:
         """``(passages, dim)``: each passage's vector, a zero row for one not embedded yet.
         Embeds up to ``inline`` missing passages now and asks for the background pass when
-        more are missing; drops the vectors of passages no note has any more."""
+        more are missing; drops the vectors of passages no note has any more
+        (:meth:`VectorStore.keyed_vectors`)."""
         model = store.embedder.model_id
         memo = self._memo
         if memo is not None and memo[0] is layout and memo[1:3] == (model, self._version):
             return memo[3]
-        async with store.lock(COLLECTION):
-            vectors = await store.collection(COLLECTION, lambda: self.path, KeyedMatrix)
-            rows = _rows(vectors, layout.keys)
-            todo = _missing(layout, rows)
-            if todo and len(todo) <= inline:
-                embedded = await store.embed(list(todo.values()))
-                vectors = self._open(store, vectors, int(embedded.shape[1]))
-                vectors.add(list(todo), embedded)
-                rows = _rows(vectors, layout.keys)
-                todo = {}
-            if vectors is not None and not todo and self._pruned is not layout:
-                if vectors.keep(np.unique(rows).astype(np.intp)):  # deleted or edited notes
-                    self._version += 1
-                    rows = _rows(vectors, layout.keys)
-                self._pruned = layout
-            matrix = _gather(vectors, rows)
-            text = store.snapshot(vectors) if vectors is not None else None
-        if vectors is not None:
-            await store.write(self.path, vectors, text)
-        if todo and self.on_behind is not None:
+        version = self._version
+        matrix, missing = await store.keyed_vectors(
+            COLLECTION, self.path, layout.keys, layout.chunks, inline
+        )
+        if missing and self.on_behind is not None:
             self.on_behind()
-        self._memo = (layout, model, self._version, matrix)
+        self._memo = (layout, model, version, matrix)
         return matrix
 
     async def index(self, store: VectorStore, progress: Progress | None = None) -> int:
@@ -225,12 +210,3 @@ def _rows(vectors: KeyedMatrix | None, keys: Sequence[str]) -> IntArray:
 def _missing(layout: Layout, rows: IntArray) -> dict[str, str]:
     """key -> passage text of the passages without a vector, each text once."""
     return {layout.keys[i]: layout.chunks[i] for i in np.flatnonzero(rows < 0).tolist()}
-
-
-def _gather(vectors: KeyedMatrix | None, rows: IntArray) -> Matrix:
-    if vectors is None:
-        return np.zeros((len(rows), 0), dtype=np.float32)
-    out = np.zeros((len(rows), vectors.dim), dtype=np.float32)
-    found = rows >= 0
-    out[found] = vectors.matrix[rows[found]]
-    return out
