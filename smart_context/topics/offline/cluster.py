@@ -6,10 +6,12 @@ Used when no chat model is configured or its call failed. Steps:
    talk ("thanks", "Glad it worked!") and messages without a vector take no part. A message
    with no word to name a topic by ("where should I keep it?") joins the topic of the message
    before it, after clustering.
-2. Chats with enough substance are clustered by spherical k-means with k in 3..8 chosen by
-   silhouette among the k that leave no sliver (a cluster under 8% of the chat), after each
-   vector leans a little toward its chat neighbours: a short follow-up ("and in winter?") is
-   about what came just before it. A handful of messages are grouped
+2. Chats with enough substance are clustered by Ward's method (:mod:`.ward`: one
+   deterministic tree, cut at every k in 3..8), after each vector leans a little toward its
+   chat neighbours: a short follow-up ("and in winter?") is about what came just before it.
+   Among the cuts that leave no sliver (a cluster under 8% of the chat), the fewest clusters
+   whose silhouette is within 0.02 of the best win: a subject discussed from two angles stays
+   one topic unless splitting it is clearly better. A handful of messages are grouped
    by average-link with a similarity threshold instead, where a silhouette says little.
 3. Each cluster is named by one of its key phrases (:mod:`smart_context.offline_text`): words
    and short noun phrases ranked by class-based TF-IDF, chat filler never among them. Given
@@ -21,7 +23,8 @@ Used when no chat model is configured or its call failed. Steps:
    regenerations. In a chat with enough substance a one-message cluster is an outlier, not a
    topic, and is left out.
 
-Everything is deterministic: k-means seeds come from a fixed-seed generator.
+Everything is deterministic: the tree has no random start, and long chats measure the
+silhouette on a sample drawn by a fixed-seed generator.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from smart_context.errors import EmbeddingError
 from smart_context.messages import message_text
 from smart_context.topics.labels import is_sticky_label, normalize_label
 from smart_context.topics.model import MAX_TOPICS, MIN_TOPICS, ExtractedTopics, Topic
+from smart_context.topics.offline import ward
 from smart_context.topics.offline.talk import is_instruction, is_small_talk
 from smart_context.topics.offline.text import (
     ChatTerms,
@@ -57,10 +61,11 @@ __all__ = ["extract_offline", "is_instruction", "is_trivial"]
 _MIN_SUBSTANCE = 12  # usable messages from which 3..8 topics are expected
 _MIN_TOPIC_SIZE = 4  # k stays <= n / 4: a topic is more than one question and its answer
 _MIN_TOPIC_SHARE = 0.08  # ...and a cluster under 8% of the chat is a sliver of another topic
-_NEIGHBOUR_WEIGHT = 0.25  # how far a message's vector leans toward its chat neighbours
+_NEIGHBOUR_WEIGHT = 0.15  # how far a message's vector leans toward its chat neighbours
 _SMALL_CHAT_SIMILARITY = 0.35  # average-link merge threshold below _MIN_SUBSTANCE messages
 _REPLY_BONUS = 0.3  # ...and what an answer adds to its similarity with the question before it
 _SILHOUETTE_SAMPLE = 1500  # a silhouette needs all pairwise distances: cap the rows
+_SILHOUETTE_SLACK = 0.02  # ...and a smaller k within this of the best silhouette wins
 _SEED = 20260301
 _PHRASE_BUDGET = 80  # label candidates to embed for all clusters together...
 _MAX_CANDIDATES = 20  # ...and for one cluster
@@ -207,6 +212,8 @@ def _cluster(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     if n < _MIN_SUBSTANCE:
         return _renumber(_average_link(points, replies))
     points = _smooth(points)
+    tree_rows = ward.spaced_rows(n)
+    tree = ward.ward_tree(points[tree_rows])
     # The silhouette of every k is measured on the same rows: long chats use a fixed sample.
     rows = np.arange(n)
     if n > _SILHOUETTE_SAMPLE:
@@ -216,14 +223,23 @@ def _cluster(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     # scores well on silhouette yet makes a bubble nobody needs: such a k competes only when
     # no k is free of slivers.
     floor = max(_MIN_TOPIC_SIZE, int(np.ceil(_MIN_TOPIC_SHARE * n)))
-    best_rank, best = (False, -np.inf), np.zeros(n, dtype=np.intp)
-    for k in range(MIN_TOPICS, min(MAX_TOPICS, n // _MIN_TOPIC_SIZE) + 1):
-        labels = _kmeans(points, k)
-        whole = int(np.bincount(labels, minlength=k).min()) >= floor
-        score = _silhouette(distances, labels[rows])
-        if (whole, score) > (best_rank[0], best_rank[1] + 1e-9):  # a tie keeps the smaller k
-            best_rank, best = (whole, score), labels
-    return _renumber(best)
+    cuts = [
+        ward.nearest_centroid(points, tree_rows, ward.cut(tree, len(tree_rows), k))
+        for k in range(MIN_TOPICS, min(MAX_TOPICS, n // _MIN_TOPIC_SIZE) + 1)
+    ]
+    chosen = _clearest(
+        [(int(np.bincount(c).min()) >= floor, _silhouette(distances, c[rows])) for c in cuts]
+    )
+    return _renumber(cuts[chosen])
+
+
+def _clearest(cuts: Sequence[tuple[bool, float]]) -> int:
+    """Which of the cuts (``(free of slivers, silhouette)``, fewest clusters first) to keep:
+    the first one about as clear as the clearest, among those free of slivers if any is. A
+    subject talked about from two angles stays one topic unless splitting it is clearly better."""
+    competing = [i for i, (whole, _) in enumerate(cuts) if whole] or range(len(cuts))
+    best = max(cuts[i][1] for i in competing)
+    return next(i for i in competing if cuts[i][1] >= best - _SILHOUETTE_SLACK)
 
 
 def _renumber(labels: IntArray) -> IntArray:
@@ -259,26 +275,6 @@ def _average_link(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     return labels
 
 
-def _kmeans(points: Matrix, k: int, restarts: int = 3, max_iter: int = 40) -> IntArray:
-    """Spherical k-means (cosine) with k-means++ seeding; the best of ``restarts`` runs."""
-    rng = np.random.default_rng(_SEED + k)
-    best_fit, best = -np.inf, np.zeros(len(points), dtype=np.intp)
-    for _ in range(restarts):
-        centers = _seed_centers(points, k, rng)
-        labels = np.full(len(points), -1, dtype=np.intp)
-        for _ in range(max_iter):
-            sims = _similarities(points, centers)
-            new = np.argmax(sims, axis=1).astype(np.intp)
-            if np.array_equal(new, labels):
-                break
-            labels = new
-            centers = _centers(points, labels, k, sims)
-        fit = float(_similarities(points, centers).max(axis=1).sum())
-        if fit > best_fit:
-            best_fit, best = fit, labels
-    return best
-
-
 def _centroids(points: Matrix, labels: IntArray) -> Matrix:
     """Unit mean of each cluster of a clustering that leaves none empty."""
     return normalize_rows(
@@ -288,31 +284,9 @@ def _centroids(points: Matrix, labels: IntArray) -> Matrix:
 
 def _similarities(points: Matrix, centers: Matrix) -> Matrix:
     """``points @ centers.T`` without BLAS: for these thin products OpenBLAS starts threads
-    that, on a busy machine, made k-means ten times slower than this single-threaded loop."""
+    that, on a busy machine, made clustering ten times slower than this single-threaded loop."""
     sims: Matrix = np.einsum("nd,kd->nk", points, centers, optimize=False)
     return sims
-
-
-def _centers(points: Matrix, labels: IntArray, k: int, sims: Matrix) -> Matrix:
-    """Unit mean of each cluster; an emptied cluster restarts at the worst-explained point."""
-    sums = np.zeros((k, points.shape[1]), dtype=np.float32)
-    worst = iter(np.argsort(sims.max(axis=1)))
-    for c in range(k):
-        members = labels == c
-        sums[c] = points[members].sum(axis=0) if members.any() else points[next(worst)]
-    return normalize_rows(sums)
-
-
-def _seed_centers(points: Matrix, k: int, rng: np.random.Generator) -> Matrix:
-    chosen = [int(rng.integers(len(points)))]
-    distance = 1.0 - _similarities(points, points[chosen[:1]])[:, 0]
-    for _ in range(1, k):
-        weights = np.maximum(distance, 0.0).astype(np.float64) ** 2
-        total = float(weights.sum())
-        pick = int(rng.choice(len(points), p=weights / total)) if total > 0 else len(chosen)
-        chosen.append(pick)
-        distance = np.minimum(distance, 1.0 - _similarities(points, points[[pick]])[:, 0])
-    return points[chosen].copy()
 
 
 def _silhouette(distances: Matrix, labels: IntArray) -> float:
@@ -326,7 +300,7 @@ def _silhouette(distances: Matrix, labels: IntArray) -> float:
     a = totals[rows, labels] / np.maximum(own - 1, 1)
     means = totals / np.maximum(sizes, 1)
     means[rows, labels] = np.inf
-    means[:, sizes == 0] = np.inf  # k-means may leave a cluster empty: it is no neighbour
+    means[:, sizes == 0] = np.inf  # a cluster with no rows in the sample is no neighbour
     b = means.min(axis=1)
     b = np.where(np.isfinite(b), b, a)  # no other cluster at all: the point scores 0
     s = np.where(own > 1, (b - a) / np.maximum(np.maximum(a, b), 1e-12), 0.0)

@@ -19,7 +19,7 @@ import pytest
 from smart_context.errors import EmbeddingError
 from smart_context.messages import message_text
 from smart_context.topics.model import ExtractedTopics
-from smart_context.topics.offline.cluster import extract_offline
+from smart_context.topics.offline.cluster import _clearest, extract_offline
 from smart_context.topics.offline.text import is_generic
 from smart_context.vectors.ops import normalize_rows
 from tests.fakes import FakeEmbedder, make_messages, word_vector
@@ -289,7 +289,7 @@ def test_result_does_not_depend_on_string_hashing(tmp_path: Path) -> None:
     script.write_text(
         "import json\n"
         "from tests.topics.offline.test_cluster import sample_messages, fake_vectors\n"
-        "from smart_context.topics.offline.cluster import extract_offline\n"
+        "from smart_context.topics.offline.cluster import _clearest, extract_offline\n"
         "m = sample_messages()\n"
         "r = extract_offline(m, fake_vectors(m))\n"
         "print(json.dumps(r.to_chat_topics()))\n",
@@ -512,3 +512,10 @@ def test_small_talk_makes_no_topic_and_a_wordless_follow_up_joins_its_topic() ->
     assert "talk" not in owner
     assert owner["again"] == owner[messages[at - 1]["id"]]
     assert all(set(t.message_ids) <= {m["id"] for m in messages} for t in result.topics)
+
+
+def test_the_fewest_clusters_about_as_clear_as_the_clearest_win() -> None:
+    assert _clearest([(True, 0.20), (True, 0.21), (True, 0.30)]) == 2  # clearly better
+    assert _clearest([(True, 0.20), (True, 0.215), (True, 0.19)]) == 0  # about as clear
+    assert _clearest([(False, 0.40), (True, 0.20), (True, 0.25)]) == 2  # a sliver never wins
+    assert _clearest([(False, 0.40), (False, 0.39)]) == 0  # ...unless every cut has one
