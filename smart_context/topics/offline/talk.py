@@ -71,7 +71,8 @@ _FORMAT = re.compile(
     r"\b(?:bullets?|bullet[- ]points?|numbered lists?|markdown|plain text|emojis?|emoticons?|"
     r"jargon|headings?|headers?|tables|disclaimers?|apologi\w*|metric|imperial|celsius|"
     r"fahrenheit|in (?:british |american |simple |plain )?(?:" + _LANGS + r")|"
-    r"in (?:one|a single|two|three|\d+) (?:sentences?|paragraphs?|lines?|words?)|"
+    r"(?:in|to) (?:one|a single|two|three|a few|\d+(?:[-\u2013]\d+)?) (?:sentences?|paragraphs?|"
+    r"lines?|words?)|pounds|dollars|euros|miles|kilometres|kilometers|kilograms|inches|"
     r"(?:under|at most|max(?:imum)?|no more than|fewer than|less than) \d+ (?:words|lines)|"
     r"(?:british|american) (?:english|spelling)|spelling|type hints|code blocks?|semicolons|"
     r"capital letters|lowercase|exclamation marks|oxford comma|24-hour|digits|tl;dr|"
@@ -114,33 +115,51 @@ _ONE_OFF = re.compile(
     r"\bthere[.!]?$|:\s*\S+(?:\s+\S+){2,}"
 )
 # "I'm vegetarian, so keep all recipes meat-free": a fact, then what follows from it.
-_BECAUSE = re.compile(r"^(?:i'm|i am|i have|i cook|we're|we are)\b[^,]*, so ")
+_BECAUSE = re.compile(
+    r"^(?:i'm|i am|i have|i cook|i live|i work|we're|we are|we live|we work)\b[^,]*, (?:so|please) "
+)
+# "We're on Java 17, please write code for that": the fact is where the user works.
+_SETUP = re.compile(r"^(?:i'm|i am|we're|we are) (?:on|using|running)\b[^,]*, (?:so |please )?")
+# "no brand names, just generic products": what to leave out of every answer
+_INSTEAD = re.compile(r"^no (?!worries|problems|thanks)[a-z' -]+s, (?:just|only) ")
+# Weak marks of a standing wish: with nothing else they say "there's a tool for everything".
+_WEAK_STANDING = re.compile(r"\b(?:in everything|for everything|everything you|throughout)\b")
 
 
 def is_instruction(text: str, role: str = "user") -> bool:
     """True for a short standing instruction or preference from the user.
 
     "be concise", "always answer in French", "use Python 3.12 from now on", "don't use
-    emojis", "I'm on a Mac, so give me macOS commands from here on" are; "thanks", questions
+    emojis", "I'm on a Mac, so give me macOS commands from here on", "we're on Java 17, please
+    write code for that", "no brand names, just generic products" are; "thanks", questions
     ("how do I use asyncio?"), one-off tasks ("write a short poem"), requests for this answer
     only ("in French this time"), long messages and anything not said by the user are not.
     """
     t = " ".join(text.replace("\u2019", "'").lower().split())
     if role != "user" or not t or len(t) > 220 or len(t.split()) > 30 or is_trivial(t):
         return False
-    t = _BECAUSE.sub("", _LEAD.sub("", t))
+    t = _LEAD.sub("", t)
+    setup = _SETUP.match(t)
+    fact = setup or _BECAUSE.match(t)
+    if fact:
+        t = t[fact.end() :]
     request = _REQUEST.match(t) or _WANT.match(t)
-    if request:  # "can you keep it short?" asks for a behaviour, it is not a question
-        t = t[request.end() :]
+    if request:  # "can you keep it short? I read these on my phone": the ask is what counts
+        t = re.split(r"(?<=\?)\s", t[request.end() :], maxsplit=1)[0]
     elif t.endswith("?") or _QUESTION.match(t):
         return False
+    if setup and (_TASK_VERB.match(t) or _BEHAVIOUR.match(t)):
+        return True  # "...please write code for that": "that" is the setup, not this answer
     if _ONE_OFF.search(t) or _NOT_BEHAVIOUR.match(t):
         return False
     standing, fmt, tone = bool(_STANDING.search(t)), bool(_FORMAT.search(t)), bool(_TONE.search(t))
     if _PREFERENCE.match(t) or _ALWAYS.match(t) or (_BEHAVIOUR.match(t) and not request):
         return True
+    if _INSTEAD.match(t):
+        return True
     if _STYLE_VERB.match(t):
         return standing or fmt or tone or bool(_RESPONSE.search(t))
     if _TASK_VERB.match(t):  # "write a short poem" is a task, "write in French" a preference
         return standing or fmt or (tone and bool(_RESPONSE.search(t)))
-    return standing or (bool(_RESPONSE.match(t)) and (fmt or tone))
+    strong = bool(_STANDING.search(_WEAK_STANDING.sub("", t)))
+    return strong or (bool(_RESPONSE.match(t)) and (fmt or tone)) or bool(fact and fmt)

@@ -53,6 +53,10 @@ def test_offline_topics_still_exports_the_word_checks() -> None:
         "shorter answers pls",
         "Max two sentences per answer.",
         "Please remember that I cook for a family of five, so scale every recipe to five.",
+        "btw I'm in Australia, so prices in dollars please.",  # a fact, then what follows
+        "We're using Go 1.22, please write code for that.",  # "that" is the setup
+        "Could you keep answers to 2-3 sentences? I read them on the bus.",  # ask, then why
+        "No brand names, just generic products.",
     ],
 )
 def test_is_instruction_recognises_standing_instructions(text: str) -> None:
@@ -80,6 +84,9 @@ def test_is_instruction_recognises_standing_instructions(text: str) -> None:
         "Use a shorter variable name there.",
         "Always a pleasure",
         "Don't worry about it",
+        "ha, there's a plugin for everything",  # a weak mark of a standing wish, alone
+        "We're on a train right now, so no rush.",
+        "No worries, just curious.",
         "be concise " * 20,
         "Please reply in bullet points. " + "Here is the long traceback I got yesterday. " * 8,
     ],
