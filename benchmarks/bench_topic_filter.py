@@ -128,6 +128,7 @@ async def evaluate(chats: list[dict[str, Any]]) -> None:
         }
         tallies = {name: Tally() for name in runs}
         bubbles: list[tuple[str, int, int]] = []
+        covered: list[tuple[int, int]] = []  # per chat: subjects that lead a bubble, subjects
         union_ok = True
         maps: dict[str, list[dict[str, Any]]] = {}
         for name, (threshold, members) in runs.items():
@@ -139,6 +140,9 @@ async def evaluate(chats: list[dict[str, Any]]) -> None:
                     maps[cid] = data[cid]["topics"]
                     regular = [t for t in maps[cid] if not t.get("sticky")]
                     bubbles.append((cid, len(regular), len(chat["subjects"])))
+                    truth = {m["id"]: m["subject"] for m in chat["messages"]}
+                    leading = {subject_of(t, truth) for t in regular} - {"?"}
+                    covered.append((len(leading), len(chat["subjects"])))
                 topics = [
                     t if members else {k: v for k, v in t.items() if k != "message_ids"}
                     for t in maps[cid]
@@ -171,6 +175,10 @@ async def evaluate(chats: list[dict[str, Any]]) -> None:
             f"bubbles vs true subjects: {', '.join(f'{b}/{s}' for _, b, s in bubbles)}; "
             f"within +-1 in {sum(d <= 1 for d in off)}/{len(off)} chats"
         )
+        print(
+            f"subjects most of some bubble is about: {sum(c for c, _ in covered)} of "
+            f"{sum(n for _, n in covered)} (the others share a bubble with another subject)"
+        )
         print(f"clicking all bubbles of a subject keeps at least one bubble's: {union_ok}")
         named = [label_share(chat, maps[chat["id"]]) for chat in chats]
         shares = [share for chat in named for share in chat]
@@ -178,6 +186,32 @@ async def evaluate(chats: list[dict[str, Any]]) -> None:
             f"labels: on average {statistics.mean(shares):.2f} of a bubble's members use a word "
             f"of its label; {sum(x < 0.5 for x in shares)} of {len(shares)} labels name a minority"
         )
+        model = shared_local_model()
+        closest = [share for chat in chats for share in label_fit(chat, maps[chat["id"]], model)]
+        print(
+            f"        and {statistics.mean(closest):.2f} are closer in meaning to its label than "
+            f"to any other bubble's; {sum(x < 0.5 for x in closest)} of {len(closest)} for a "
+            "minority"
+        )
+
+
+def label_fit(chat: dict[str, Any], topics: list[dict[str, Any]], model: Any) -> list[float]:
+    """Per bubble, the share of its members whose vector is closer to the bubble's label than
+    to any other bubble's label: whether the label says what the members are about."""
+    regular = [t for t in topics if not t.get("sticky")]
+    if not regular:
+        return []
+    text_of = {m["id"]: m["content"] for m in chat["messages"]}
+    labels = np.asarray(model.embed_sync([t["label"] for t in regular]), dtype=np.float32)
+    shares = []
+    for own, topic in enumerate(regular):
+        members = topic.get("message_ids", [])
+        if not members:
+            shares.append(0.0)
+            continue
+        vectors = np.asarray(model.embed_sync([text_of[i] for i in members]), dtype=np.float32)
+        shares.append(float(np.mean((vectors @ labels.T).argmax(axis=1) == own)))
+    return shares
 
 
 def label_share(chat: dict[str, Any], topics: list[dict[str, Any]]) -> list[float]:
