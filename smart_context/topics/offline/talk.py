@@ -148,7 +148,7 @@ def is_instruction(text: str, role: str = "user") -> bool:
         t = re.split(r"(?<=\?)\s", t[request.end() :], maxsplit=1)[0]
     elif t.endswith("?") or _QUESTION.match(t):
         return False
-    if setup and (_TASK_VERB.match(t) or _BEHAVIOUR.match(t)):
+    if setup and (_TASK_VERB.match(t) or _BEHAVIOUR.match(t)) and _RESPONSE.search(t):
         return True  # "...please write code for that": "that" is the setup, not this answer
     if _ONE_OFF.search(t) or _NOT_BEHAVIOUR.match(t):
         return False

@@ -87,6 +87,7 @@ def test_is_instruction_recognises_standing_instructions(text: str) -> None:
         "ha, there's a plugin for everything",  # a weak mark of a standing wish, alone
         "We're on a train right now, so no rush.",
         "No worries, just curious.",
+        "I'm using Django, please show me how to add a field.",  # a setup, then one task
         "be concise " * 20,
         "Please reply in bullet points. " + "Here is the long traceback I got yesterday. " * 8,
     ],
