@@ -3,7 +3,8 @@
 Run: ``python benchmarks/bench_topic_filter.py [--verbose]``.
 
 On the hand-labelled chats of ``benchmarks/data/topic_chats.json`` (every message names its
-subject, ``smalltalk`` or ``instruction``), with the real local model and the real plugin:
+subject, ``smalltalk`` or ``instruction``; ``--chats`` takes the held-out or the blind set
+beside it), with the real local model and the real plugin:
 
 1. the offline extractor maps each chat (the background pass, as after a reply);
 2. each bubble is clicked (``smart_context.set_filter``), and the kept messages, sticky ones
@@ -11,7 +12,9 @@ subject, ``smalltalk`` or ``instruction``), with the real local model and the re
    have): precision, recall, and how often a click falls back to the full history;
 3. the same clicks with label-only scoring (the topics' members removed), with the cut fitted
    to the model and with the old fixed 0.4, so the gain of topic vectors is visible;
-4. bubbles against true subjects; clicking all bubbles of one subject never keeps less than one;
+4. bubbles against true subjects, and how many subjects lead a bubble of their own; clicking
+   all bubbles of one subject never keeps less than one; whether labels fit their members, by
+   words and by meaning (closer to the bubble's label than to any other bubble's);
 5. the same map from fresh vectors and from vectors read back from the int8 cache;
 6. standing-instruction detection on ``benchmarks/data/instructions.json`` and in the chats.
 
