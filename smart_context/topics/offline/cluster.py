@@ -133,7 +133,7 @@ def extract_offline(
         named = _name_clusters(
             docs,
             assignment,
-            _centroids(points, assignment),
+            ward.centroids(points, assignment),
             chat,
             previous_labels,
             phrase_vectors,
@@ -210,7 +210,7 @@ def _cluster(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     """
     n = len(points)
     if n < _MIN_SUBSTANCE:
-        return _renumber(_average_link(points, replies))
+        return ward.renumber(_average_link(points, replies))
     points = _smooth(points)
     tree_rows = ward.spaced_rows(n)
     tree = ward.ward_tree(points[tree_rows])
@@ -223,14 +223,13 @@ def _cluster(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     # scores well on silhouette yet makes a bubble nobody needs: such a k competes only when
     # no k is free of slivers.
     floor = max(_MIN_TOPIC_SIZE, int(np.ceil(_MIN_TOPIC_SHARE * n)))
-    cuts = [
-        ward.nearest_centroid(points, tree_rows, ward.cut(tree, len(tree_rows), k))
-        for k in range(MIN_TOPICS, min(MAX_TOPICS, n // _MIN_TOPIC_SIZE) + 1)
-    ]
+    ks = range(MIN_TOPICS, min(MAX_TOPICS, n // _MIN_TOPIC_SIZE) + 1)
+    tree_cuts = ward.cuts(tree, len(tree_rows), ks)
+    cuts = [ward.nearest_centroid(points, tree_rows, tree_cuts[k]) for k in ks]
     chosen = _clearest(
         [(int(np.bincount(c).min()) >= floor, _silhouette(distances, c[rows])) for c in cuts]
     )
-    return _renumber(cuts[chosen])
+    return ward.renumber(cuts[chosen])
 
 
 def _clearest(cuts: Sequence[tuple[bool, float]]) -> int:
@@ -240,12 +239,6 @@ def _clearest(cuts: Sequence[tuple[bool, float]]) -> int:
     competing = [i for i, (whole, _) in enumerate(cuts) if whole] or range(len(cuts))
     best = max(cuts[i][1] for i in competing)
     return next(i for i in competing if cuts[i][1] >= best - _SILHOUETTE_SLACK)
-
-
-def _renumber(labels: IntArray) -> IntArray:
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    rank = np.argsort(np.argsort(first))
-    return rank[inverse.ravel()].astype(np.intp)
 
 
 def _average_link(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
@@ -273,13 +266,6 @@ def _average_link(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     for gid, members in enumerate(groups):
         labels[members] = gid
     return labels
-
-
-def _centroids(points: Matrix, labels: IntArray) -> Matrix:
-    """Unit mean of each cluster of a clustering that leaves none empty."""
-    return normalize_rows(
-        np.stack([points[labels == c].sum(axis=0) for c in range(int(labels.max()) + 1)])
-    )
 
 
 def _similarities(points: Matrix, centers: Matrix) -> Matrix:

@@ -48,6 +48,7 @@ _LEAD = re.compile(
     r"just)\b[\s,:;.!-]*)+"
 )
 _REQUEST = re.compile(r"^(?:can|could|would|will) you (?:please )?")
+_AFTER_ASK = re.compile(r"(?<=\?)\s")  # "...short? I read these on my phone": the why follows
 _QUESTION = re.compile(
     r"^(?:how|what|why|when|where|which|who|whose|is|are|was|were|does|did|do (?:you|i|we)|"
     r"can (?:i|we)|could (?:i|we)|should|shall|would it|isn't|any)\b"
@@ -145,7 +146,7 @@ def is_instruction(text: str, role: str = "user") -> bool:
         t = t[fact.end() :]
     request = _REQUEST.match(t) or _WANT.match(t)
     if request:  # "can you keep it short? I read these on my phone": the ask is what counts
-        t = re.split(r"(?<=\?)\s", t[request.end() :], maxsplit=1)[0]
+        t = _AFTER_ASK.split(t[request.end() :], maxsplit=1)[0]
     elif t.endswith("?") or _QUESTION.match(t):
         return False
     if setup and (_TASK_VERB.match(t) or _BEHAVIOUR.match(t)) and _RESPONSE.search(t):

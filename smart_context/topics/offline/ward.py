@@ -14,6 +14,8 @@ evenly spaced rows and every other row joins the group of its nearest centroid.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -70,24 +72,54 @@ def ward_tree(points: Matrix) -> Merges:
     return out[np.argsort(out[:, 2], kind="stable")]
 
 
-def cut(merges: Merges, n: int, k: int) -> IntArray:
-    """Group ids (numbered by first row) after all but the last ``k - 1`` merges: ``k``
-    groups, or fewer when the rows have fewer distinct places (a merge at height 0 stays)."""
+def cuts(merges: Merges, n: int, ks: Sequence[int]) -> dict[int, IntArray]:
+    """Group ids (numbered by first row) for each ``k`` of ``ks``, in one pass over the merges:
+    all but the last ``k - 1`` applied. A cut has ``k`` groups, or fewer when the rows have
+    fewer distinct places (a merge at height 0 stays)."""
     parent = np.arange(n)
 
-    def root(i: int) -> int:
+    def find(i: int) -> int:
         while parent[i] != i:
             parent[i] = parent[parent[i]]
             i = int(parent[i])
         return i
 
-    kept = max(n - k, int(np.count_nonzero(merges[:, 2] <= SAME)))
-    for a, b, _ in merges[:kept]:
-        parent[root(int(b))] = root(int(a))
-    roots = np.array([root(i) for i in range(n)])
-    _, first, inverse = np.unique(roots, return_index=True, return_inverse=True)
+    at_zero = int(np.count_nonzero(merges[:, 2] <= SAME))
+    applied = {k: min(len(merges), max(n - k, at_zero)) for k in ks}
+    out: dict[int, IntArray] = {}
+    done = 0
+    for k in sorted(applied, key=applied.__getitem__):
+        for a, b in merges[done : applied[k], :2].astype(np.intp):
+            parent[find(int(b))] = find(int(a))
+        done = max(done, applied[k])
+        out[k] = renumber(_roots(parent))
+    return out
+
+
+def cut(merges: Merges, n: int, k: int) -> IntArray:
+    """The cut of :func:`cuts` for one ``k``."""
+    return cuts(merges, n, [k])[k]
+
+
+def _roots(parent: IntArray) -> IntArray:
+    """Each row's root in a union-find forest, by pointer jumping rather than a loop over rows."""
+    roots = parent.copy()
+    while not np.array_equal(up := roots[roots], roots):
+        roots = up
+    return roots
+
+
+def renumber(labels: IntArray) -> IntArray:
+    """The same grouping with ids 0, 1, ... in order of each group's first row."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
     rank = np.argsort(np.argsort(first))
     return rank[inverse.ravel()].astype(np.intp)
+
+
+def centroids(points: Matrix, labels: IntArray) -> Matrix:
+    """Unit mean of each group of a grouping that leaves none empty."""
+    k = int(labels.max()) + 1
+    return normalize_rows(np.stack([points[labels == c].sum(axis=0) for c in range(k)]))
 
 
 def spaced_rows(n: int, limit: int = MAX_ROWS) -> IntArray:
@@ -101,8 +133,7 @@ def nearest_centroid(points: Matrix, rows: IntArray, labels: IntArray) -> IntArr
     """Every row's group: ``labels`` of ``rows``, the others joining their nearest centroid."""
     if len(rows) == len(points):
         return labels
-    k = int(labels.max()) + 1
-    centroids = normalize_rows(np.stack([points[rows[labels == c]].sum(axis=0) for c in range(k)]))
-    out: IntArray = np.einsum("nd,kd->nk", points, centroids).argmax(axis=1).astype(np.intp)
+    centres = centroids(points[rows], labels)
+    out: IntArray = np.einsum("nd,kd->nk", points, centres).argmax(axis=1).astype(np.intp)
     out[rows] = labels
     return out

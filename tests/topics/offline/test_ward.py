@@ -38,8 +38,10 @@ def test_every_cut_is_the_textbook_clustering(seed: int) -> None:
     points = normalize_rows(np.random.default_rng(seed).normal(size=(24, 6)).astype(np.float32))
     tree = ward.ward_tree(points)
     assert tree.shape == (23, 3) and np.all(np.diff(tree[:, 2]) >= 0)
+    in_one_pass = ward.cuts(tree, len(points), range(8, 0, -1))
     for k in range(1, 9):
         labels = ward.cut(tree, len(points), k)
+        assert np.array_equal(in_one_pass[k], labels)
         assert partition(labels) == set(textbook_ward(points.astype(np.float64), k))
         assert labels[0] == 0 and set(labels.tolist()) == set(range(k))  # numbered by first row
 
