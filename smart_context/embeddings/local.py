@@ -43,7 +43,7 @@ from smart_context.vectors.ops import Matrix, normalize_rows
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"  # the packaged model file, run as shipped
 # The derived model: same weights, integer arithmetic. Change this name whenever the recipe's
 # change would move the vectors, so cached vectors of the two are never compared.
-FAST_MODEL_ID = "all-MiniLM-L6-v2-int8-dq"
+FAST_MODEL_ID = "all-MiniLM-L6-v2-u8-dq"
 DIM = 384
 BATCH_SIZE = 4  # fastest for the packaged model (measured 1 to 64)
 FAST_BATCH_SIZE = 1  # see the module docstring: batch-independent vectors, about 10% slower

@@ -5,7 +5,7 @@ File format (version 1), one JSON object::
     {
       "format": "smart-context/embeddings",
       "version": 1,
-      "model": "all-MiniLM-L6-v2-int8-dq",      # the Embedder.model_id the vectors came from
+      "model": "all-MiniLM-L6-v2-u8-dq",        # the Embedder.model_id the vectors came from
       "dim": 384,
       "dtype": "int8",
       "keys": ["a1b2:9f86d081884c7d65...", ...], # a chat's: {message_id}:{blake3 hex prefix}

@@ -183,3 +183,62 @@ def test_recipe_version_is_part_of_the_name(raced: RacedBuild, source: Path) -> 
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
     key = cache_key(digest, RECIPE_VERSION, ort.__version__)
     assert raced.results[0].name == f"{source.stem}-dq-{key}.onnx"
+
+
+# --- the same vectors on every CPU -----------------------------------------------------------
+
+
+def exact_integer_twin(model: Path, out: Path) -> Path:
+    """A copy of ``model`` whose ``MatMulInteger`` products are done in float64, exactly.
+
+    That is what a kernel without saturation computes (AVX-512 VNNI, AMX, ARM's): sums of up
+    to 1,536 products of two bytes are integers far below 2**53. A CPU whose kernel saturated
+    would give other vectors than this twin does.
+    """
+    onnx = pytest.importorskip("onnx")
+    helper, double = onnx.helper, onnx.TensorProto.DOUBLE
+    graph = onnx.load(model).graph
+    nodes = []
+    for node in graph.node:
+        if node.op_type != "MatMulInteger":
+            nodes.append(node)
+            continue
+        a, b, a_zero, b_zero = (f"{node.name}/{x}" for x in ("a", "b", "a0", "b0"))
+        for source, name in zip(node.input, (a, b, a_zero, b_zero), strict=True):
+            nodes.append(helper.make_node("Cast", [source], [name], to=double))
+        nodes.append(helper.make_node("Sub", [a, a_zero], [f"{a}-"]))
+        nodes.append(helper.make_node("Sub", [b, b_zero], [f"{b}-"]))
+        nodes.append(helper.make_node("MatMul", [f"{a}-", f"{b}-"], [f"{node.name}/ab"]))
+        to_int32 = onnx.TensorProto.INT32
+        nodes.append(helper.make_node("Cast", [f"{node.name}/ab"], node.output, to=to_int32))
+    whole = onnx.load(model)
+    del whole.graph.node[:]
+    whole.graph.node.extend(nodes)
+    onnx.save(whole, out)
+    return out
+
+
+def test_integer_products_are_exact_so_every_cpu_gets_the_same_vectors(
+    raced: RacedBuild, tmp_path: Path
+) -> None:
+    """An int8-weight recipe fails here on AVX2 (it saturated: similarities up to 0.054 off)."""
+    ort = pytest.importorskip("onnxruntime")
+    from smart_context.embeddings.local import LocalMiniLM, _load_tokenizer
+
+    tokenizer = _load_tokenizer(256)
+    texts = [
+        "My sourdough starter smells like nail polish. Is my sourdough starter ruined?",
+        "Wrap the coroutine: async with asyncio.timeout(5) in Python 3.11 and later.",
+        "Thank you!",
+    ]
+
+    def vectors(path: Path) -> np.ndarray:
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        session = ort.InferenceSession(
+            os.fspath(path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        return LocalMiniLM(session, tokenizer, batch_size=1).embed_sync(texts)
+
+    twin = exact_integer_twin(raced.results[0], tmp_path / "twin.onnx")
+    np.testing.assert_array_equal(vectors(raced.results[0]), vectors(twin))
