@@ -5,11 +5,19 @@ A 10,000-message history comes with every request; counting its tokens and findi
 again each time would cost more than the whole assembly may. Like
 :class:`smart_context.vectors.chat.ChatVectors`, the facts of the last history are kept, and a
 history that starts the same (two list comparisons in C) only adds its new messages.
+
+Requests on one chat run concurrently (several clients, or a request while a reply is stored),
+and each awaits between reading the facts and using them. So :meth:`MessageFacts.update` hands
+each request a :class:`Facts` snapshot of exactly its own history: arrays that later updates
+replace rather than change, lists cut to its length. A history that is a prefix of the kept one
+(a request that started before the last message was added) is served from the kept facts too,
+instead of reading the chat again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +29,38 @@ from smart_context.messages import History, message_text
 from smart_context.vectors.codec import cache_key
 
 IntArray = npt.NDArray[np.intp]
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The facts of one request's history of ``n`` messages, unchanged by later updates."""
+
+    n: int
+    str_ids: list[str]  # the ids as text, as the store and the record use them
+    keys: list[str]  # content keys, as the vectors and the text index use them
+    tokens: IntArray  # what each message costs in the prompt, framing included
+    partner: IntArray  # the other half of each message's turn, -1 when none
+    generation: int  # of the kept facts this was cut from: memos over them compare it
+    resets: int
+    owner: int  # id() of the kept facts, so memos tell two chats' facts apart
+    _position: Mapping[str, int]  # shared with the kept facts: positions past n are ignored
+    _entity_index: Mapping[str, list[int]]
+
+    def position(self, message_id: str) -> int | None:
+        """Where the message with this (text) id sits in the history, if it is there."""
+        i = self._position.get(message_id)
+        return i if i is not None and i < self.n else None
+
+    def positions(self, message_ids: Iterable[str]) -> list[int]:
+        """The positions of those of ``message_ids`` in the history (a lookup each)."""
+        found = (self.position(mid) for mid in message_ids)
+        return [i for i in found if i is not None]
+
+    def mentions(self, entity: str) -> IntArray:
+        """The positions of the messages that mention ``entity``."""
+        at = np.asarray(self._entity_index.get(entity, ()), dtype=np.intp)
+        out: IntArray = at[at < self.n]
+        return out
 
 
 class MessageFacts:
@@ -42,20 +82,46 @@ class MessageFacts:
         # earlier messages, as the stored summaries over them, holds while messages are added
         self.resets = 0
 
-    def update(self, history: History) -> None:
-        """Bring the facts to ``history``: only its new messages are read when it extends the
-        last one; anything else (an edit, a deletion, another chat) reads it whole."""
+    def update(self, history: History) -> Facts:
+        """The facts of ``history``: only its new messages are read when it extends the last
+        one, none when it is a prefix of it; anything else (an edit, a deletion, another chat)
+        reads it whole."""
         ids, contents = history.ids, history.contents
+        n = len(ids)
         known = len(self.ids)
-        if not (
-            known <= len(ids) and ids[:known] == self.ids and contents[:known] == self.contents
-        ):
+        common = min(known, n)
+        same = ids[:common] == self.ids[:common] and contents[:common] == self.contents[:common]
+        if not same:
             generation, resets = self.generation, self.resets
             self.__init__(self.counter)  # type: ignore[misc]
             self.generation, self.resets = generation + 1, resets + 1
             known = 0
-        if known == len(ids):
-            return
+        if n > known:
+            self._append(history, known)
+        return self._snapshot(n)
+
+    def _snapshot(self, n: int) -> Facts:
+        partner = self.partner[:n]
+        if n < len(self.partner) and n and partner[n - 1] >= n:
+            partner = partner.copy()  # its answer is not in this history
+            partner[n - 1] = -1
+        return Facts(
+            n,
+            self.str_ids[:n],
+            self.keys[:n],
+            self.tokens[:n],
+            partner,
+            self.generation,
+            self.resets,
+            id(self),
+            self.position,
+            self.entity_index,
+        )
+
+    def _append(self, history: History, known: int) -> None:
+        """Read the messages of ``history`` from ``known`` on. Every array is replaced, never
+        changed in place, and lists only grow: snapshots already handed out stay valid."""
+        ids, contents = history.ids, history.contents
         new = history.messages[known:]
         fresh = [str(i) for i in ids[known:]]
         self.position.update(zip(fresh, range(known, len(ids)), strict=True))
@@ -71,9 +137,21 @@ class MessageFacts:
         for offset, text in enumerate(texts):
             for entity in entities(text):
                 self.entity_index.setdefault(entity, []).append(known + offset)
-        self.partner = turn_partners(self.roles)
+        self.partner = _extend_partners(self.partner, self.roles, known)
         self.ids, self.contents = list(ids), list(contents)
         self.generation += 1
+
+
+def _extend_partners(partner: IntArray, roles: Sequence[str], known: int) -> IntArray:
+    """:func:`turn_partners` of ``roles`` when ``partner`` holds those of its first ``known``:
+    only the new messages and the one before them are looked at."""
+    start = max(known - 1, 0)
+    window = turn_partners(roles[start:])
+    tail = np.where(window >= 0, window + start, -1)
+    if known and tail[0] < 0:
+        tail[0] = partner[start]  # the last known message keeps the question it answers
+    out: IntArray = np.concatenate((partner[:start], tail))
+    return out
 
 
 def turn_partners(roles: Sequence[str]) -> IntArray:

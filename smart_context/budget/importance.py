@@ -16,7 +16,7 @@ entities + user_weight * marked`` (seed 003), each part in [0, 1]:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,16 +55,14 @@ def entities(text: str) -> frozenset[str]:
     return frozenset(e for e in found if len(e) > 1)
 
 
-def entity_overlap(query: frozenset[str], index: Mapping[str, Sequence[int]], n: int) -> Floats:
-    """Per message, the share of ``query``'s entities it mentions (``index``: entity -> the
+def entity_overlap(query: frozenset[str], mentions: Callable[[str], IntArray], n: int) -> Floats:
+    """Per message, the share of ``query``'s entities it mentions (``mentions``: entity -> the
     positions of the messages that mention it)."""
     out = np.zeros(n, dtype=np.float32)
     if not query:
         return out
     for entity in query:
-        positions = index.get(entity)
-        if positions:
-            out[np.asarray(positions, dtype=np.intp)] += 1.0
+        out[mentions(entity)] += 1.0
     out /= len(query)
     return out
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from smart_context.budget.facts import MessageFacts
+from smart_context.budget.facts import Facts, MessageFacts
 from smart_context.budget.importance import (
     Weights,
     entities,
@@ -89,12 +89,13 @@ class Budgeter:
         self.db = db
         self.estimates = estimates  # the vault's calibrated estimates (budget/calibration.py)
         self._facts: dict[tuple[ChatId, str], MessageFacts] = {}
-        self._spans: dict[ChatId, tuple[Any, list[Span], list[Summary]]] = {}
+        # per chat: the facts' version, the spans, their summaries, where the last span ends
+        self._spans: dict[ChatId, tuple[Any, list[Span], list[Summary], int]] = {}
         self._summary_tokens: dict[str, int] = {}
         self.summary_version: dict[ChatId, int] = {}  # bumped by the background pass
-        # per chat: the message keys known to be in the text index, and the facts generation
-        # they were last compared with
-        self._indexed: dict[ChatId, tuple[tuple[int, int], set[str]]] = {}
+        # per chat: the facts (owner, resets) last compared with the text index, how many of
+        # their messages were, and the message keys known to be in the index
+        self._indexed: dict[ChatId, tuple[tuple[int, int], int, set[str]]] = {}
         self.on_behind: Callable[[ChatId], None] | None = None  # asks for the background pass
 
     def counter(self, model: str | None) -> Counter:
@@ -136,8 +137,9 @@ class Budgeter:
         room = max(limit - sum(costs.values()), 0)
         if history is None or len(history) != len(candidates):
             history = History(candidates)
-        facts = self.facts(chat_id, counter)
-        facts.update(history)
+        # this request's own snapshot: other requests on the chat may update the facts while
+        # this one waits below
+        facts = self.facts(chat_id, counter).update(history)
         total = int(facts.tokens.sum())
         if total <= room:
             kept = [True] * len(candidates)
@@ -145,15 +147,15 @@ class Budgeter:
             return Fitted([dict(m) for m in candidates], kept, record)
         await self._index(chat_id, facts, candidates)
         pins = asyncio.ensure_future(self._guarded(set(), self.db.marks, chat_id))
-        rel = await self.relevance(chat_id, history, fixed.message, store, queries, facts.position)
+        rel = await self.relevance(chat_id, history, fixed.message, store, queries, facts)
         marks: set[str] = await pins
         ids = facts.str_ids
-        marked = _flags(facts.position, marks, len(ids))
-        pinned = marked | _flags(facts.position, {str(i) for i in sticky_ids}, len(ids))
+        marked = _flags(facts, marks)
+        pinned = marked | _flags(facts, {str(i) for i in sticky_ids})
         eligible = np.ones(len(ids), dtype=bool)
         eligible[max(len(ids) - self.settings.recent_messages, 0) :] = False
         hits = top_hits(rel, eligible, self.settings.search_limit, floor=MIN_RELEVANCE)
-        overlap = entity_overlap(entities(fixed.message), facts.entity_index, len(ids))
+        overlap = entity_overlap(entities(fixed.message), facts.mentions, len(ids))
         scores = importance(rel, overlap, marked, _weights(self.settings))
         hit_relevance = np.zeros_like(rel)
         hit_relevance[hits] = rel[hits]
@@ -184,19 +186,26 @@ class Budgeter:
         return Fitted(out, chosen.keep.tolist(), record)
 
     async def _index(
-        self, chat_id: ChatId, facts: MessageFacts, candidates: Sequence[Mapping[str, Any]]
+        self, chat_id: ChatId, facts: Facts, candidates: Sequence[Mapping[str, Any]]
     ) -> None:
         """Put the messages the text index lacks into it, when they are few enough to do
         while the request waits (a chat seen for the first time, or the last reply); a long
-        chat met whole is indexed by the background pass instead, with progress shown."""
+        chat met whole is indexed by the background pass instead, with progress shown.
+
+        Only the messages past those checked last time are looked at, while the facts are only
+        appended to (their ``resets`` unchanged): a request costs O(new messages)."""
         memo = self._indexed.get(chat_id)
-        if memo is not None and memo[0] == (id(facts), facts.generation):
-            return
-        if memo is None:
+        checked = 0
+        if memo is not None and memo[0] == (facts.owner, facts.resets):
+            checked, known = memo[1], memo[2]
+            if checked >= facts.n:
+                return
+        elif memo is None:
             known = set((await self._guarded({}, self.db.indexed_keys, chat_id)).values())
         else:
-            known = memo[1]
-        todo = [i for i, key in enumerate(facts.keys) if key not in known]
+            known = memo[2]
+        keys = facts.keys
+        todo = [i for i in range(checked, facts.n) if keys[i] not in known]
         if len(todo) > INDEX_INLINE:
             self._indexed.pop(chat_id, None)  # read again once the pass has indexed them
             if self.on_behind is not None:
@@ -207,7 +216,9 @@ class Budgeter:
             self._indexed.pop(chat_id, None)  # not written: the next request tries again
             return
         known.update(facts.keys[i] for i in todo)
-        self._indexed[chat_id] = ((id(facts), facts.generation), known)
+        memo = self._indexed.get(chat_id)
+        if memo is None or memo[0] != (facts.owner, facts.resets) or memo[1] < facts.n:
+            self._indexed[chat_id] = ((facts.owner, facts.resets), facts.n, known)
 
     async def relevance(
         self,
@@ -216,7 +227,7 @@ class Budgeter:
         message: str,
         store: Callable[[], Awaitable[VectorStore]] | None,
         queries: Matrix | None,
-        position: Mapping[str, int] | None = None,
+        facts: Facts | None = None,
     ) -> np.ndarray:
         """Each message's hybrid relevance to ``message``: cosine from the vectors the chat has
         (left out, with a log line, when there is no embedder) fused with BM25 from the text
@@ -240,24 +251,28 @@ class Budgeter:
             hits: list[tuple[str, float]] = await found
         lexical = np.zeros(n, dtype=np.float32)
         if hits:
-            if position is None:
-                position = {str(mid): i for i, mid in enumerate(history.ids)}
+            if facts is None:
+                whole = {str(mid): i for i, mid in enumerate(history.ids)}
+                position: Callable[[str], int | None] = whole.get
+            else:
+                position = facts.position
             for mid, score in hits:
-                i = position.get(mid)
+                i = position(mid)
                 if i is not None:
                     lexical[i] = score
         return relevance(dense, lexical, LEXICAL_WEIGHT)
 
     async def _spans_of(
-        self, chat_id: ChatId, facts: MessageFacts, counter: Counter
+        self, chat_id: ChatId, facts: Facts, counter: Counter
     ) -> tuple[list[Span], list[Summary]]:
         """The valid stored summaries over this history, as plan spans, memoised until the
         history or the stored summaries change."""
         # new messages leave every stored summary as it was: only a reset or a pass that
-        # stored summaries changes the spans
-        version = (id(facts), facts.resets, self.summary_version.get(chat_id, 0))
+        # stored summaries changes the spans (a request on a shorter history than the memo's
+        # reads them for its own)
+        version = (facts.owner, facts.resets, self.summary_version.get(chat_id, 0))
         memo = self._spans.get(chat_id)
-        if memo is not None and memo[0] == version:
+        if memo is not None and memo[0] == version and memo[3] <= facts.n:
             return memo[1], memo[2]
         stored = await self._guarded([], self.db.summaries, chat_id)
         by_key = {(s.level, s.from_id, s.to_id): s for s in stored}
@@ -274,7 +289,8 @@ class Budgeter:
             Span(n.start, n.end, n.level, counts[k], _children(n, index))
             for k, n in enumerate(nodes)
         ]
-        self._spans[chat_id] = (version, spans, rows)
+        ends = max((span.end for span in spans), default=0)
+        self._spans[chat_id] = (version, spans, rows, ends)
         return spans, rows
 
     async def _guarded(self, default: Any, call: Callable[..., Any], *args: Any) -> Any:
@@ -305,11 +321,10 @@ def _index_rows(db: MemoryDB, chat_id: str, rows: list[tuple[str, str, str]]) ->
     return True
 
 
-def _flags(position: Mapping[str, int], ids: set[str], n: int) -> np.ndarray:
-    """Which of ``n`` positions hold one of ``ids`` (a few: a lookup each, not a scan)."""
-    out = np.zeros(n, dtype=bool)
-    found = [i for i in map(position.get, ids) if i is not None]
-    out[found] = True
+def _flags(facts: Facts, ids: set[str]) -> np.ndarray:
+    """Which positions of the history hold one of ``ids`` (a few: a lookup each, not a scan)."""
+    out = np.zeros(facts.n, dtype=bool)
+    out[facts.positions(ids)] = True
     return out
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from smart_context.budget.calibration import Calibration
-from smart_context.budget.facts import MessageFacts
+from smart_context.budget.facts import Facts, MessageFacts
 from smart_context.budget.tokens import Counter, Estimate, prompt_tokens
 from smart_context.context.budgeted import MAX_CHATS, Budgeter
 from smart_context.context.request_parts import Fitted, chat_model
@@ -75,22 +75,20 @@ class UsageMeter:
             sent = fixed + _history_tokens(whole, decision, whole_history)
         return usage_record(sent, fixed + whole_history, counter)
 
-    def _whole_facts(self, chat_id: ChatId, decision: Decision, counter: Counter) -> MessageFacts:
+    def _whole_facts(self, chat_id: ChatId, decision: Decision, counter: Counter) -> Facts:
         if decision.full is None:  # the history is the whole one: the budget's own counts
             own = self.budget.facts(chat_id, counter)
-            own.update(decision.source or History(decision.history))
-            return own
+            return own.update(decision.source or History(decision.history))
         key = (chat_id, counter.key)
         facts = self._whole.get(key)
         if facts is None:
             if len(self._whole) > MAX_CHATS:
                 self._whole.clear()
             facts = self._whole[key] = MessageFacts(counter)
-        facts.update(History(decision.full))
-        return facts
+        return facts.update(History(decision.full))
 
 
-def _history_tokens(whole: MessageFacts, decision: Decision, whole_history: int) -> int:
+def _history_tokens(whole: Facts, decision: Decision, whole_history: int) -> int:
     """What the decision's history costs, from the counts of the whole one it is part of."""
     if decision.full is None or decision.positions is None:
         return whole_history

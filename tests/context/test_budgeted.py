@@ -241,12 +241,11 @@ async def test_the_stored_summaries_are_read_once_while_messages_are_added(vault
     budgeter = Budgeter(Settings(), db)
     counter = counter_for("gpt-4o")
     facts = MessageFacts(counter)
-    facts.update(History(messages))
-    spans, _ = await budgeter._spans_of("long", facts, counter)
+    spans, _ = await budgeter._spans_of("long", facts.update(History(messages)), counter)
     assert spans and db.reads == 1
-    facts.update(History([*messages, *long_chat(203)[200:]]))  # three new messages
-    assert (await budgeter._spans_of("long", facts, counter))[0] == spans and db.reads == 1
+    longer = facts.update(History([*messages, *long_chat(203)[200:]]))  # three new messages
+    assert (await budgeter._spans_of("long", longer, counter))[0] == spans and db.reads == 1
     edited = [{**messages[0], "content": "an edit"}, *messages[1:]]
-    facts.update(History(edited))  # an edit: the facts are read afresh, and the summaries
-    await budgeter._spans_of("long", facts, counter)
+    # an edit: the facts are read afresh, and the summaries
+    await budgeter._spans_of("long", facts.update(History(edited)), counter)
     assert db.reads == 2

@@ -1,0 +1,71 @@
+"""The budget's kept facts of a chat: appended to, served to shorter histories, and handed to
+each request as a snapshot that later updates leave alone."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+
+from smart_context.budget.facts import MessageFacts, turn_partners
+from smart_context.budget.tokens import counter_for
+from smart_context.messages import History
+
+
+def chat(roles: str) -> list[dict[str, Any]]:
+    """``"uau"`` -> user, assistant, user messages with distinct ids and texts."""
+    names = {"u": "user", "a": "assistant", "s": "system"}
+    return [
+        {"id": f"m{i}", "role": names[r], "content": f"Message {i} names Lisbon and 42."}
+        for i, r in enumerate(roles)
+    ]
+
+
+def test_partners_found_while_appending_equal_those_of_the_whole_history() -> None:
+    rng = random.Random(7)
+    for _ in range(50):
+        roles = "".join(rng.choice("uuaas") for _ in range(rng.randint(1, 40)))
+        messages = chat(roles)
+        facts = MessageFacts(counter_for("gpt-4o"))
+        n = 0
+        while n < len(messages):
+            n = min(len(messages), n + rng.randint(1, 5))
+            got = facts.update(History(messages[:n]))
+        whole = turn_partners([m["role"] for m in messages])
+        assert got.partner.tolist() == whole.tolist(), roles
+
+
+def test_a_request_keeps_its_snapshot_while_another_extends_the_chat() -> None:
+    messages = chat("ua" * 10)
+    facts = MessageFacts(counter_for("gpt-4o"))
+    mine = facts.update(History(messages[:11]))
+    tokens, ids = mine.tokens.copy(), list(mine.str_ids)
+    facts.update(History(messages))  # another request, nine messages later
+    assert mine.n == 11 and mine.str_ids == ids and mine.tokens.tolist() == tokens.tolist()
+    assert mine.position("m15") is None and mine.position("m10") == 10
+    assert mine.mentions("lisbon").tolist() == list(range(11))
+
+
+def test_a_shorter_history_is_served_from_the_kept_facts_without_reading_it_again() -> None:
+    messages = chat("ua" * 10)
+    facts = MessageFacts(counter_for("gpt-4o"))
+    whole = facts.update(History(messages))
+    earlier = facts.update(History(messages[:5]))  # a request that began before the last reply
+    assert earlier.resets == whole.resets and earlier.generation == whole.generation
+    assert earlier.tokens.tolist() == whole.tokens[:5].tolist()
+    # its last message is a question whose answer is not in its history
+    assert earlier.partner.tolist() == [1, 0, 3, 2, -1]
+    assert whole.partner[4] == 5
+    edited = [*messages[:3], {**messages[3], "content": "changed"}]
+    assert facts.update(History(edited)).resets == whole.resets + 1
+
+
+def test_snapshot_lists_are_cut_to_the_request() -> None:
+    messages = chat("uauau")
+    facts = MessageFacts(counter_for("gpt-4o"))
+    facts.update(History(messages))
+    short = facts.update(History(messages[:2]))
+    assert short.str_ids == ["m0", "m1"] and len(short.keys) == 2
+    assert short.positions(["m0", "m4", "nope"]) == [0]
+    assert isinstance(short.tokens, np.ndarray) and len(short.tokens) == 2
