@@ -21,7 +21,7 @@ import jinja2
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -343,6 +343,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.detail, exc.status_code)
 
 
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """The client hung up before its whole request body arrived: nothing went wrong here, and
+    no one is left to answer, so one quiet line and an empty answer that uvicorn drops."""
+    log.info("A client hung up mid-request on %s %s.", request.method, request.url.path)
+    return Response(status_code=400)
+
+
 async def _server_error(request: Request, exc: Exception) -> Response:
     log.error("Unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
     response = error_response("Something went wrong in the sidecar; its log has the details.", 500)
@@ -382,6 +389,7 @@ def create_app(
         middleware=[Middleware(SecurityHeaders), Middleware(LocalGuard, allow_remote=allow_remote)],
         exception_handlers={
             BadRequest: _bad_request,
+            ClientDisconnect: _client_gone,
             HTTPException: _http_error,
             Exception: _server_error,
         },

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -207,3 +208,24 @@ async def test_connections_beyond_the_limit_get_503(vault: Path) -> None:
             await asyncio.sleep(0.05)
     assert refused.status_code == 503
     assert served.status_code == 200
+
+
+async def test_a_client_that_hangs_up_mid_body_is_one_quiet_line(
+    vault: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    head = (
+        b"POST /api/chats HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 400\r\n\r\n"
+    )
+    with caplog.at_level(logging.INFO, logger="smart_context"):
+        async with serving(vault) as (url, _):
+            async with raw_connection(url) as (_reader, writer):
+                writer.write(head + b'{"title": "half a bo')
+                await writer.drain()
+                await asyncio.sleep(0.1)  # the body is being read when the client goes
+            async with asyncio.timeout(5):
+                while not any("hung up" in r.getMessage() for r in caplog.records):
+                    await asyncio.sleep(0.02)
+    ours = [r for r in caplog.records if r.name.startswith("smart_context")]
+    assert [r.levelno for r in ours if "hung up" in r.getMessage()] == [logging.INFO]
+    assert not [r for r in ours if r.levelno >= logging.ERROR or r.exc_info]
