@@ -8,6 +8,7 @@ a reply or a message, so they log it and leave the request as it was.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from smart_context.commands import make_commands
@@ -19,7 +20,7 @@ from smart_context.errors import SmartContextError
 from smart_context.hookspecs import hookimpl
 from smart_context.host import UI, Commands, Host, PipelineContext, resolve
 from smart_context.items.mcp_config import PLUGIN_SERVER
-from smart_context.memory.unsent import unsent_of
+from smart_context.memory.unsent import unsent_among
 from smart_context.messages import History
 from smart_context.paths import check_chat_id
 from smart_context.record import ContextRecord
@@ -78,13 +79,16 @@ class SmartContextPlugin:
             chat_id = check_chat_id(ctx.metadata.get("chat_id"))
             services = self._services()
             services.current_chat_id = chat_id
-            decision = await assemble(services, chat_id, History(ctx.history))
+            history = History(ctx.history)
+            decision = await assemble(services, chat_id, history)
             prepared = await request_items(
                 services, chat_id, ctx.message, decision, _model_of(ctx), _takes_tools(ctx)
             )
             if not ctx.metadata.get("dry_run"):  # where the model's look back will search
-                unsent = unsent_of(ctx.history, prepared.messages, _sent_memories(prepared.record))
-                services.unsent.put(chat_id, unsent)
+                memories = _sent_memories(prepared.record)
+                services.unsent.put(
+                    chat_id, partial(unsent_among, history.ids, prepared.messages, memories)
+                )
         except Exception as exc:  # the one broad except: the user's request must go through
             if isinstance(exc, SmartContextError):  # ours, with a message that says it all
                 log.warning("Smart Context: sending the full history: %s", exc)

@@ -33,7 +33,7 @@ class Decision:
     # ``history`` with its ids read, when it is the rule's input unchanged (the budget reuses it)
     source: History | None = None
     # the whole history the rule chose from, when the filter kept only part of it (usage)
-    full: list[Any] | None = None
+    full: History | None = None
     # where each message of ``history`` is in ``all_ids``, when it is not simply the same order
     positions: npt.NDArray[np.intp] | None = None
 
@@ -128,4 +128,5 @@ def decide(
     filtered = record(FILTERED, scores=kept_scores, ids=shorter_ids(all_ids, kept_flags))
     kept = [*older, *(messages[i] for i in idx)]
     where = np.concatenate((np.arange(len(older)), len(older) + np.asarray(idx, dtype=np.intp)))
-    return Decision(kept, filtered, list(all_ids), full=candidates, positions=where.astype(np.intp))
+    whole = history if not older and positions is None else History(candidates)
+    return Decision(kept, filtered, list(all_ids), full=whole, positions=where.astype(np.intp))

@@ -85,7 +85,7 @@ class UsageMeter:
             if len(self._whole) > MAX_CHATS:
                 self._whole.clear()
             facts = self._whole[key] = MessageFacts(counter)
-        return facts.update(History(decision.full))
+        return facts.update(decision.full)
 
 
 def _history_tokens(whole: Facts, decision: Decision, whole_history: int) -> int:

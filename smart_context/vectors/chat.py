@@ -2,8 +2,11 @@
 
 The key of a message is ``{message_id}:{content_hash}`` (CONTRACT.md §2), so an edited message
 gets a new vector. Hashing 10,000 messages per request would dominate the request, so two memos
-avoid it: the last history located (the next one is usually the same plus a few messages, which
-two list comparisons in C confirm), and per message id the text and row last seen.
+avoid it: the last few histories located (the next one is usually one of them plus a few
+messages, which two list comparisons in C confirm), and per message id the text and row last
+seen. A request locates more than one history (the whole one for the topic filter, the part the
+filter kept for the budget's search), so one memo alone would be replaced by each in turn and
+every request would fall to the per-message path.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from smart_context.vectors.keyed import KeyedMatrix, Rows
 from smart_context.vectors.ops import Matrix
 
 _NO_ROWS: Rows = np.zeros(0, dtype=np.intp)
+MEMOS = 4  # histories whose rows are kept: the whole one, the filtered one, and a spare each
+Located = tuple[list[Any], list[Any], Rows]  # ids, contents, rows
 
 
 class ChatVectors(KeyedMatrix):
@@ -28,23 +33,30 @@ class ChatVectors(KeyedMatrix):
         super()._reset(keys, matrix)
         # message id -> (text, row): lets a warm lookup compare strings instead of hashing
         self._seen: dict[str, tuple[str, int]] = {}
-        self._last: tuple[list[Any], list[Any], Rows] = ([], [], _NO_ROWS)
+        self._located: list[Located] = []  # the last histories located, newest first
         self._id_rows: dict[str, int] | None = None  # message id -> its latest row, built on use
 
     def locate(self, history: History) -> tuple[Rows, list[int]]:
         """Row of each message (-1 when missing) and the indexes of the misses."""
         ids, contents = history.ids, history.contents
-        last_ids, last_contents, last_rows = self._last
-        known = len(last_ids)
-        if not (
-            known <= len(ids) and ids[:known] == last_ids and contents[:known] == last_contents
-        ):
-            known = 0
+        known, last_rows = 0, _NO_ROWS
+        for last_ids, last_contents, rows in self._located:
+            n = len(last_ids)
+            if n <= len(ids) and ids[:n] == last_ids and contents[:n] == last_contents:
+                known, last_rows = n, rows
+                break
         tail, missing = self._locate_each(history.messages, known)
         rows = np.concatenate((last_rows[:known], tail)) if known else tail
         if not missing:
-            self._last = (ids, contents, rows)
+            self._remember(ids, contents, rows)
         return rows, missing
+
+    def _remember(self, ids: list[Any], contents: list[Any], rows: Rows) -> None:
+        """Keep ``ids`` as the newest history located, in place of one it extends."""
+        kept = [
+            m for m in self._located if not (len(m[0]) <= len(ids) and ids[: len(m[0])] == m[0])
+        ]
+        self._located = [(ids, contents, rows), *kept][:MEMOS]
 
     def _locate_each(self, messages: Sequence[Message], start: int) -> tuple[Rows, list[int]]:
         seen, row_of = self._seen, self._row_of
@@ -91,7 +103,7 @@ class ChatVectors(KeyedMatrix):
         """Add the vectors of ``history``'s missing messages to rows from :meth:`locate`."""
         rows = rows.copy()
         rows[missing] = self.add_messages([history.messages[i] for i in missing], vectors)
-        self._last = (history.ids, history.contents, rows)
+        self._remember(history.ids, history.contents, rows)
         return rows
 
     def prune(self, live: History) -> int:
