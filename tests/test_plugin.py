@@ -381,3 +381,17 @@ async def test_the_vaults_items_are_embedded_when_the_plugin_starts(
     running = await start()
     await running.settle()
     assert any("Preheat the Dutch oven" in t for t in embedder.embedded)  # before any request
+
+
+async def test_naming_a_chat_in_a_command_does_not_change_the_open_chat(
+    start: Any, chat: list, vault: Path
+) -> None:
+    write_chat(vault, "c2", make_messages(["other chat", "its answer"], prefix="o"))
+    running: Running = await start()
+    await running.context("c1", list(chat))  # a request: c1 is the chat open now
+    pinned = await running.command("mark_important", chat_id="c2", message_id="o0")
+    assert pinned["status"] == "success"
+    assert running.plugin.services is not None
+    assert running.plugin.services.current_chat_id == "c1"
+    cleared = await running.command("set_filter", topics=[])  # no chat named: the open one
+    assert cleared["status"] == "success" and cleared["chat_id"] == "c1"

@@ -69,13 +69,13 @@ def bind(command: Command, services: Services) -> Handler:
 
 
 def chat_id_argument(services: Services, chat_id: Any) -> ChatId:
-    """The chat a command is about: the one named, or the one open now."""
+    """The chat a command is about: the one named, or the one open now. Naming a chat does
+    not open it: only the panel's own commands say which chat it shows (commands/topics.py)."""
     if chat_id is None or chat_id == "":
         if services.current_chat_id is None:
             raise BadArguments("No chat is open: pass chat_id.")
         return services.current_chat_id
-    services.current_chat_id = check_chat_id(chat_id)
-    return services.current_chat_id
+    return check_chat_id(chat_id)
 
 
 def topics_argument(topics: Any) -> list[str]:

@@ -21,6 +21,7 @@ MIN_MESSAGES_TO_MAP = 4  # fewer messages have no subjects worth a bubble cloud
 async def set_filter(services: Services, topics: Any = None, chat_id: Any = None) -> Result:
     """Select topics for a chat (an empty list clears) and tell the UI what is now in context."""
     chat = chat_id_argument(services, chat_id)
+    services.current_chat_id = chat  # the panel acts on the chat it shows: it is the open one
     return await select(services, chat, topics_argument(topics))
 
 
@@ -31,6 +32,7 @@ async def get_topics(services: Services, chat_id: Any = None) -> Result:
     installed) is mapped in the background now; ``topics_updated`` follows.
     """
     chat = chat_id_argument(services, chat_id)
+    services.current_chat_id = chat  # the panel opens the chat it shows: it is the open one
     await services.chats.load(chat)
     view = await services.chats.view(chat)
     ids, how = await included(services, chat, view.messages)
