@@ -164,7 +164,9 @@ def _budget(value: Any) -> dict[str, Any] | None:
         for name, raw in (sections.items() if isinstance(sections, Mapping) else ())
         if (n := count(raw)) is not None
     }
-    return {"limit": limit, "used": used, "by_section": by_section} | _counter(value)
+    over, note = count(value.get("over")), value.get("note")
+    said = {"over": over, "note": note} if over and isinstance(note, str) else {}
+    return {"limit": limit, "used": used, "by_section": by_section} | _counter(value) | said
 
 
 def usage_result(usage: ChatUsage, max_series: int = MAX_SERIES) -> dict[str, Any]:

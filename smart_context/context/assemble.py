@@ -19,6 +19,7 @@ import numpy as np
 
 from smart_context.budget.tokens import Counter
 from smart_context.config import Settings
+from smart_context.context.allocate import chosen_by_search, give_way, over_note, without
 from smart_context.context.request_parts import (
     Fixed,
     budget_limit,
@@ -31,7 +32,7 @@ from smart_context.context.usage import fixed_tokens
 from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.items.catalog import ItemCatalog
 from smart_context.items.chunks import query_chunks
-from smart_context.items.request import RequestContext, build
+from smart_context.items.request import Chosen, RequestContext, build
 from smart_context.items.select import Limits
 from smart_context.items.selection import chat_limits
 from smart_context.knowledge.section import KnowledgeSection, find, knowledge_section
@@ -90,17 +91,6 @@ class Prepared:
     tools: list[dict[str, Any]]
 
 
-def offered_tools(
-    services: Services, request: RequestContext, model_takes_tools: bool
-) -> list[dict[str, Any]]:
-    """The tools of the request's items, then the plugin's memory tools when they are on; none
-    for a chat model that takes no tools."""
-    if not model_takes_tools:
-        return []
-    memory_tools = memory_tool_definitions() if services.settings.memory_tools else []
-    return [*request.tools(), *memory_tools]
-
-
 async def request_items(
     services: Services,
     chat_id: ChatId,
@@ -117,8 +107,6 @@ async def request_items(
     documents, tools = chat_limits(services.settings, view.context_settings)
     request = await build(services.items, services.store, message, documents, view.session, tools)
     memory = await memory_of(services, chat_id, model)
-    text = request.system_text(memory.text)
-    system = [{"role": "system", "content": text}] if text else []
     record = decision.record.as_dict()
     if memory.text:
         record["memory"] = {
@@ -126,19 +114,22 @@ async def request_items(
             "memory_ids": list(memory.memory_ids),
             "left_out": memory.left_out,
         }
-    sections = request.sections()
-    offered = offered_tools(services, request, model_takes_tools)
-    fixed = Fixed(
-        system=_as_system(sections.get("rule")),
-        memory=_as_system(memory.text),
-        knowledge=_as_system(sections.get("reference")),
-        tools=offered,
-        message=message,
-    )
+    memory_tools = services.settings.memory_tools
+    fixed = fixed_parts(request, memory.text, message, model_takes_tools, memory_tools)
     counter = services.budget.counter(model)  # the vault's calibrated estimate, if any
     limit = budget_limit(services.settings, model)
     # counted once: the notes' room and the budget's both start from them
     costs = fixed_costs(counter, fixed) if limit else None
+    gave_way: list[dict[str, str]] = []
+    if costs is not None:
+        # the items the search chose give way before the last turn of the history does
+        over = sum(costs.values()) + _last_turn(counter, decision.history) - limit
+        dropped = give_way(chosen_by_search(request, counter), over)
+        if dropped:
+            gave_way = [_named(c) for k, c in enumerate(request.items) if str(k) in dropped]
+            request = without(request, dropped)
+            fixed = fixed_parts(request, memory.text, message, model_takes_tools, memory_tools)
+            costs = fixed_costs(counter, fixed)
     notes, queries = await notes_of(
         services,
         message,
@@ -147,9 +138,9 @@ async def request_items(
         documents,
         request.queries,
     )
+    text = request.system_text(memory.text, notes.text)
+    system = [{"role": "system", "content": text}] if text else []
     if notes.text:
-        text = request.system_text(memory.text, notes.text)
-        system = [{"role": "system", "content": text}]
         fixed = replace(fixed, knowledge=[*fixed.knowledge, *_as_system(notes.text)])
         if costs is not None:
             costs["knowledge"] = messages_cost(counter, fixed.knowledge)
@@ -167,6 +158,7 @@ async def request_items(
         history=decision.source,
         costs=costs,
     )
+    offered = list(fixed.tools)
     if fitted is None:
         fixed_cost = fixed_tokens(counter, system, message, fixed.tools)
         record["usage"] = services.usage.measure(chat_id, decision, counter, fixed_cost)
@@ -176,7 +168,52 @@ async def request_items(
         record = _narrowed(record, decision, kept)
     usage = services.usage.measure(chat_id, decision, counter, fitted=fitted)
     record = record | fitted.record | {"usage": usage}
+    record["budget"] = _said(record["budget"], gave_way)
     return Prepared([*system, *fitted.history], request, record, offered)
+
+
+def fixed_parts(
+    request: RequestContext,
+    memory: str,
+    message: str,
+    model_takes_tools: bool,
+    memory_tools: bool,
+) -> Fixed:
+    """What goes with the request besides the history and the notes: the rules, the memory
+    section, the references, the tools offered (the items' and, when on, the memory tools;
+    none for a model that takes no tools) and the message."""
+    sections = request.sections()
+    tools = [*request.tools(), *memory_tool_definitions()] if memory_tools else request.tools()
+    return Fixed(
+        system=_as_system(sections.get("rule")),
+        memory=_as_system(memory),
+        knowledge=_as_system(sections.get("reference")),
+        tools=tools if model_takes_tools else [],
+        message=message,
+    )
+
+
+def _last_turn(counter: Counter, history: Sequence[Message]) -> int:
+    """What the last two messages of the history cost: the room the items chosen by search
+    leave for the history when a budget is tight."""
+    return messages_cost(counter, [dict(m) for m in history[-2:]])
+
+
+def _named(chosen: Chosen) -> dict[str, str]:
+    return {"type": chosen.item.type, "name": chosen.item.name}
+
+
+def _said(budget: dict[str, Any], gave_way: list[dict[str, str]]) -> dict[str, Any]:
+    """The record's ``budget`` with the items that gave way (``left_out_items``) and, when
+    what must be sent did not fit, by how much it went over and why (``over``, ``note``)."""
+    out = dict(budget)
+    if gave_way:
+        out["left_out_items"] = gave_way
+    used, limit = int(out["used"]), int(out["limit"])
+    if used > limit:
+        out["over"] = used - limit
+        out["note"] = over_note(used, limit, dict(out["by_section"]))
+    return out
 
 
 async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> MemorySection:

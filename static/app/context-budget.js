@@ -47,8 +47,14 @@ export function budgetFacts(record, fact) {
 export function explainBudget(record) {
   const budget = record.budget;
   if (!budget || typeof budget.limit !== "number") return "";
+  const gaveWay = Array.isArray(budget.left_out_items) ? budget.left_out_items : [];
+  const names = gaveWay.map((i) => (i && typeof i.name === "string" ? i.name : "")).filter(Boolean);
+  const trimmed = names.length
+    ? ` To make room, ${plural(names.length, "item")} chosen by search ${names.length === 1 ? "was" : "were"} left out: ${names.join(", ")}.`
+    : "";
+  if (typeof budget.note === "string" && budget.note) return budget.note + trimmed;
   if (!budgetCut(record)) {
-    return `The chat fits the token budget of ${budget.limit} tokens, so it was sent whole.`;
+    return `The chat fits the token budget of ${budget.limit} tokens, so it was sent whole.${trimmed}`;
   }
   const kinds = { pinned: 0, relevant: 0, turn: 0, important: 0 };
   for (const reason of Object.values(record.reasons || {})) {
@@ -60,7 +66,7 @@ export function explainBudget(record) {
   if (kinds.important) parts.push(`${kinds.important} by importance`);
   const summaries = (record.summaries || []).length;
   if (summaries) parts.push(`${plural(summaries, "summary", "summaries")} of the stretches left out`);
-  return `A token budget of ${budget.limit} tokens cut the history to ${parts.join(", ")}.`;
+  return `A token budget of ${budget.limit} tokens cut the history to ${parts.join(", ")}.${trimmed}`;
 }
 
 const summaryKey = (s) => `${s.level}\u0000${s.from_id}\u0000${s.to_id}`;

@@ -172,6 +172,31 @@ def test_the_budget_totals_and_chart_of_a_chat(
     section.screenshot(path=str(ARTIFACTS / "usage-panel.png"))
 
 
+def test_a_request_over_its_budget_says_so_and_by_how_much(
+    open_harness: Callable[[str], Page], harness: tuple[HarnessServer, Host]
+) -> None:
+    _, host = harness
+    note = f"Over the token budget by 453: {HOSTILE} does not fit in 300."
+    over = {
+        "limit": 300,
+        "used": 753,
+        "by_section": {"system": 272, "knowledge": 146, "tools": 316, "message": 19},
+        "over": 453,
+        "note": note,
+    }
+    host.usage["tight"] = stats([reply(0, 753, 753)], over)
+    host.usage["fine"] = stats([reply(0, 900, 900)], BUDGET)
+    page = open_harness("tight")
+    loaded(page)
+    expect(page.locator("#sc-budget-line")).to_contain_text("753 of 300 tokens (251%)")
+    expect(page.locator("#sc-budget-over")).to_be_visible()
+    expect(page.locator("#sc-budget-over")).to_have_text(note)  # text, never markup
+    assert page.locator("#sc-budget-over img").count() == 0
+    other = open_harness("fine")
+    loaded(other)
+    expect(other.locator("#sc-budget-over")).to_be_hidden()
+
+
 def test_a_chat_without_replies_says_so(
     open_harness: Callable[[str], Page], harness: tuple[HarnessServer, Host]
 ) -> None:

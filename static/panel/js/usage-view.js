@@ -33,6 +33,7 @@ class UsageView {
     this.note = find("sc-usage-note");
     this.budget = find("sc-budget");
     this.budgetLine = find("sc-budget-line");
+    this.over = find("sc-budget-over");
     this.bar = find("sc-budget-bar");
     this.legend = find("sc-budget-legend");
     this.totals = find("sc-usage-totals");
@@ -69,6 +70,8 @@ class UsageView {
     this.budget.hidden = !stats;
     this.bar.replaceChildren();
     this.legend.replaceChildren();
+    this.over.hidden = !(budget && budget.over && budget.note);
+    this.over.textContent = this.over.hidden ? "" : budget.note;
     if (!stats) return;
     if (!budget) {
       this.budgetLine.textContent =

@@ -63,6 +63,9 @@ const readBudget = (value) => {
     sections,
     countedWith: typeof value.counted_with === "string" ? value.counted_with : "",
     exact: value.exact === true,
+    // a request that went over: what must be sent did not fit, in the record's words
+    over: tokenCount(value.over) || 0,
+    note: typeof value.note === "string" ? value.note : "",
   };
 };
 
