@@ -155,8 +155,9 @@ async def request_items(
         queries,
         [m.get("id") for m in view.sticky],
         summaries=decision.record.mode != FILTERED,
-        history=decision.source,
+        history=decision.full or decision.source,
         costs=costs,
+        positions=decision.positions if decision.full is not None else None,
     )
     offered = list(fixed.tools)
     if fitted is None:

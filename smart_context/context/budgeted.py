@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -125,41 +125,49 @@ class Budgeter:
         summaries: bool = True,
         history: History | None = None,
         costs: Mapping[str, int] | None = None,
+        positions: np.ndarray | None = None,
     ) -> Fitted | None:
-        """The history within the budget, or ``None`` when there is no budget. ``history``,
-        when given, is ``candidates`` with its ids already read (the topic rule's); ``costs``,
-        when given, is :func:`fixed_costs` of ``fixed`` with this model's counter."""
+        """The history within the budget, or ``None`` when there is no budget.
+
+        ``history``, when given, is the whole history ``candidates`` come from, its ids already
+        read (the topic rule's), and ``positions`` where each candidate sits in it (``None``:
+        the candidates are the whole history). The facts, the search and the pins are kept and
+        read for the whole history, so a filter that keeps other messages from one request to
+        the next costs no recount; the plan is made over the candidates. ``costs``, when
+        given, is :func:`fixed_costs` of ``fixed`` with this model's counter."""
         limit = budget_limit(self.settings, model)
         if not limit:
             return None
         counter = self.counter(model)
         costs = dict(costs) if costs is not None else fixed_costs(counter, fixed)
         room = max(limit - sum(costs.values()), 0)
-        if history is None or len(history) != len(candidates):
-            history = History(candidates)
+        if history is None or (positions is None and len(history) != len(candidates)):
+            history, positions = History(candidates), None
         # this request's own snapshot: other requests on the chat may update the facts while
         # this one waits below
         facts = self.facts(chat_id, counter).update(history)
-        total = int(facts.tokens.sum())
+        part = _Part(facts, positions)
+        total = int(part.tokens.sum())
         if total <= room:
             kept = [True] * len(candidates)
             record = budget_record(limit, costs, total, 0, [], [], [], [], counter)
             return Fitted([dict(m) for m in candidates], kept, record)
-        await self._index(chat_id, facts, candidates)
+        await self._index(chat_id, facts, history.messages)
         pins = asyncio.ensure_future(self._guarded(set(), self.db.marks, chat_id))
-        rel = await self.relevance(chat_id, history, fixed.message, store, queries, facts)
+        rel = part.of(await self.relevance(chat_id, history, fixed.message, store, queries, facts))
         marks: set[str] = await pins
-        ids = facts.str_ids
-        marked = _flags(facts, marks)
-        pinned = marked | _flags(facts, {str(i) for i in sticky_ids})
-        eligible = np.ones(len(ids), dtype=bool)
-        eligible[max(len(ids) - self.settings.recent_messages, 0) :] = False
+        marked = part.of(_flags(facts, marks))
+        pinned = marked | part.of(_flags(facts, {str(i) for i in sticky_ids}))
+        eligible = np.ones(part.n, dtype=bool)
+        eligible[max(part.n - self.settings.recent_messages, 0) :] = False
         hits = top_hits(rel, eligible, self.settings.search_limit, floor=MIN_RELEVANCE)
-        overlap = entity_overlap(entities(fixed.message), facts.mentions, len(ids))
+        overlap = part.of(entity_overlap(entities(fixed.message), facts.mentions, facts.n))
         scores = importance(rel, overlap, marked, _weights(self.settings))
         hit_relevance = np.zeros_like(rel)
         hit_relevance[hits] = rel[hits]
-        spans, rows = await self._spans_of(chat_id, facts, counter) if summaries else ([], [])
+        # summaries stand for stretches of the whole history, never for a filter's part of it
+        whole = summaries and positions is None
+        spans, rows = await self._spans_of(chat_id, facts, counter) if whole else ([], [])
         budget = Budget(
             room,
             recent=self.settings.recent_messages,
@@ -167,22 +175,23 @@ class Budgeter:
             relevant_limit=self.settings.search_limit,
             importance_threshold=self.settings.importance_threshold,
         )
-        inputs = Inputs(facts.tokens, pinned, hit_relevance, scores, facts.partner, hits)
+        inputs = Inputs(part.tokens, pinned, hit_relevance, scores, part.partner, hits)
         chosen = plan(inputs, spans, budget)
         out = interleave(candidates, chosen.keep, [(spans[s], rows[s]) for s in chosen.summaries])
         why, keep = chosen.why, chosen.keep
+        ids = part.ids
         record = budget_record(
             limit,
             costs,
             chosen.message_tokens,
             chosen.summary_tokens,
-            [ids[i] for i in np.flatnonzero(why == RECENT)],
-            [ids[i] for i in np.flatnonzero((why == RELEVANT) | (why == TURN))],
-            [ids[i] for i in np.flatnonzero(keep & marked)],
+            [ids[i] for i in np.flatnonzero(why == RECENT).tolist()],
+            [ids[i] for i in np.flatnonzero((why == RELEVANT) | (why == TURN)).tolist()],
+            [ids[i] for i in np.flatnonzero(keep & marked).tolist()],
             [rows[s] for s in chosen.summaries],
             counter,
         )
-        record["reasons"] = reasons(why, ids, marked, hit_relevance, scores, facts.partner)
+        record["reasons"] = reasons(why, ids, marked, hit_relevance, scores, part.partner)
         return Fitted(out, chosen.keep.tolist(), record)
 
     async def _index(
@@ -319,6 +328,49 @@ class Budgeter:
 def _index_rows(db: MemoryDB, chat_id: str, rows: list[tuple[str, str, str]]) -> bool:
     db.index_messages(chat_id, rows)
     return True
+
+
+class _Part:
+    """The candidates of a request as positions of the whole history's facts: their tokens,
+    their turn partners among themselves, their ids, and any per-message array cut to them."""
+
+    def __init__(self, facts: Facts, positions: np.ndarray | None) -> None:
+        self.positions = positions
+        if positions is None:
+            self.n, self.tokens, self.partner = facts.n, facts.tokens, facts.partner
+            self.ids: Sequence[str] = facts.str_ids
+            return
+        self.n = len(positions)
+        self.tokens = facts.tokens[positions]
+        # a partner that is not among the candidates is no partner here
+        inverse = np.full(facts.n, -1, dtype=np.intp)
+        inverse[positions] = np.arange(self.n, dtype=np.intp)
+        partner = facts.partner[positions]
+        self.partner = np.where(partner >= 0, inverse[partner], -1).astype(np.intp)
+        self.ids = _Picked(facts.str_ids, positions)
+
+    def of(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (one per message of the whole history) for the candidates."""
+        return values if self.positions is None else values[self.positions]
+
+
+class _Picked(Sequence[str]):
+    """``ids[positions[i]]`` for each ``i``, read only where asked (the record's few)."""
+
+    def __init__(self, ids: Sequence[str], positions: np.ndarray) -> None:
+        self._ids, self._positions = ids, positions
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self._ids[p] for p in self._positions[i].tolist()]
+        return self._ids[int(self._positions[i])]
 
 
 def _flags(facts: Facts, ids: set[str]) -> np.ndarray:

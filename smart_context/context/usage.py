@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from smart_context.budget.calibration import Calibration
-from smart_context.budget.facts import Facts, MessageFacts
+from smart_context.budget.facts import Facts
 from smart_context.budget.tokens import Counter, Estimate, prompt_tokens
-from smart_context.context.budgeted import MAX_CHATS, Budgeter
+from smart_context.context.budgeted import Budgeter
 from smart_context.context.request_parts import Fitted, chat_model
 from smart_context.context.topic_filter import Decision
 from smart_context.messages import History
@@ -46,12 +46,10 @@ def usage_record(sent: int, full: int, counter: Counter) -> dict[str, Any]:
 
 class UsageMeter:
     """Counts a request's history against the whole history, reusing the budget's per-chat
-    token counts; a filtered chat's whole history is counted apart, so the two never displace
-    each other's counts between requests."""
+    token counts (kept for the whole history, filtered or not)."""
 
     def __init__(self, budget: Budgeter) -> None:
         self.budget = budget
-        self._whole: dict[tuple[ChatId, str], MessageFacts] = {}
 
     def measure(
         self,
@@ -76,16 +74,9 @@ class UsageMeter:
         return usage_record(sent, fixed + whole_history, counter)
 
     def _whole_facts(self, chat_id: ChatId, decision: Decision, counter: Counter) -> Facts:
-        if decision.full is None:  # the history is the whole one: the budget's own counts
-            own = self.budget.facts(chat_id, counter)
-            return own.update(decision.source or History(decision.history))
-        key = (chat_id, counter.key)
-        facts = self._whole.get(key)
-        if facts is None:
-            if len(self._whole) > MAX_CHATS:
-                self._whole.clear()
-            facts = self._whole[key] = MessageFacts(counter)
-        return facts.update(decision.full)
+        """The budget's own counts of the whole history the decision chose from."""
+        whole = decision.full or decision.source or History(decision.history)
+        return self.budget.facts(chat_id, counter).update(whole)
 
 
 def _history_tokens(whole: Facts, decision: Decision, whole_history: int) -> int:

@@ -69,3 +69,14 @@ def test_snapshot_lists_are_cut_to_the_request() -> None:
     assert short.str_ids == ["m0", "m1"] and len(short.keys) == 2
     assert short.positions(["m0", "m4", "nope"]) == [0]
     assert isinstance(short.tokens, np.ndarray) and len(short.tokens) == 2
+
+
+def test_a_filters_part_of_the_history_keeps_partners_only_among_itself() -> None:
+    from smart_context.context.budgeted import _Part
+
+    facts = MessageFacts(counter_for("gpt-4o")).update(History(chat("uaua")))
+    part = _Part(facts, np.array([0, 2, 3], dtype=np.intp))
+    assert part.partner.tolist() == [-1, 2, 1]  # m0's answer m1 is not in the part
+    assert part.tokens.tolist() == facts.tokens[[0, 2, 3]].tolist()
+    assert [part.ids[i] for i in range(3)] == ["m0", "m2", "m3"] and part.ids[1:] == ["m2", "m3"]
+    assert part.of(np.arange(4)).tolist() == [0, 2, 3]
