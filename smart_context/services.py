@@ -2,7 +2,7 @@
 
 Each job lives in its own module; this is only where they meet: the host, the settings, the
 chat views, the vector store (built on first use: loading a model takes a moment) and the
-background topic pass.
+background passes (the topic pass handed the parts it uses, :class:`TopicPass`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from smart_context.memory.refresh import refresh_memory
 from smart_context.memory.unsent import UnsentLog
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
-from smart_context.topics.refresh import refresh
+from smart_context.topics.refresh import TopicPass, refresh
 
 log = logging.getLogger("smart_context")
 
@@ -49,7 +49,16 @@ class Services:
         self.chats = ChatViews(host.memory)
         self.items = ItemCatalog(host.vault_path, settings.rules_dir, settings.references_dir)
         self.current_chat_id: ChatId | None = None
-        self.background: Coalescer[ChatId] = Coalescer(lambda chat_id: refresh(self, chat_id))
+        self.topic_pass = TopicPass(
+            chats=self.chats,
+            store=self.store,
+            settings=lambda: self.settings,  # set_similarity_mode replaces them
+            llm=host.llm,
+            emit=host.emit,
+        )
+        self.background: Coalescer[ChatId] = Coalescer(
+            lambda chat_id: refresh(self.topic_pass, chat_id)
+        )
         # the vault's notes (seed 004's knowledge base), indexed in the background
         self.knowledge = KnowledgeIndex(
             host.vault_path,
