@@ -67,7 +67,8 @@ class Vault:
         await self.sidecar.start()
         assert self.plugin.services is not None
         self.services = self.plugin.services
-        await refresh(self.services, check_chat_id("big"))  # warm: every message embedded once
+        # warm: every message embedded once
+        await refresh(self.services.topic_pass, check_chat_id("big"))
 
     async def post(self, question: str, keep: bool) -> None:
         """One message as the page sends it; the background pass is timed apart."""

@@ -45,9 +45,10 @@ from typing import Any
 import numpy as np
 
 from smart_context.embeddings.local import shared_local_model
-from smart_context.items.chunks import chunk, index_text, query_chunks
+from smart_context.items.chunks import chunk, query_chunks
 from smart_context.items.expand import expand, relationship_graph
 from smart_context.items.lexical import SATURATION, LexicalIndex, fuse, reciprocal_rank_fusion
+from smart_context.items.model import index_text
 from smart_context.items.select import Limits, select
 from smart_context.items.tools import tool_item
 

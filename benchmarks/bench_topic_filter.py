@@ -139,7 +139,7 @@ async def evaluate(chats: list[dict[str, Any]]) -> None:
             for chat in chats:
                 cid = check_chat_id(chat["id"])
                 if not maps.get(cid):
-                    await refresh(services, cid)
+                    await refresh(services.topic_pass, cid)
                     maps[cid] = data[cid]["topics"]
                     regular = [t for t in maps[cid] if not t.get("sticky")]
                     bubbles.append((cid, len(regular), len(chat["subjects"])))
@@ -243,7 +243,7 @@ async def newcomers(chats: list[dict[str, Any]], share: float = 0.7) -> None:
         services = await start(vault, data, "auto")
         for chat in chats:
             cid = check_chat_id(chat["id"])
-            await refresh(services, cid)
+            await refresh(services.topic_pass, cid)
             data[cid] = {"messages": turns(chat), "topics": data[cid]["topics"]}
             await services.chats.load(cid)
             truth_of = {m["id"]: m["subject"] for m in chat["messages"]}

@@ -14,6 +14,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 T = TypeVar("T")
 
 ChatData = dict[str, Any]
+# ``host.emit(event, data)``: a plain function or a coroutine function, as every host method
+Emit = Callable[[str, dict[str, Any]], Any]
 
 
 async def resolve(value: T | Any) -> Any:

@@ -2,7 +2,7 @@
 
 Each job lives in its own module; this is only where they meet: the host, the settings, the
 chat views, the vector store (built on first use: loading a model takes a moment) and the
-background topic pass.
+background passes, each handed the parts it uses (:class:`TopicPass`, :class:`MemoryPass`).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from smart_context.host import Host, resolve
 from smart_context.items.catalog import ItemCatalog
 from smart_context.knowledge.index import KnowledgeIndex
 from smart_context.memory.db import MemoryDB
-from smart_context.memory.refresh import refresh_memory
+from smart_context.memory.refresh import MemoryPass, refresh_memory
 from smart_context.memory.unsent import UnsentLog
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
-from smart_context.topics.refresh import refresh
+from smart_context.topics.refresh import TopicPass, refresh
 
 log = logging.getLogger("smart_context")
 
@@ -49,7 +49,16 @@ class Services:
         self.chats = ChatViews(host.memory)
         self.items = ItemCatalog(host.vault_path, settings.rules_dir, settings.references_dir)
         self.current_chat_id: ChatId | None = None
-        self.background: Coalescer[ChatId] = Coalescer(lambda chat_id: refresh(self, chat_id))
+        self.topic_pass = TopicPass(
+            chats=self.chats,
+            store=self.store,
+            settings=lambda: self.settings,  # set_similarity_mode replaces them
+            llm=host.llm,
+            emit=host.emit,
+        )
+        self.background: Coalescer[ChatId] = Coalescer(
+            lambda chat_id: refresh(self.topic_pass, chat_id)
+        )
         # the vault's notes (seed 004's knowledge base), indexed in the background
         self.knowledge = KnowledgeIndex(
             host.vault_path,
@@ -67,8 +76,16 @@ class Services:
         self.calibration.load()
         self.budget = Budgeter(settings, self.memory_db, self.calibration.estimates)
         self.usage = UsageMeter(self.budget)
+        self.memory_pass = MemoryPass(
+            chats=self.chats,
+            db=self.memory_db,
+            settings=lambda: self.settings,
+            llm=host.llm,
+            emit=host.emit,
+            summaries_made=self._summaries_made,
+        )
         self.remembering: Coalescer[ChatId] = Coalescer(
-            lambda chat_id: refresh_memory(self, chat_id)
+            lambda chat_id: refresh_memory(self.memory_pass, chat_id)
         )
         self.budget.on_behind = self.remembering.request  # the text index: no topic pass
         self.unsent = UnsentLog()  # where the chat model's look back searches
@@ -85,6 +102,10 @@ class Services:
                 embedder = self._embedder or await make_embedder(self.settings, self.host)
                 self._store = VectorStore(self.host.vault_path, embedder)
             return self._store
+
+    def _summaries_made(self, chat_id: ChatId) -> None:
+        """New summaries of the chat: the budget plans its spans again."""
+        self.budget.summary_version[chat_id] = self.budget.summary_version.get(chat_id, 0) + 1
 
     def index_items(self) -> None:
         """Embed the vault's new items in the background, so no request waits for it."""

@@ -157,7 +157,7 @@ async def list_direct_messages(services: Services, chat_id: Any = None) -> Resul
 async def summarize_conversation(services: Services, chat_id: Any = None) -> Result:
     """Bring the chat's summaries and text index up to date now; the summaries, oldest first."""
     chat = chat_id_argument(services, chat_id)
-    await refresh_memory(services, chat, force=True)
+    await refresh_memory(services.memory_pass, chat, force=True)
     return await list_summaries(services, chat)
 
 

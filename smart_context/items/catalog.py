@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from smart_context.items.chunks import chunk, index_text, query_chunks
+from smart_context.items.chunks import chunk, query_chunks
 from smart_context.items.expand import expand, relationship_graph
 from smart_context.items.files import Stamp, folder_stamp, load_items
 from smart_context.items.lexical import LexicalIndex, hybrid_scores
-from smart_context.items.model import ITEM_TYPES, Item, ItemProblem
+from smart_context.items.model import ITEM_TYPES, Item, ItemProblem, index_text
 from smart_context.items.select import Limits, select
 from smart_context.items.servers import ToolServers
 from smart_context.paths import memory_dir

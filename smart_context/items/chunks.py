@@ -1,8 +1,5 @@
-"""What is embedded for an item, cut into chunks, and a message cut into query chunks (seed 000).
+"""Text cut into chunks for embedding, and a message cut into query chunks (seed 000).
 
-- :func:`index_text`: ``name: description`` then the body (a tool: ``server.name: description``
-  then its parameters), so a search for the thing's name or purpose finds it as well as one for
-  its content;
 - :func:`chunk`: paragraphs, then lines and sentences, merged back up to about 500 characters:
   a chunk is a few related sentences, short enough that one subject is not averaged away, and
   a Markdown heading starts the chunk of its section rather than ending the one before;
@@ -10,17 +7,14 @@
   message that asks two things finds the items for both.
 
 All pure and deterministic; lengths are in characters. No piece is ever cut inside a word: a
-word longer than the target is a chunk of its own.
+word longer than the target is a chunk of its own. Which text an item has is the item's
+business (:func:`smart_context.items.model.index_text`): this module knows only text.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from smart_context.items.model import Item
 
 CHUNK_TARGET = 500
 MIN_QUERY_CHUNK = 20  # shorter query sentences ("Thanks.", "Also:") join a neighbour
@@ -30,13 +24,6 @@ _PARAGRAPH_BREAK = re.compile(r"\n\s*\n\s*")
 # After ., ! or ? (and any closing quotes or brackets), before whitespace; or at a line break,
 # since lines in Markdown are list items, table rows and headings.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?\u2026])[\"'\u201d\u2019)\]]*\s+|[ \t]*\n\s*")
-
-
-def index_text(item: Item) -> str:
-    """The text embedded for ``item`` (and hashed into its ``content_hash``)."""
-    title = f"{item.server_name}.{item.name}" if item.server_name is not None else item.name
-    head = f"{title}: {item.description}" if item.description else title
-    return f"{head}\n\n{item.text}" if item.text else head
 
 
 def chunk(text: str, target: int = CHUNK_TARGET) -> list[str]:

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from smart_context.items.chunks import index_text
-
 ItemType = Literal["rule", "reference", "tool"]
 IncludeMode = Literal["always", "manual", "agent", "expansion"]
 ITEM_TYPES: tuple[ItemType, ...] = ("rule", "reference", "tool")
@@ -84,6 +82,15 @@ class Item:
             self.name.casefold(),
             self.name,
         )
+
+
+def index_text(item: Item) -> str:
+    """The text embedded for ``item`` (and hashed into its ``content_hash``): ``name:
+    description`` then the body (a tool: ``server.name: description`` then its parameters), so a
+    search for the thing's name or purpose finds it as well as one for its content."""
+    title = f"{item.server_name}.{item.name}" if item.server_name is not None else item.name
+    head = f"{title}: {item.description}" if item.description else title
+    return f"{head}\n\n{item.text}" if item.text else head
 
 
 @dataclass(frozen=True)

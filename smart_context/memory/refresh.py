@@ -8,6 +8,9 @@ summary tree brought up to date, so the next request finds them (it never waits 
   host's fast model when ``summarizer = "llm"`` and one answers, else by the offline picker
   (:mod:`.extractive`). Nodes are written as they are made, a level at a time, so a long
   chat's first pass shows progress and a stop loses little.
+
+The pass works with the :class:`MemoryPass` it is given, nothing else: the composition root
+builds one.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from smart_context.budget.tokens import CHARS_PER_TOKEN
 from smart_context.config import Settings
 from smart_context.events import MEMORY_PROGRESS
-from smart_context.host import LLM, resolve
+from smart_context.host import LLM, Emit, resolve
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.extractive import Line, summarize
 from smart_context.memory.records import Summary
@@ -32,10 +35,10 @@ from smart_context.paths import ChatId
 from smart_context.topics.extract import reply_text
 from smart_context.vectors.codec import cache_key
 
-CHARS = int(CHARS_PER_TOKEN)  # the estimate's characters per token
-
 if TYPE_CHECKING:
-    from smart_context.services import Services
+    from smart_context.chats import ChatViews
+
+CHARS = int(CHARS_PER_TOKEN)  # the estimate's characters per token
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,19 @@ INDEX_BATCH = 1000  # messages indexed per write when a long chat is met whole (
 
 
 @dataclass(frozen=True)
+class MemoryPass:
+    """What the long-memory pass works with."""
+
+    chats: ChatViews  # reads the latest chat
+    db: MemoryDB  # the text index and the summaries
+    settings: Callable[[], Settings]  # read per pass: a command may replace them meanwhile
+    llm: LLM  # the fast model, when ``summarizer = "llm"``
+    emit: Emit  # the panel's progress (``memory_progress``)
+    # told when a pass made summaries of a chat: what was planned with the old ones is stale
+    summaries_made: Callable[[ChatId], None]
+
+
+@dataclass(frozen=True)
 class Made:
     """A summary to store."""
 
@@ -55,32 +71,28 @@ class Made:
     source: str
 
 
-async def refresh_memory(services: Services, chat_id: ChatId, force: bool = False) -> None:
+async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False) -> None:
     """One pass over the chat (module docstring); ``force`` summarises a chat under the
     ``summarization_threshold`` too (the ``summarize_conversation`` command)."""
-    data = await services.chats.load(chat_id)
+    data = await parts.chats.load(chat_id)
     messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
-    db = services.memory_db
+    settings = parts.settings()
     keyed = await asyncio.to_thread(message_keys, messages)  # hashed once for both parts
-    await index_chat(db, chat_id, messages, keyed, _progress(services, chat_id, "index"))
-    if len(messages) < services.settings.summarization_threshold and not force:
+    await index_chat(parts.db, chat_id, messages, keyed, _progress(parts.emit, chat_id, "index"))
+    if len(messages) < settings.summarization_threshold and not force:
         return
-    progress = _progress(services, chat_id, "summaries")
-    made = await summarize_chat(
-        db, chat_id, messages, services.settings, services.host.llm, progress, keyed
-    )
+    progress = _progress(parts.emit, chat_id, "summaries")
+    made = await summarize_chat(parts.db, chat_id, messages, settings, parts.llm, progress, keyed)
     if made:
-        services.budget.summary_version[chat_id] = (
-            services.budget.summary_version.get(chat_id, 0) + 1
-        )
+        parts.summaries_made(chat_id)
 
 
-def _progress(services: Services, chat_id: ChatId, what: str) -> Progress:
+def _progress(emit: Emit, chat_id: ChatId, what: str) -> Progress:
     """Reports ``smart_context.memory_progress`` for the panel: ``what`` is under way."""
 
     async def progress(done: int, total: int) -> None:
         payload = {"chat_id": chat_id, "done": done, "total": total, "what": what}
-        await resolve(services.host.emit(MEMORY_PROGRESS, payload))
+        await resolve(emit(MEMORY_PROGRESS, payload))
 
     return progress
 

@@ -124,11 +124,11 @@ async def test_an_edited_message_drops_the_summaries_over_it_and_they_are_made_a
     from smart_context.memory.refresh import refresh_memory
     from smart_context.paths import ChatId
 
-    await refresh_memory(services, ChatId("long"))
+    await refresh_memory(services.memory_pass, ChatId("long"))
     before = {s.key: s.covers for s in MemoryDB(vault).summaries("long")}
     chat[15]["content"] = "An edited message about something else entirely."
     write_chat(vault, "long", chat)
-    await refresh_memory(services, ChatId("long"))
+    await refresh_memory(services.memory_pass, ChatId("long"))
     after = {s.key: s.covers for s in MemoryDB(vault).summaries("long")}
     changed = {k for k in after if before.get(k) != after[k]}
     assert changed == {(1, "m0010", "m0019"), (2, "m0000", "m0049"), (3, "m0000", "m0249")}

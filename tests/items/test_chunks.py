@@ -1,4 +1,4 @@
-"""What is embedded for an item, its chunks, and a message's query chunks."""
+"""Text cut into chunks, and a message's query chunks."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import random
 
 import pytest
 
-from smart_context.items.chunks import MIN_QUERY_CHUNK, chunk, index_text, query_chunks
-from smart_context.items.model import Item
+from smart_context.items.chunks import MIN_QUERY_CHUNK, chunk, query_chunks
 
 WORDS = [
     *("the", "dough", "rises", "slowly", "at", "room", "temperature", "while", "starter"),
@@ -32,30 +31,6 @@ def random_text(rng: random.Random) -> str:
 
 CORPUS = [random_text(random.Random(seed)) for seed in range(300)]
 TARGETS = [20, 80, 500]
-
-
-# --- index_text ----------------------------------------------------------------------------------
-
-
-def test_a_rule_is_indexed_as_name_description_and_body() -> None:
-    rule = Item("rule", "Code Style", description="How code looks", text="Use type hints.")
-    assert index_text(rule) == "Code Style: How code looks\n\nUse type hints."
-
-
-def test_without_a_description_the_name_stands_alone() -> None:
-    assert index_text(Item("reference", "Kyoto", text="Temples.")) == "Kyoto\n\nTemples."
-    assert index_text(Item("reference", "Kyoto")) == "Kyoto"
-
-
-def test_a_tool_is_indexed_with_its_server_and_parameters() -> None:
-    tool = Item(
-        "tool",
-        "read_file",
-        description="Read a file",
-        text="path (string, required): Which file",
-        server_name="files",
-    )
-    assert index_text(tool) == "files.read_file: Read a file\n\npath (string, required): Which file"
 
 
 # --- chunk: properties ---------------------------------------------------------------------------

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from smart_context.items.chunks import chunk, index_text
+from smart_context.items.chunks import chunk
 from smart_context.items.files import load_items
+from smart_context.items.model import index_text
 from smart_context.resources import example_vault_dir
 
 

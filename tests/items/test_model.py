@@ -1,4 +1,4 @@
-"""Item: identity, the priority label, order, and a hash of only what is indexed."""
+"""Item: identity, the priority label, order, what is indexed, and a hash of only that."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from smart_context.items.model import DEFAULT_PRIORITY, Item, ItemProblem
+from smart_context.items.model import DEFAULT_PRIORITY, Item, ItemProblem, index_text
 
 
 def test_the_key_names_type_server_and_name() -> None:
@@ -31,6 +31,27 @@ def test_items_are_frozen_and_hashable() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         item.name = "b"  # type: ignore[misc]
     assert len({item, Item("rule", "a")}) == 1
+
+
+def test_a_rule_is_indexed_as_name_description_and_body() -> None:
+    rule = Item("rule", "Code Style", description="How code looks", text="Use type hints.")
+    assert index_text(rule) == "Code Style: How code looks\n\nUse type hints."
+
+
+def test_without_a_description_the_name_stands_alone() -> None:
+    assert index_text(Item("reference", "Kyoto", text="Temples.")) == "Kyoto\n\nTemples."
+    assert index_text(Item("reference", "Kyoto")) == "Kyoto"
+
+
+def test_a_tool_is_indexed_with_its_server_and_parameters() -> None:
+    tool = Item(
+        "tool",
+        "read_file",
+        description="Read a file",
+        text="path (string, required): Which file",
+        server_name="files",
+    )
+    assert index_text(tool) == "files.read_file: Read a file\n\npath (string, required): Which file"
 
 
 def test_the_content_hash_follows_only_the_indexed_text() -> None:

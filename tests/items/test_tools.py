@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from smart_context.items.chunks import index_text
+from smart_context.items.model import index_text
 from smart_context.items.tools import (
     MAX_DESCRIPTION_CHARS,
     MAX_PARAMETERS,

@@ -27,7 +27,7 @@ async def test_a_long_chat_met_whole_reports_its_indexing_and_summaries(
     n = 2 * INDEX_BATCH + 300
     write_chat(vault, "long", make_messages([f"Message {i} about the garden." for i in range(n)]))
     running = await start(settings={"summarizer": "offline"})
-    await refresh_memory(running.plugin.services, ChatId("long"))
+    await refresh_memory(running.plugin.services.memory_pass, ChatId("long"))
     assert progress_of(running, "index") == [(0, n), (1000, n), (2000, n), (n, n)]
     summaries = progress_of(running, "summaries")
     total = summaries[0][1]
@@ -36,14 +36,14 @@ async def test_a_long_chat_met_whole_reports_its_indexing_and_summaries(
     assert all(p["chat_id"] == "long" for name, p in running.host.events if "progress" in name)
     assert len(MemoryDB(vault).indexed_keys("long")) == n
 
-    running.host.events.clear()
-    await refresh_memory(running.plugin.services, ChatId("long"))  # nothing new: no news
+    running.host.events.clear()  # nothing new: no news
+    await refresh_memory(running.plugin.services.memory_pass, ChatId("long"))
     assert progress_of(running, "index") == [] and progress_of(running, "summaries") == []
 
 
 async def test_a_few_new_messages_are_indexed_without_progress(start: Any, vault: Path) -> None:
     write_chat(vault, "short", make_messages(["one", "two", "three"]))
     running = await start(settings={"summarizer": "offline"})
-    await refresh_memory(running.plugin.services, ChatId("short"))
+    await refresh_memory(running.plugin.services.memory_pass, ChatId("short"))
     assert progress_of(running, "index") == []
     assert len(MemoryDB(vault).indexed_keys("short")) == 3
