@@ -10,23 +10,25 @@ It works with the :class:`TopicPass` it is given, nothing else: the composition 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from smart_context.chats import STATE_KEY
 from smart_context.config import Settings
 from smart_context.errors import SmartContextError
 from smart_context.events import TOPICS_UPDATED
-from smart_context.host import LLM, Emit, resolve
+from smart_context.host import LLM, ChatData, Emit, resolve
 from smart_context.messages import conversation
 from smart_context.paths import ChatId
 from smart_context.topics.extract import extract
+from smart_context.topics.grow import MAP_KEY, MapState, join_new, needs_full_map, read_state
 from smart_context.vectors.ops import Matrix
 
 if TYPE_CHECKING:
-    from smart_context.chats import ChatViews
+    from smart_context.chats import ChatView, ChatViews
     from smart_context.store import VectorStore
 
 log = logging.getLogger(__name__)
@@ -50,8 +52,10 @@ class HasTopicPass(Protocol):
     def topic_pass(self) -> TopicPass: ...
 
 
-async def refresh(parts: TopicPass | HasTopicPass, chat_id: ChatId) -> None:
-    """One pass: embed new messages, extract topics, write them, tell the UI.
+async def refresh(parts: TopicPass | HasTopicPass, chat_id: ChatId, full: bool = False) -> None:
+    """One pass: embed new messages, join them to the chat's map or make the map again
+    (:mod:`smart_context.topics.grow` says which; ``full``: the user asked for a new map), write
+    the topics, tell the UI.
 
     ``refresh(services, chat_id)``, the CLI's call from before the pass had its own parts, is
     still understood until the CLI moves out of the package; new code passes the
@@ -73,25 +77,59 @@ async def refresh(parts: TopicPass | HasTopicPass, chat_id: ChatId) -> None:
     except SmartContextError as exc:
         log.warning("Smart Context: could not embed chat %s: %s", chat_id, exc)
     view = await parts.chats.view(chat_id)
+    turn_ids = [str(m.get("id")) for m in turns]
+    state = read_state(_ours(data).get(MAP_KEY))
+    usable = _usable(vectors)
+    grow = not full and usable is not None and state is not None and turn_ids
+    if grow and not needs_full_map(state, view.topics, turn_ids):
+        assert usable is not None and state is not None
+        grown = join_new(view.topics, turns, turn_ids, usable, state)
+        if not grown.drifted:
+            if grown.state != state or grown.topics != view.topics:
+                await _write(parts, chat_id, grown.topics, grown.state)
+            return
+        log.info("Smart Context: chat %s drifted from its topic map; mapping it again", chat_id)
     found = await extract(
         parts.llm,
         parts.settings(),
         turns,
-        _usable(vectors),
+        usable,
         view.topics,
         store.phrase_vectors if store is not None else None,
     )
     if found is None:
         return
-    new_topics = found.to_chat_topics()
-    view = await parts.chats.update(chat_id, lambda d: {**d, "topics": new_topics})
-    payload = {"chat_id": chat_id, "topics": view.topics, "total_messages": view.total_messages}
-    await resolve(parts.emit(TOPICS_UPDATED, payload))
+    mapped = MapState(turn_ids[-1], len(turn_ids)) if turn_ids else None
+    view = await _write(parts, chat_id, found.to_chat_topics(), mapped)
     if store is not None:  # a click on a new bubble then embeds nothing
         try:
             await store.phrase_vectors([q.label for q in view.queries])
         except SmartContextError as exc:
             log.info("Smart Context: topic labels of %s not embedded yet: %s", chat_id, exc)
+
+
+async def _write(
+    parts: TopicPass, chat_id: ChatId, topics: list[dict[str, Any]], state: MapState | None
+) -> ChatView:
+    """Write the topics and the map's state with ``update_chat`` (messages appended meanwhile
+    survive), and tell the UI."""
+
+    def put(data: ChatData) -> ChatData:
+        out = {**data, "topics": topics}
+        if state is not None:
+            out[STATE_KEY] = {**_ours(data), MAP_KEY: state.as_dict()}
+        return out
+
+    view = await parts.chats.update(chat_id, put)
+    payload = {"chat_id": chat_id, "topics": view.topics, "total_messages": view.total_messages}
+    await resolve(parts.emit(TOPICS_UPDATED, payload))
+    return view
+
+
+def _ours(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Our key on the chat file, or an empty one when it is missing or not a dict."""
+    state = data.get(STATE_KEY)
+    return dict(state) if isinstance(state, dict) else {}
 
 
 def _usable(vectors: Matrix | None) -> Matrix | None:

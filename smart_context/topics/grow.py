@@ -1,0 +1,170 @@
+"""New messages join the chat's map, instead of the map being made again after every reply.
+
+Mapping a 10,000-message chat again costs seconds (offline) or a model call; a reply adds two
+messages. So after a reply, each new turn joins its nearest topic, measured against the topic's
+centroid (the mean of its members' vectors), when it is at least as close as the topic's own
+members mostly are (the topic's 10th percentile: each topic keeps its own width). A standing
+instruction joins the sticky topic; small talk and a turn close to no topic join none.
+
+The whole map is made again (:func:`needs_full_map` says when):
+- when the chat has no map with members yet, or the map's state is missing or damaged;
+- when the chat has grown by a fifth since the map was made;
+- when the messages the map was made through are gone (an edit or a deletion before them);
+- when the assignments drift: more than half of the turns since the map, and at least
+  :data:`DRIFT_MIN` of them, joined no topic (a new subject the map has no bubble for);
+- when the user asks (``smart-context topics``).
+
+The map's state is kept on the chat file under our key (``smart_context.topic_map``):
+``{"through": id of the last turn mapped or joined, "size": turns when the map was made,
+"strays": turns since then that joined no topic}``. Pure: numpy and the chat's dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
+import numpy as np
+
+from smart_context.messages import message_text
+from smart_context.topics.model import STICKY_LABEL
+from smart_context.topics.offline.talk import is_instruction, is_small_talk
+from smart_context.vectors.ops import Matrix, normalize_rows
+
+MAP_KEY = "topic_map"
+GROWTH = 1.2  # the chat grown by a fifth: the map is made again
+DRIFT_MIN = 6  # strays before drift can be called
+DRIFT_SHARE = 0.5
+WIDTH_QUANTILE = 0.1  # how close a newcomer must be: as close as 90% of the topic's members
+
+
+@dataclass(frozen=True)
+class MapState:
+    """Where the map stands (module docstring)."""
+
+    through: str
+    size: int
+    strays: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"through": self.through, "size": self.size, "strays": self.strays}
+
+
+def read_state(raw: Any) -> MapState | None:
+    """The stored state, or ``None`` when it is missing or not what we wrote."""
+    if not isinstance(raw, Mapping):
+        return None
+    through, size, strays = raw.get("through"), raw.get("size"), raw.get("strays", 0)
+    if not isinstance(through, str) or not _count(size) or not _count(strays, allow_zero=True):
+        return None
+    return MapState(through, size, strays)
+
+
+def needs_full_map(
+    state: MapState | None, topics: Sequence[Mapping[str, Any]], turn_ids: Sequence[str]
+) -> bool:
+    """Whether the map must be made again rather than grown (module docstring); ``turn_ids``
+    are the chat's turns' ids as text, in order."""
+    if state is None or len(turn_ids) >= state.size * GROWTH:
+        return True
+    if not any(t.get("message_ids") and not t.get("sticky") for t in topics):
+        return True
+    return state.through not in turn_ids  # an edit or a deletion took the map's footing
+
+
+@dataclass(frozen=True)
+class Grown:
+    """The topics with the new turns joined, and the map's new state."""
+
+    topics: list[dict[str, Any]]
+    state: MapState
+    drifted: bool
+
+
+def join_new(
+    topics: Sequence[Mapping[str, Any]],
+    turns: Sequence[Mapping[str, Any]],
+    turn_ids: Sequence[str],
+    vectors: Matrix,
+    state: MapState,
+) -> Grown:
+    """Join the turns after ``state.through`` to the map (module docstring). ``vectors`` are
+    the turns' unit vectors, same order."""
+    start = turn_ids.index(state.through) + 1
+    position = {mid: i for i, mid in enumerate(turn_ids)}
+    regular = [i for i, t in enumerate(topics) if not t.get("sticky")]
+    members = [_rows(topics[i], position) for i in regular]
+    centroids, floors = _centroids(vectors, members)
+    joined: dict[int, list[str]] = {}
+    sticky: list[str] = []
+    strays = 0
+    for k in range(start, len(turns)):
+        text, role = message_text(turns[k]), str(turns[k].get("role"))
+        if role == "user" and is_instruction(text, role):
+            sticky.append(turn_ids[k])
+            continue
+        if is_small_talk(text) or not len(centroids) or not np.any(vectors[k]):
+            continue
+        sims = centroids @ vectors[k]
+        best = int(np.argmax(sims))
+        if sims[best] >= floors[best]:
+            joined.setdefault(regular[best], []).append(turn_ids[k])
+        else:
+            strays += 1
+    out = [_with(topic, joined.get(i, [])) for i, topic in enumerate(topics)]
+    if sticky:
+        out = _with_sticky(out, sticky)
+    new_state = MapState(turn_ids[-1], state.size, state.strays + strays)
+    since = len(turns) - state.size
+    drifted = new_state.strays >= DRIFT_MIN and new_state.strays > DRIFT_SHARE * max(since, 1)
+    return Grown(out, new_state, drifted)
+
+
+def _ids(topic: Mapping[str, Any]) -> list[Any]:
+    ids = topic.get("message_ids")
+    return ids if isinstance(ids, list) else []  # another writer may have erred
+
+
+def _rows(topic: Mapping[str, Any], position: Mapping[str, int]) -> np.ndarray:
+    ids = _ids(topic)
+    found = [position[str(m)] for m in ids if str(m) in position]
+    return np.asarray(found, dtype=np.intp)
+
+
+def _centroids(vectors: Matrix, members: Sequence[np.ndarray]) -> tuple[Matrix, np.ndarray]:
+    """Each topic's unit centroid and how close its members mostly are to it."""
+    dim = vectors.shape[1] if vectors.ndim == 2 else 0
+    centroids = np.zeros((len(members), dim), dtype=np.float32)
+    floors = np.full(len(members), np.inf, dtype=np.float32)  # a topic with no rows takes none
+    for t, rows in enumerate(members):
+        if len(rows):
+            centroids[t] = vectors[rows].mean(axis=0)
+    centroids = normalize_rows(centroids)
+    for t, rows in enumerate(members):
+        if len(rows):
+            floors[t] = np.quantile(vectors[rows] @ centroids[t], WIDTH_QUANTILE)
+    return centroids, floors
+
+
+def _with(topic: Mapping[str, Any], new_ids: Sequence[str]) -> dict[str, Any]:
+    if not new_ids:
+        return dict(topic)
+    ids = [*_ids(topic), *new_ids]
+    return {**topic, "message_ids": ids, "count": int(topic.get("count") or 0) + len(new_ids)}
+
+
+def _with_sticky(topics: list[dict[str, Any]], new_ids: Sequence[str]) -> list[dict[str, Any]]:
+    for k, topic in enumerate(topics):
+        if topic.get("sticky"):
+            ids = [*_ids(topic), *new_ids]
+            topics[k] = {**topic, "message_ids": ids, "count": len(ids)}
+            return topics
+    sticky = {"label": STICKY_LABEL, "sticky": True, "message_ids": list(new_ids)}
+    return [*topics, sticky | {"count": len(new_ids)}]
+
+
+def _count(value: Any, allow_zero: bool = False) -> TypeGuard[int]:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return value >= 0 if allow_zero else value > 0

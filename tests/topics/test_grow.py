@@ -1,0 +1,133 @@
+"""New messages join the chat's map after a reply; the whole map is made again only when the
+chat grew by a fifth, the map lost its footing, the assignments drift or the user asks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from smart_context.topics.grow import MapState, join_new, needs_full_map, read_state
+from smart_context.vectors.ops import normalize_rows
+from tests.conftest import Running, read_chat, write_chat
+from tests.fakes import make_messages
+from tests.topics.test_extract import reply_done
+
+TOPICS = [
+    {"label": "Bread", "count": 3, "message_ids": ["m0", "m1", "m2"]},
+    {"label": "Boats", "count": 2, "message_ids": ["m3", "m4"]},
+]
+
+
+def turns(*texts_roles: tuple[str, str]) -> list[dict[str, Any]]:
+    return [{"id": f"m{i}", "role": r, "content": t} for i, (t, r) in enumerate(texts_roles)]
+
+
+def vectors_for(directions: list[int], dim: int = 4) -> np.ndarray:
+    rows = np.eye(dim, dtype=np.float32)[directions] + 0.05
+    return normalize_rows(rows)
+
+
+def test_the_stored_state_is_read_only_when_it_is_ours() -> None:
+    assert read_state({"through": "m4", "size": 5, "strays": 1}) == MapState("m4", 5, 1)
+    for bad in (
+        None,
+        [],
+        {"through": 4, "size": 5},
+        {"through": "m4", "size": 0},
+        {"size": 5},
+        {"through": "m4", "size": True},
+        {"through": "m4", "size": 5, "strays": -1},
+    ):
+        assert read_state(bad) is None, bad
+
+
+def test_when_the_whole_map_is_made_again() -> None:
+    ids = [f"m{i}" for i in range(10)]
+    state = MapState("m8", 9)
+    assert not needs_full_map(state, TOPICS, ids)
+    assert needs_full_map(None, TOPICS, ids)
+    assert needs_full_map(MapState("m8", 8), TOPICS, ids)  # grown by a fifth (10 >= 9.6)
+    assert needs_full_map(MapState("gone", 9), TOPICS, ids)  # an edit or deletion before it
+    assert needs_full_map(state, [{"label": "Bread", "count": 3}], ids)  # no members to join
+
+
+def test_new_turns_join_their_nearest_topic_the_sticky_one_or_none() -> None:
+    chat = turns(
+        ("rye bread", "user"),
+        ("bread crumb", "assistant"),
+        ("bread oven", "user"),
+        ("boat sails", "assistant"),
+        ("boat hull", "user"),
+        ("more bread?", "assistant"),
+        ("Please keep answers short.", "user"),
+        ("thanks!", "assistant"),
+        ("stars and planets", "user"),
+    )
+    ids = [m["id"] for m in chat]
+    vectors = vectors_for([0, 0, 0, 1, 1, 0, 2, 2, 3])
+    grown = join_new(TOPICS, chat, ids, vectors, MapState("m4", 5))
+    assert grown.topics[0]["message_ids"] == ["m0", "m1", "m2", "m5"]
+    assert grown.topics[0]["count"] == 4 and grown.topics[1] == TOPICS[1]
+    assert grown.topics[2]["sticky"] and grown.topics[2]["message_ids"] == ["m6"]
+    assert grown.state == MapState("m8", 5, 1)  # "stars and planets" joined nothing
+    assert not grown.drifted and TOPICS[0]["count"] == 3  # the input is not changed
+
+
+def test_many_turns_that_join_nothing_are_drift() -> None:
+    chat = turns(*[(f"bread {i}", "user") for i in range(5)], *[("stars", "user")] * 6)
+    ids = [m["id"] for m in chat]
+    vectors = vectors_for([0, 0, 0, 1, 1, *[3] * 6])
+    grown = join_new(TOPICS, chat, ids, vectors, MapState("m4", 5))
+    assert grown.drifted and grown.state.strays == 6
+
+
+SUBJECTS = {
+    "sourdough": "sourdough starter flour levain crumb oven loaf",
+    "kubernetes": "kubernetes pod deployment cluster kubectl replica node",
+    "asyncio": "asyncio coroutine await event loop task gather",
+}
+
+
+def subject_text(subject: str, i: int) -> str:
+    words = SUBJECTS[subject].split()
+    return f"{words[i % len(words)]} and {words[(i + 2) % len(words)]} with {words[(i + 4) % len(words)]}"
+
+
+async def test_a_reply_joins_new_messages_to_the_map_and_drift_maps_the_chat_again(
+    start: Any, vault: Path
+) -> None:
+    texts = [subject_text(s, i) for s in SUBJECTS for i in range(14)]
+    write_chat(vault, "c1", make_messages(texts))
+    running: Running = await start(settings={"topic_extractor": "offline"})
+    await reply_done(running)
+    await running.settle()
+    first = read_chat(vault, "c1")
+    assert first["smart_context"]["topic_map"] == {"through": "m41", "size": 42, "strays": 0}
+    labels = [t["label"] for t in first["topics"]]
+
+    new = [
+        {"id": "n0", "role": "user", "content": subject_text("sourdough", 3)},
+        {"id": "n1", "role": "assistant", "content": subject_text("sourdough", 5)},
+    ]
+    await running.host.memory.append_message("c1", new[0])
+    await running.host.memory.append_message("c1", new[1])
+    await reply_done(running)
+    await running.settle()
+    second = read_chat(vault, "c1")
+    assert [t["label"] for t in second["topics"]] == labels  # the map was not made again
+    assert second["smart_context"]["topic_map"] == {"through": "n1", "size": 42, "strays": 0}
+    joined = [t for t in second["topics"] if "n0" in (t.get("message_ids") or [])]
+    assert len(joined) == 1 and "n1" in joined[0]["message_ids"]
+    assert running.host.events[-1][0] == "smart_context.topics_updated"
+
+    for k in range(6):  # a subject the map has no bubble for
+        text = "violin bow rosin string concerto" if k % 2 else "orchestra violin cello rehearsal"
+        await running.host.memory.append_message(
+            "c1", {"id": f"v{k}", "role": "user" if k % 2 == 0 else "assistant", "content": text}
+        )
+    await reply_done(running)
+    await running.settle()
+    third = read_chat(vault, "c1")
+    assert third["smart_context"]["topic_map"]["size"] == 50  # mapped again, as a whole
