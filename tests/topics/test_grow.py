@@ -92,7 +92,8 @@ SUBJECTS = {
 
 def subject_text(subject: str, i: int) -> str:
     words = SUBJECTS[subject].split()
-    return f"{words[i % len(words)]} and {words[(i + 2) % len(words)]} with {words[(i + 4) % len(words)]}"
+    first, second, third = (words[(i + k) % len(words)] for k in (0, 2, 4))
+    return f"{first} and {second} with {third}"
 
 
 async def test_a_reply_joins_new_messages_to_the_map_and_drift_maps_the_chat_again(
