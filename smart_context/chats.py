@@ -12,6 +12,7 @@ selection only if no click happened while it was under way.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,14 +34,21 @@ class ChatView:
     topics: list[dict[str, Any]] = field(default_factory=list)
     sticky: list[dict[str, Any]] = field(default_factory=list)
     active_topics: tuple[str, ...] = ()
-    # the turns as last read: what a filter click highlights without re-reading the file
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    # the file's messages as last read (``messages`` picks the turns from them when first asked)
+    raw_messages: list[Any] = field(default_factory=list, repr=False)
     # the regular topics as a click scores them (label and members), built once per read
     queries: tuple[TopicQuery, ...] = ()
     # the chat's ``context_items`` as stored (None: not yet written, the vault's seed applies)
     session: Any = None
     # the chat's ``context_settings`` as stored: its overrides of the selection settings
     context_settings: Any = None
+
+    @functools.cached_property
+    def messages(self) -> list[dict[str, Any]]:
+        """The turns as last read: what a filter click highlights without re-reading the file
+        (picked on first use: a write's new view is often never asked, and picking the turns
+        of a 10,000-message chat is a Python step each)."""
+        return conversation(self.raw_messages)
 
     @property
     def total_messages(self) -> int:
@@ -60,7 +68,11 @@ def view_of(data: Mapping[str, Any]) -> ChatView:
     messages: list[Any] = raw_messages if isinstance(raw_messages, list) else []
     topics = clean_topics(data.get("topics"))
     sticky_ids = {str(i) for t in topics if t.get("sticky") for i in (t.get("message_ids") or [])}
-    sticky = [m for m in messages if isinstance(m, dict) and str(m.get("id")) in sticky_ids]
+    sticky = (  # no scan of a long chat without sticky messages (most chats)
+        [m for m in messages if isinstance(m, dict) and str(m.get("id")) in sticky_ids]
+        if sticky_ids
+        else []
+    )
     state = data.get(STATE_KEY)
     active = state.get("active_topics", []) if isinstance(state, dict) else []
     active_topics = (
@@ -76,7 +88,7 @@ def view_of(data: Mapping[str, Any]) -> ChatView:
         topics,
         sticky,
         active_topics,
-        conversation(messages),
+        messages,
         queries,
         data.get("context_items"),
         data.get("context_settings"),

@@ -28,9 +28,14 @@ def conversation(messages: Any) -> list[dict[str, Any]]:
     """The chat's real turns: user and assistant messages, not a host's notices or errors."""
     if not isinstance(messages, list):
         return []
+    return [messages[i] for i in turn_positions(messages)]
+
+
+def turn_positions(messages: Sequence[Any]) -> list[int]:
+    """Where the real turns of :func:`conversation` sit in ``messages``."""
     return [
-        m
-        for m in messages
+        i
+        for i, m in enumerate(messages)
         if isinstance(m, dict)
         and m.get("role") in ("user", "assistant")
         and "notice" not in m

@@ -38,6 +38,9 @@ K = TypeVar("K", bound=KeyedMatrix)
 MAX_PHRASES = 20_000  # phrase vectors kept in memory (about 30 MB at 384 dimensions)
 
 
+SAVE_EVERY = 200  # changed rows of a chat's vectors before its file is written again
+
+
 class VectorStore:
     """Collections of vectors kept in memory between requests, and phrase vectors."""
 
@@ -105,7 +108,7 @@ class VectorStore:
         tear it); ``None`` when nothing changed. Write it with :meth:`write` after the lock."""
         if not vectors.dirty:
             return None
-        vectors.dirty = False
+        vectors.mark_saved()
         return files.to_json(vectors)
 
     async def write(self, path: Path, vectors: KeyedMatrix, text: str | None) -> None:
@@ -172,8 +175,13 @@ class VectorStore:
             if vectors.prune(history):
                 rows, _ = vectors.locate(history)
             ordered = vectors.matrix[rows]
-            text = self.snapshot(vectors)
-        await self.write(embeddings_file(self.vault, chat_id), vectors, text)
+            path = embeddings_file(self.vault, chat_id)
+            # rewriting a 10,000-message file (8 MB) for a reply's two vectors cost 75 ms of
+            # CPU a reply: the file is written when first made, then every SAVE_EVERY changed
+            # rows and at shutdown (a crash costs at most that many embeddings again)
+            due = vectors.unsaved >= SAVE_EVERY or not path.exists()
+            text = self.snapshot(vectors) if due else None
+        await self.write(path, vectors, text)
         return ordered
 
     async def known_scores(self, chat_id: ChatId, history: History, queries: Matrix) -> Scores:

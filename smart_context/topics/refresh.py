@@ -21,7 +21,7 @@ from smart_context.config import Settings
 from smart_context.errors import SmartContextError
 from smart_context.events import TOPICS_UPDATED
 from smart_context.host import LLM, ChatData, Emit, resolve
-from smart_context.messages import conversation
+from smart_context.messages import turn_positions
 from smart_context.paths import ChatId
 from smart_context.topics.extract import extract
 from smart_context.topics.grow import MAP_KEY, MapState, join_new, needs_full_map, read_state
@@ -64,16 +64,15 @@ async def refresh(parts: TopicPass | HasTopicPass, chat_id: ChatId, full: bool =
         parts = parts.topic_pass
     data = await parts.chats.load(chat_id)
     everything = [m for m in data.get("messages") or [] if isinstance(m, dict)]
-    turns = conversation(everything)
+    at = turn_positions(everything)  # one pass over a long chat, not three
+    turns = [everything[i] for i in at]
     store: VectorStore | None = None
     vectors = None
     try:
         store = await parts.store()
         # Sync every message the host may put in a history (its notices too), so none is
         # embedded again on the request path; topics come from the real turns only.
-        all_vectors = await store.sync_chat(chat_id, everything)
-        is_turn = {id(m) for m in turns}
-        vectors = all_vectors[[i for i, m in enumerate(everything) if id(m) in is_turn]]
+        vectors = (await store.sync_chat(chat_id, everything))[at]
     except SmartContextError as exc:
         log.warning("Smart Context: could not embed chat %s: %s", chat_id, exc)
     view = await parts.chats.view(chat_id)

@@ -120,4 +120,4 @@ def load(path: Path, kind: type[K], model_id: str, dim: int | None = None) -> K 
 def save(path: Path, vectors: KeyedMatrix) -> None:
     """Write the cache atomically and mark it clean."""
     write_atomic(path, to_json(vectors))
-    vectors.dirty = False
+    vectors.mark_saved()

@@ -33,6 +33,12 @@ class KeyedMatrix:
         self.dim = dim
         self._reset(keys, matrix)
         self.dirty = False
+        self.unsaved = 0  # rows added or dropped since the collection was last saved
+
+    def mark_saved(self) -> None:
+        """The collection as it is now is on disk (or being written)."""
+        self.dirty = False
+        self.unsaved = 0
 
     def _reset(self, keys: Sequence[str], matrix: Matrix | None) -> None:
         self.keys: list[str] = list(keys)
@@ -88,6 +94,7 @@ class KeyedMatrix:
             rows[i] = row
         self._matrix[rows] = vectors
         self.dirty = True
+        self.unsaved += len(rows)
         return rows
 
     def remember(self, key: str, value: V) -> V:
@@ -108,6 +115,7 @@ class KeyedMatrix:
         if dropped:
             self._reset([self.keys[i] for i in rows.tolist()], self.matrix[rows].copy())
             self.dirty = True
+            self.unsaved += dropped
         return dropped
 
     def scores(self, query: str, vector: npt.NDArray[np.float32]) -> Scores:
