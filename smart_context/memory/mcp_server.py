@@ -119,8 +119,8 @@ def build_server(handlers: dict[str, Handler]) -> MCPServer:
 
 async def serve(vault: Path) -> None:
     """Start the plugin's services for ``vault`` and serve its memory over stdio."""
-    from smart_context.cli import running_services
     from smart_context.commands import make_commands
+    from smart_context_hosts.cli import running_services
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, force=True)
     async with running_services(vault) as services:

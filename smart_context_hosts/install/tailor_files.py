@@ -35,7 +35,7 @@ from sidecar.api.plugin_base import PluginBase
 PIP_TARGET = {pip_target!r}
 
 try:
-    from smart_context.tailor.adapter import make_plugin_class
+    from smart_context_hosts.tailor.adapter import make_plugin_class
 except ImportError as exc:  # our package is not in the Python that runs Tailor's sidecar
     _IMPORT_ERROR = str(exc)
 
