@@ -223,6 +223,18 @@ async def show_items(
             print("  nothing: no agent item is close enough", file=out)
 
 
+async def serve_memory(vault: Path) -> None:
+    """Start the plugin's services for ``vault`` and serve its long memory as an MCP server over
+    stdio (``smart-context mcp``)."""
+    from smart_context.commands import make_commands
+    from smart_context.memory.mcp_server import serve_stdio
+
+    # stdout carries the protocol alone
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, force=True)
+    async with running_services(vault) as services:
+        await serve_stdio(make_commands(services))
+
+
 def show_doctor(vault: Path, out: TextIO) -> int:
     """Print the vault's damaged files and leftovers, changing nothing; 1 when there are any."""
     from smart_context_hosts.sidecar.vault_check import check_vault
@@ -352,9 +364,7 @@ def run_command(args: argparse.Namespace) -> int:
         if args.command in REPORTS:
             return REPORTS[args.command](args.vault, args.json, sys.stdout, sys.stderr)
         if args.command == "mcp":
-            from smart_context.memory.mcp_server import serve
-
-            asyncio.run(serve(args.vault))
+            asyncio.run(serve_memory(args.vault))
             return 0
         if args.command == "items":
             chat = None if args.chat is None else check_chat_id(args.chat)
