@@ -87,7 +87,7 @@ def test_fresh_install_writes_the_plugin_and_enables_it(
     assert hidden_folders(vault) == []
     out = capsys.readouterr().out
     assert f"pip install {shlex.quote(pip_target())}" in out
-    assert 'import smart_context; print(smart_context.__file__)"' in out
+    assert 'import smart_context_hosts; print(smart_context_hosts.__file__)"' in out
     assert "Moved" not in out
     assert set(load_plugins(vault)) == {"explorer", "memory", "smart_context"}
 
@@ -163,7 +163,9 @@ def test_tailor_option_names_the_checkouts_exact_python(
     out = capsys.readouterr().out
     assert f"Tailor's sidecar runs in {python}." in out
     assert f"    {python} -m pip install {shlex.quote(pip_target())}" in out
-    assert f'    {python} -c "import smart_context; print(smart_context.__file__)"' in out
+    assert (
+        f'    {python} -c "import smart_context_hosts; print(smart_context_hosts.__file__)"' in out
+    )
 
 
 COMMENTED = """# My vault. Edited by hand; keep my notes.
