@@ -34,9 +34,9 @@ from bench_server import make_chat
 
 from smart_context.items.mcp_client import ToolInfo, save_tool_list
 from smart_context.plugin import SmartContextPlugin
-from smart_context.sidecar.app import create_app
-from smart_context.sidecar.plugins import get_plugin_manager
-from smart_context.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.plugins import get_plugin_manager
+from smart_context_hosts.sidecar.runtime import Sidecar
 
 DATA = Path(__file__).resolve().parent / "data"
 MESSAGE = (

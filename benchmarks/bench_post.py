@@ -32,10 +32,10 @@ from bench_server import make_chat
 
 from smart_context.paths import check_chat_id
 from smart_context.plugin import SmartContextPlugin
-from smart_context.sidecar.app import create_app
-from smart_context.sidecar.plugins import get_plugin_manager
-from smart_context.sidecar.runtime import Sidecar
 from smart_context.topics.refresh import refresh
+from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.plugins import get_plugin_manager
+from smart_context_hosts.sidecar.runtime import Sidecar
 
 QUESTIONS = [
     "how do I cancel the asyncio tasks cleanly when the scraper stops",

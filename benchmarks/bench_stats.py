@@ -66,7 +66,7 @@ def main() -> None:
             runs.append(time.perf_counter() - start)
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "smart_context.cli", "stats", str(vault)],
+            [sys.executable, "-m", "smart_context_hosts.cli", "stats", str(vault)],
             check=True,
             capture_output=True,
         )

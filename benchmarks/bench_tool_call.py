@@ -2,7 +2,7 @@
 
 Run: python benchmarks/bench_tool_call.py [--calls 10]
 
-The server is the package's own (``python -m smart_context.example_mcp``, over stdio). Each
+The server is the package's own (``python -m smart_context_hosts.example_mcp``, over stdio). Each
 "fresh" call starts the server, calls ``yen_to_euro`` and stops it, as
 :func:`smart_context.items.mcp_client.call_tool` does; the kept calls go through
 :class:`smart_context.items.servers.ToolServers`, which is what the plugin uses: the first starts
@@ -24,7 +24,7 @@ from smart_context.items.mcp_client import call_tool
 from smart_context.items.mcp_config import McpServer
 from smart_context.items.servers import ToolServers
 
-ARGS = ("-m", "smart_context.example_mcp")
+ARGS = ("-m", "smart_context_hosts.example_mcp")
 
 
 async def main(calls: int) -> None:
@@ -37,7 +37,7 @@ async def main(calls: int) -> None:
     with tempfile.TemporaryDirectory() as vault:
         (Path(vault) / ".vault.toml").write_text(
             f'[mcp.servers.example]\ncommand = "{sys.executable}"\n'
-            'args = ["-m", "smart_context.example_mcp"]\n'
+            'args = ["-m", "smart_context_hosts.example_mcp"]\n'
         )
         servers = ToolServers(Path(vault))
         kept = []

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from smart_context.cli import main
+from smart_context_hosts.cli import main
 from tests.conftest import read_chat, write_chat
 from tests.fakes import make_messages
 

@@ -1,6 +1,6 @@
 """The command line in a shell pipeline: a reader that goes away ends every command quietly.
 
-Each test runs ``python -m smart_context.cli`` in a subprocess, as a shell would, with its
+Each test runs ``python -m smart_context_hosts.cli`` in a subprocess, as a shell would, with its
 standard output a real pipe, on a copy of the example vault.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smart_context.cli import EXIT_CLOSED_PIPE
+from smart_context_hosts.cli import EXIT_CLOSED_PIPE
 from tests.conftest import write_chat
 from tests.fakes import make_messages
 
@@ -43,7 +43,7 @@ def start(args: list[str], stdout: int, buffered: bool) -> subprocess.Popen[str]
     if not buffered:
         env["PYTHONUNBUFFERED"] = "1"  # each print is its own write
     return subprocess.Popen(
-        [sys.executable, "-m", "smart_context.cli", *args],
+        [sys.executable, "-m", "smart_context_hosts.cli", *args],
         cwd=REPO,  # this checkout's package, not another one installed
         env=env,
         stdout=stdout,

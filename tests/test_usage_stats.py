@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from smart_context.cli import main
 from smart_context.memory.db import MemoryDB, database_path
 from smart_context.usage_stats import chat_usage, usage_result
+from smart_context_hosts.cli import main
 from tests.conftest import write_chat
 
 

@@ -4,18 +4,16 @@ phase 4, CONTRACT §9), written with the official SDK.
 Its tools are the memory commands under their names without the ``smart_context.`` prefix:
 ``store_memory``, ``retrieve_context``, ``summarize_conversation``, ``mark_important``,
 ``forget_context`` and ``post_direct_message``. Each calls the same command the panel and the
-sidecar call, on the plugin's services started for the vault, so an MCP-capable app and the chat
-see one memory. A refused argument is a tool error the model can read, never a crash.
+sidecar call, on the plugin's services that the command line starts for the vault, so an
+MCP-capable app and the chat see one memory. A refused argument is a tool error the model can
+read, never a crash.
 
-Nothing but the protocol may reach stdout: logging goes to stderr.
+Nothing but the protocol may reach stdout: the command line sends logging to stderr first.
 """
 
 from __future__ import annotations
 
-import logging
-import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -117,11 +115,7 @@ def build_server(handlers: dict[str, Handler]) -> MCPServer:
     return server
 
 
-async def serve(vault: Path) -> None:
-    """Start the plugin's services for ``vault`` and serve its memory over stdio."""
-    from smart_context.cli import running_services
-    from smart_context.commands import make_commands
-
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, force=True)
-    async with running_services(vault) as services:
-        await build_server(make_commands(services)).run_stdio_async()
+async def serve_stdio(handlers: dict[str, Handler]) -> None:
+    """Serve the tools that call ``handlers`` over stdio until the client hangs up. The caller
+    starts the services behind them and keeps logging off stdout."""
+    await build_server(handlers).run_stdio_async()

@@ -2,7 +2,7 @@
  * window.sidecar inside Tailor: the Smart Context panel talks to its host through
  * window.sidecar (static/panel/js/transport.js); Tailor offers window.request (JSON-RPC over its
  * WebSocket) for commands and dispatches each backend event as a CustomEvent on window, its
- * payload in event.detail. This script, sent before the panel by smart_context/tailor/host.py,
+ * payload in event.detail. This script, sent before the panel by smart_context_hosts/tailor/host.py,
  * joins the two. Outside Tailor (no window.request) it does nothing and the panel's own
  * fallback applies. Being inlined in a script element, it must never contain a closing script
  * tag or an HTML comment opener.

@@ -184,9 +184,9 @@ def running_sidecar(vault: Path, plugins: Sequence[object] | None = None) -> Ite
     only plugins (instead of the installed ones)."""
     import uvicorn
 
-    from smart_context.sidecar.app import create_app
-    from smart_context.sidecar.connections import server_config
-    from smart_context.sidecar.runtime import Sidecar
+    from smart_context_hosts.sidecar.app import create_app
+    from smart_context_hosts.sidecar.connections import server_config
+    from smart_context_hosts.sidecar.runtime import Sidecar
     from tests.sidecar.conftest import manager_with
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

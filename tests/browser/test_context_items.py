@@ -128,7 +128,7 @@ def items_site(tmp_path_factory: pytest.TempPathFactory, llm_stub: OpenAIStub) -
     with (vault / ".vault.toml").open("a", encoding="utf-8") as settings:  # a real MCP server
         settings.write(
             f'\n[mcp.servers.example]\ncommand = "{sys.executable}"\n'
-            'args = ["-m", "smart_context.example_mcp"]\ninclude = "agent"\n'
+            'args = ["-m", "smart_context_hosts.example_mcp"]\ninclude = "agent"\n'
         )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(KEY_ENV, llm_stub.api_key)

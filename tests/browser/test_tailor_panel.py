@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from smart_context.panel import PANEL_ID, render_panel
-from smart_context.tailor.host import bridged
+from smart_context_hosts.tailor.host import bridged
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, sync_playwright
 from tests.browser.harness import HarnessServer, running_server, script_json
 

@@ -38,7 +38,7 @@ def long_chat(n: int) -> list[dict[str, Any]]:
 
 
 def sent_tokens(ctx: Any) -> int:
-    from smart_context.sidecar.pipeline import PipelineContext, prompt_messages
+    from smart_context_hosts.sidecar.pipeline import PipelineContext, prompt_messages
 
     pc = PipelineContext(message=ctx.message, original_message=ctx.message, history=ctx.history)
     tools = ctx.metadata.get("tools") or []

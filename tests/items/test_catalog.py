@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from smart_context.cli import main
 from smart_context.items.catalog import ItemCatalog, items_vectors_file
 from smart_context.items.select import Limits
 from smart_context.resources import example_vault_dir
 from smart_context.store import VectorStore
+from smart_context_hosts.cli import main
 from tests.fakes import FakeEmbedder
 
 

@@ -11,7 +11,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
-from smart_context.example_mcp.server import (
+from smart_context_hosts.example_mcp.server import (
     convert_units,
     hydration,
     time_in,

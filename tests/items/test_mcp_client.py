@@ -94,7 +94,7 @@ def stdio_server() -> McpServer:
     return McpServer(
         "example",
         command=sys.executable,
-        args=("-m", "smart_context.example_mcp"),
+        args=("-m", "smart_context_hosts.example_mcp"),
         env=CHILD_ENV,
         timeout=20,
     )
@@ -104,7 +104,7 @@ def stdio_server() -> McpServer:
 def http_server() -> Iterator[McpServer]:
     """The example server on a free loopback port, for the whole module."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "smart_context.example_mcp", "--http", "--port", "0"],
+        [sys.executable, "-m", "smart_context_hosts.example_mcp", "--http", "--port", "0"],
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, **CHILD_ENV},

@@ -21,7 +21,7 @@ from smart_context.items.servers import (
 EXAMPLE = (
     "[mcp.servers.example]\n"
     f'command = "{sys.executable}"\n'
-    'args = ["-m", "smart_context.example_mcp"]\n'
+    'args = ["-m", "smart_context_hosts.example_mcp"]\n'
     'include = "agent"\n'
     "[mcp.servers.example.tools]\n"
     'word_count = "manual"\n'

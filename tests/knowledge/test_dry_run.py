@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from smart_context.cli import main
-from smart_context.sidecar.app import create_app
-from smart_context.sidecar.runtime import Sidecar
+from smart_context_hosts.cli import main
+from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.conftest import write_chat
 from tests.fakes import make_messages
 from tests.knowledge.test_request import QUESTION

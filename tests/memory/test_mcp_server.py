@@ -54,7 +54,7 @@ def payload(result: Any) -> dict[str, Any]:
 async def test_an_mcp_client_stores_finds_and_forgets_memories(tmp_path: Path) -> None:
     vault = vault_with_chat(tmp_path)
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "smart_context.cli", "mcp", str(vault)]
+        command=sys.executable, args=["-m", "smart_context_hosts.cli", "mcp", str(vault)]
     )
     async with Client(stdio_client(params), cache=None) as client:
         listed = await client.list_tools()

@@ -17,11 +17,11 @@ import uvicorn
 from starlette.applications import Starlette
 
 from smart_context.hookspecs import hookimpl
-from smart_context.sidecar.app import create_app
-from smart_context.sidecar.connections import server_config
-from smart_context.sidecar.plugins import get_plugin_manager
-from smart_context.sidecar.runtime import Sidecar
-from smart_context.sidecar.serve import bind_socket
+from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.connections import server_config
+from smart_context_hosts.sidecar.plugins import get_plugin_manager
+from smart_context_hosts.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.serve import bind_socket
 
 BASE_URL = "http://127.0.0.1:8765"
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from smart_context.sidecar import chatfile
-from smart_context.sidecar.memory import ChatMemory
+from smart_context_hosts.sidecar import chatfile
+from smart_context_hosts.sidecar.memory import ChatMemory
 
 
 def message(i: int) -> dict[str, Any]:

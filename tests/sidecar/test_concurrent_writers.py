@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from smart_context.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.conftest import write_chat
 from tests.context.test_budgeted import long_chat
 from tests.openai_server import OpenAIStub

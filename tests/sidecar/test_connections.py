@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from smart_context.sidecar.app import create_app
-from smart_context.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.sidecar.conftest import live_server, manager_with, read_events
 
 HEADER_TIMEOUT = 0.5
@@ -217,7 +217,10 @@ async def test_a_client_that_hangs_up_mid_body_is_one_quiet_line(
         b"POST /api/chats HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Content-Type: application/json\r\nContent-Length: 400\r\n\r\n"
     )
-    with caplog.at_level(logging.INFO, logger="smart_context"):
+    with (
+        caplog.at_level(logging.INFO, logger="smart_context"),
+        caplog.at_level(logging.INFO, logger="smart_context_hosts"),
+    ):
         async with serving(vault) as (url, _):
             async with raw_connection(url) as (_reader, writer):
                 writer.write(head + b'{"title": "half a bo')

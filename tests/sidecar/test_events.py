@@ -7,7 +7,7 @@ import asyncio
 import json
 import threading
 
-from smart_context.sidecar.events import EventHub, format_sse
+from smart_context_hosts.sidecar.events import EventHub, format_sse
 
 
 async def test_every_client_gets_every_event() -> None:

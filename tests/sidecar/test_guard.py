@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from smart_context.hookspecs import hookimpl
-from smart_context.sidecar.app import create_app
-from smart_context.sidecar.guard import is_loopback_host
-from smart_context.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.guard import is_loopback_host
+from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.sidecar.conftest import ClientFactory, live_server, manager_with, running_app
 
 REBOUND = "127.0.0.1.attacker.example"

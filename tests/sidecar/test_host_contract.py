@@ -8,10 +8,10 @@ from pathlib import Path
 import httpx
 
 from smart_context.host import LLM, UI, Commands, Host, Memory, resolve
-from smart_context.sidecar.app import create_app
-from smart_context.sidecar.config import VaultConfig
-from smart_context.sidecar.host import CommandRegistry, PanelCollector, SidecarHost
-from smart_context.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.config import VaultConfig
+from smart_context_hosts.sidecar.host import CommandRegistry, PanelCollector, SidecarHost
+from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.sidecar.conftest import Recorder, live_server, manager_with, read_events, write_settings
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from smart_context.sidecar.chatfile import DamagedChatError, parse, render
+from smart_context_hosts.sidecar.chatfile import DamagedChatError, parse, render
 
 
 def test_deeply_nested_chat_file_is_damaged_not_a_crash() -> None:

@@ -8,7 +8,7 @@ import hashlib
 import pytest
 
 from smart_context.panel import render_panel
-from smart_context.sidecar.inline_hashes import hash_source, inline_hashes, runs_inline
+from smart_context_hosts.sidecar.inline_hashes import hash_source, inline_hashes, runs_inline
 
 
 def expected(text: str) -> str:

@@ -11,13 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-from smart_context.sidecar import chatfile
-from smart_context.sidecar.memory import ChatMemory
+from smart_context_hosts.sidecar import chatfile
+from smart_context_hosts.sidecar.memory import ChatMemory
 
 WRITER = """
 import asyncio, sys
 from pathlib import Path
-from smart_context.sidecar.memory import ChatMemory
+from smart_context_hosts.sidecar.memory import ChatMemory
 
 async def main():
     memory = ChatMemory(Path(sys.argv[1]))

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from smart_context.sidecar.app import create_app
-from smart_context.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.openai_server import OpenAIStub
 from tests.sidecar.conftest import (
     Recorder,

@@ -7,9 +7,9 @@ import socket
 import pytest
 
 from smart_context.errors import EmbeddingError
-from smart_context.sidecar.config import LLMConfig
-from smart_context.sidecar.llm import LLMError, LLMService, NoModelConfigured, ToolCallDelta
-from smart_context.sidecar.tools import CallAssembler
+from smart_context_hosts.sidecar.config import LLMConfig
+from smart_context_hosts.sidecar.llm import LLMError, LLMService, NoModelConfigured, ToolCallDelta
+from smart_context_hosts.sidecar.tools import CallAssembler
 from tests.openai_server import OpenAIStub, tool_calls
 
 

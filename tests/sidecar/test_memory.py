@@ -13,7 +13,7 @@ import pytest
 
 from smart_context.errors import ChatIdError
 from smart_context.paths import check_chat_id
-from smart_context.sidecar.memory import ChatMemory, new_chat_id
+from smart_context_hosts.sidecar.memory import ChatMemory, new_chat_id
 
 
 def add_message(text: str) -> Any:

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from smart_context.sidecar.app import create_app
-from smart_context.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.conftest import write_chat
 from tests.openai_server import OpenAIStub, tool_calls
 from tests.sidecar.conftest import chat_on_disk, llm_table, running_app, write_settings

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from smart_context.hookspecs import hookimpl
-from smart_context.sidecar.pipeline import PipelineContext, PipelineEvent, prompt_messages
-from smart_context.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.pipeline import PipelineContext, PipelineEvent, prompt_messages
+from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.openai_server import OpenAIStub
 from tests.sidecar.conftest import Recorder, chat_on_disk, llm_table, manager_with, write_settings
 

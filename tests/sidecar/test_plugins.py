@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from smart_context.hookspecs import hookimpl
-from smart_context.sidecar.config import VaultConfig
-from smart_context.sidecar.plugins import (
+from smart_context_hosts.sidecar.config import VaultConfig
+from smart_context_hosts.sidecar.plugins import (
     PluginReport,
     call_hook,
     disable_plugins,
@@ -97,7 +97,7 @@ def test_check_pending_drops_a_plugin_with_a_misspelt_hook() -> None:
     good, bad = Sync(), Misspelt()
     pm.register(good, name="good")
     pm.register(bad, name="bad")
-    from smart_context.sidecar.plugins import check_plugins
+    from smart_context_hosts.sidecar.plugins import check_plugins
 
     check_plugins(pm, report)
     assert pm.is_registered(good) and not pm.is_registered(bad)

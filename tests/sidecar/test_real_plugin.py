@@ -11,9 +11,9 @@ import pytest
 
 from smart_context.plugin import SmartContextPlugin
 from smart_context.resources import static_dir
-from smart_context.sidecar.app import create_app
-from smart_context.sidecar.events import ServerEvent, Subscription
-from smart_context.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.events import ServerEvent, Subscription
+from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.openai_server import OpenAIStub
 from tests.sidecar.conftest import chat_on_disk, llm_table, running_app, write_settings
 
@@ -182,7 +182,7 @@ def with_example_server(vault: Path, extra: str = "") -> tuple[Sidecar, SmartCon
         settings
         + "[mcp.servers.example]\n"
         + f'command = "{sys.executable}"\n'
-        + 'args = ["-m", "smart_context.example_mcp"]\ninclude = "agent"\n'
+        + 'args = ["-m", "smart_context_hosts.example_mcp"]\ninclude = "agent"\n'
         + extra,
     )
     sidecar = Sidecar(vault)

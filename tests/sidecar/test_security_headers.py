@@ -17,8 +17,8 @@ import pytest
 
 from smart_context.hookspecs import hookimpl
 from smart_context.plugin import SmartContextPlugin
-from smart_context.sidecar.app import create_app, page_environment
-from smart_context.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.app import create_app, page_environment
+from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.sidecar.conftest import (
     BASE_URL,
     ClientFactory,

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from smart_context.resources import example_vault_dir
-from smart_context.sidecar.serve import (
+from smart_context_hosts.sidecar.serve import (
     ServeError,
     add_serve_arguments,
     bind_socket,
@@ -104,7 +104,7 @@ def test_serve_runs_the_example_vault_until_interrupted(tmp_path: Path) -> None:
     env = {**os.environ, "SMART_CONTEXT_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
     code = (
         "import sys; from tests.sidecar.test_serve import parse; "
-        "from smart_context.sidecar.serve import run_serve; "
+        "from smart_context_hosts.sidecar.serve import run_serve; "
         "sys.exit(run_serve(parse('--port', '0')))"
     )
     proc = subprocess.Popen(

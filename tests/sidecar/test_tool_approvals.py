@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from smart_context.sidecar.tool_approvals import ToolApprovals
+from smart_context_hosts.sidecar.tool_approvals import ToolApprovals
 
 
 async def test_an_answer_reaches_the_waiting_call_once_and_only_from_its_chat() -> None:

@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from smart_context.sidecar.app import create_app
-from smart_context.sidecar.events import Subscription
-from smart_context.sidecar.llm import ToolCallDelta
-from smart_context.sidecar.runtime import Sidecar
-from smart_context.sidecar.tools import (
+from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.events import Subscription
+from smart_context_hosts.sidecar.llm import ToolCallDelta
+from smart_context_hosts.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.tools import (
     DECLINED_TEXT,
     MAX_TOOL_ROUNDS,
     MODEL_RESULT_CHARS,

@@ -13,10 +13,10 @@ import pytest
 
 from smart_context.budget.calibration import calibration_file
 from smart_context.budget.tokens import Estimate, prompt_tokens
-from smart_context.sidecar.config import LLMConfig
-from smart_context.sidecar.llm import LLMService, TurnUsage
-from smart_context.sidecar.pipeline import PipelineEvent
-from smart_context.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.config import LLMConfig
+from smart_context_hosts.sidecar.llm import LLMService, TurnUsage
+from smart_context_hosts.sidecar.pipeline import PipelineEvent
+from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.fakes import ToolPlugin
 from tests.openai_server import OpenAIStub, prompt_tokens_of, tool_calls
 from tests.sidecar.conftest import chat_on_disk, llm_table, manager_with, write_settings

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from smart_context import cli
-from smart_context.sidecar import chatfile
-from smart_context.sidecar.memory import ChatMemory
-from smart_context.sidecar.vault_check import check_vault, tidy_leftovers
+from smart_context_hosts import cli
+from smart_context_hosts.sidecar import chatfile
+from smart_context_hosts.sidecar.memory import ChatMemory
+from smart_context_hosts.sidecar.vault_check import check_vault, tidy_leftovers
 from tests.sidecar.test_chatfile import crash_while_applying
 
 

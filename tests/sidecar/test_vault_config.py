@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from smart_context.sidecar.config import SidecarConfigError, VaultConfig, parse_llm
+from smart_context_hosts.sidecar.config import SidecarConfigError, VaultConfig, parse_llm
 from tests.sidecar.conftest import write_settings
 
 

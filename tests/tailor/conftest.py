@@ -19,7 +19,7 @@ STANDIN = Path(__file__).parent / "standin"
 def generated_main() -> str:
     """What `smart-context install-tailor` writes as plugins/smart_context/main.py, exactly
     (imported here, not at the top: a test runs this module where our package is hidden)."""
-    from smart_context.install.tailor_files import main_py, pip_target
+    from smart_context_hosts.install.tailor_files import main_py, pip_target
 
     return main_py(pip_target())
 

@@ -160,12 +160,14 @@ def load_plugins(vault: Path) -> dict[str, Any]:
 
 
 class BlockAdapter(importlib.abc.MetaPathFinder):
-    """Makes ``smart_context.tailor`` unimportable, as in a Python without our package."""
+    """Makes ``smart_context_hosts.tailor`` unimportable, as in a Python without our package."""
+
+    blocked = "smart_context_hosts.tailor"
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname == "smart_context.tailor" or fullname.startswith("smart_context.tailor."):
+        if fullname == self.blocked or fullname.startswith(self.blocked + "."):
             raise ImportError(f"No module named {fullname!r}", name=fullname)
         return None
 

@@ -13,8 +13,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from smart_context.install.tailor_files import pip_target
 from smart_context.panel import PANEL_ID
+from smart_context_hosts.install.tailor_files import pip_target
 from tests.tailor.conftest import STANDIN, StartTailor, generated_main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,7 +142,7 @@ def test_a_missing_dependency_is_reported_with_the_python_to_install_into(tmp_pa
 
 
 def test_our_package_missing_leaves_tailor_running(tmp_path: Path) -> None:
-    report = run_tailor_in(tmp_path, "smart_context")
+    report = run_tailor_in(tmp_path, "smart_context_hosts")
     # the generated main.py loads a stand-in that registers nothing and says what to install
     assert report["loaded"] == ["memory", "smart_context"] and report["set_filter"] is None
     missing = "Smart Context is not installed in the Python that runs Tailor's sidecar"

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 import smart_context
-from smart_context.cli import main
 from smart_context.errors import SmartContextError
-from smart_context.install.tailor import InstallError, install, run_install
-from smart_context.install.tailor_files import MARKER, pip_target
+from smart_context_hosts.cli import main
+from smart_context_hosts.install.tailor import InstallError, install, run_install
+from smart_context_hosts.install.tailor_files import MARKER, pip_target
 from tests.tailor.install_standin import (
     TAILOR_SMART_CONTEXT,
     VAULT_TOML,
@@ -50,8 +50,8 @@ def standin_sidecar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
 
 @pytest.fixture
 def no_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A Python where ``smart_context.tailor`` cannot be imported."""
-    for name in [n for n in sys.modules if n.startswith("smart_context.tailor")]:
+    """A Python where ``smart_context_hosts.tailor`` cannot be imported."""
+    for name in [n for n in sys.modules if n.startswith("smart_context_hosts.tailor")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "meta_path", [BlockAdapter(), *sys.meta_path])
 
@@ -87,7 +87,7 @@ def test_fresh_install_writes_the_plugin_and_enables_it(
     assert hidden_folders(vault) == []
     out = capsys.readouterr().out
     assert f"pip install {shlex.quote(pip_target())}" in out
-    assert 'import smart_context; print(smart_context.__file__)"' in out
+    assert 'import smart_context_hosts; print(smart_context_hosts.__file__)"' in out
     assert "Moved" not in out
     assert set(load_plugins(vault)) == {"explorer", "memory", "smart_context"}
 
@@ -163,7 +163,9 @@ def test_tailor_option_names_the_checkouts_exact_python(
     out = capsys.readouterr().out
     assert f"Tailor's sidecar runs in {python}." in out
     assert f"    {python} -m pip install {shlex.quote(pip_target())}" in out
-    assert f'    {python} -c "import smart_context; print(smart_context.__file__)"' in out
+    assert (
+        f'    {python} -c "import smart_context_hosts; print(smart_context_hosts.__file__)"' in out
+    )
 
 
 COMMENTED = """# My vault. Edited by hand; keep my notes.
@@ -363,7 +365,10 @@ def test_generated_main_falls_back_clearly_without_our_package(
     asyncio.run(plugin.on_load())
     [(level, message)] = plugin.logger.lines
     assert level == "error"
-    assert f"({sys.executable})" in message and "No module named 'smart_context.tailor" in message
+    assert (
+        f"({sys.executable})" in message
+        and "No module named 'smart_context_hosts.tailor" in message
+    )
     assert f"{sys.executable} -m pip install '{pip_target()}'" in message
     asyncio.run(plugin.on_client_connected())
     asyncio.run(plugin.on_client_connected())  # a window reload: told once
@@ -379,12 +384,12 @@ def test_generated_main_uses_the_adapter_when_importable(
         made.append(base)
         return type("SmartContextPlugin", (base,), {"register_commands": lambda self: None})
 
-    package = ModuleType("smart_context.tailor")
+    package = ModuleType("smart_context_hosts.tailor")
     package.__path__ = []
-    adapter = ModuleType("smart_context.tailor.adapter")
+    adapter = ModuleType("smart_context_hosts.tailor.adapter")
     adapter.make_plugin_class = make_plugin_class  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "smart_context.tailor", package)
-    monkeypatch.setitem(sys.modules, "smart_context.tailor.adapter", adapter)
+    monkeypatch.setitem(sys.modules, "smart_context_hosts.tailor", package)
+    monkeypatch.setitem(sys.modules, "smart_context_hosts.tailor.adapter", adapter)
     vault = make_vault(tmp_path)
     assert run(vault) == 0
     module = load_module("smart_context", vault / "plugins" / "smart_context" / "main.py")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from smart_context.errors import SmartContextError
-from smart_context.tailor.memory import TailorMemory, change_held
+from smart_context_hosts.tailor.memory import TailorMemory, change_held
 from tests.tailor.conftest import StartTailor
 
 ROUNDS = 200

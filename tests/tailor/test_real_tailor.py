@@ -34,9 +34,9 @@ from smart_context.events import FILTER_CHANGED, TOPICS_UPDATED
 from smart_context.panel import PANEL_ID
 from smart_context.plugin import SmartContextPlugin
 from smart_context.services import Services
-from smart_context.tailor.host import HIGHLIGHT_APPLIED
-from smart_context.tailor.pipeline import PipelineHooks
-from smart_context.tailor.tools import memory_tools
+from smart_context_hosts.tailor.host import HIGHLIGHT_APPLIED
+from smart_context_hosts.tailor.pipeline import PipelineHooks
+from smart_context_hosts.tailor.tools import memory_tools
 from tests.fakes import FakeEmbedder, FakeHost, make_messages
 from tests.tailor.conftest import drop_standin_modules, generated_main
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from smart_context.tailor.pipeline import KEPT_STREAMS, RECORD, StreamedRecords, with_record
+from smart_context_hosts.tailor.pipeline import KEPT_STREAMS, RECORD, StreamedRecords, with_record
 
 RECORD_A = {"mode": "full", "usage": {"sent_tokens": 10, "full_tokens": 10}}
 

@@ -8,9 +8,9 @@ upgrade of the plugin. Tailor's lifecycle maps onto our pluggy hooks:
 - ``__init__`` imports our plugin (a failure, e.g. the package installed without a dependency
   in Tailor's Python, is reported with that Python's path; the plugin is then off);
 - ``register_commands`` registers every command name with Tailor (they answer once started);
-- ``on_load`` builds the host (:mod:`smart_context.tailor.host`) and runs ``sidecar_startup``,
-  subscribes the pipeline phases (:mod:`smart_context.tailor.pipeline`) and adds the memory
-  tools to Tailor's tool registry (:mod:`smart_context.tailor.tools`);
+- ``on_load`` builds the host (:mod:`smart_context_hosts.tailor.host`) and runs ``sidecar_startup``,
+  subscribes the pipeline phases (:mod:`smart_context_hosts.tailor.pipeline`) and adds the memory
+  tools to Tailor's tool registry (:mod:`smart_context_hosts.tailor.tools`);
 - ``on_client_connected`` registers and fills the panel; ``on_unload`` undoes all of it.
 
 Nothing here raises into Tailor: a failure is logged (in Tailor's log too) and shown in the
@@ -81,7 +81,7 @@ def import_failure(exc: BaseException) -> str:
     """What to tell the user when our package cannot be imported in Tailor's Python: the same
     ``pip install`` line as the installer gives (it needs only the standard library)."""
     try:
-        from smart_context.install.tailor_files import pip_target
+        from smart_context_hosts.install.tailor_files import pip_target
 
         target = shlex.quote(pip_target())
     except Exception:  # as broken as the rest: the published name  # noqa: BLE001
@@ -143,7 +143,7 @@ class TailorBridge:
                 await self._error_panel(self.error)
                 self.plugin.notify(self.error, "error")
                 return
-            from smart_context.tailor.host import TailorUI
+            from smart_context_hosts.tailor.host import TailorUI
 
             await self.core.sidecar_client_connected(TailorUI(self.plugin))
             if self.config_error:
@@ -184,10 +184,10 @@ class TailorBridge:
         return self.error is None and self.core.services is not None and not self.config_error
 
     async def _start(self) -> None:
-        from smart_context.tailor.host import CommandCollector, TailorHost
-        from smart_context.tailor.memory import TailorMemory
-        from smart_context.tailor.pipeline import PipelineHooks, StreamingContext
-        from smart_context.tailor.tools import ToolRegistration
+        from smart_context_hosts.tailor.host import CommandCollector, TailorHost
+        from smart_context_hosts.tailor.memory import TailorMemory
+        from smart_context_hosts.tailor.pipeline import PipelineHooks, StreamingContext
+        from smart_context_hosts.tailor.tools import ToolRegistration
 
         brain = self.plugin.brain
         await self.core.sidecar_startup(TailorHost(self.plugin, TailorMemory(lambda: brain)))

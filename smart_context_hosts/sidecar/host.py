@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smart_context.sidecar.config import VaultConfig
-from smart_context.sidecar.events import EventHub
-from smart_context.sidecar.llm import LLMService
-from smart_context.sidecar.memory import ChatMemory
+from smart_context_hosts.sidecar.config import VaultConfig
+from smart_context_hosts.sidecar.events import EventHub
+from smart_context_hosts.sidecar.llm import LLMService
+from smart_context_hosts.sidecar.memory import ChatMemory
 
 log = logging.getLogger(__name__)
 

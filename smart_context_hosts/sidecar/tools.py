@@ -33,10 +33,10 @@ from typing import Any, Protocol
 
 from smart_context.items.mcp_config import parse_mcp_servers, split_function_name
 from smart_context.shorten import shorten
-from smart_context.sidecar.config import VaultConfig
-from smart_context.sidecar.host import CommandError
-from smart_context.sidecar.llm import LLMService, ToolCallDelta, TurnUsage
-from smart_context.sidecar.tool_approvals import ToolApprovals
+from smart_context_hosts.sidecar.config import VaultConfig
+from smart_context_hosts.sidecar.host import CommandError
+from smart_context_hosts.sidecar.llm import LLMService, ToolCallDelta, TurnUsage
+from smart_context_hosts.sidecar.tool_approvals import ToolApprovals
 
 CALL_TOOL_COMMAND = "smart_context.call_tool"
 MAX_TOOL_ROUNDS = 5

@@ -12,8 +12,8 @@ Every result is deterministic for the same arguments (``time_in`` without ``at``
 clock) and comes back both as text and as structured content. A bad argument is a tool error
 the model can read and correct, never a crash of the server.
 
-Run it with ``python -m smart_context.example_mcp`` (stdio, what an MCP client starts) or
-``python -m smart_context.example_mcp --http --port 8765`` (streamable HTTP on 127.0.0.1; port
+Run it with ``python -m smart_context_hosts.example_mcp`` (stdio, what an MCP client starts) or
+``python -m smart_context_hosts.example_mcp --http --port 8765`` (streamable HTTP on 127.0.0.1; port
 0 picks a free one and the address is printed on stderr).
 """
 
@@ -358,7 +358,8 @@ async def _serve_http(server: MCPServer, port: int) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the server over stdio, or streamable HTTP on 127.0.0.1 with ``--http``."""
     parser = argparse.ArgumentParser(
-        prog="python -m smart_context.example_mcp", description="An offline example MCP server."
+        prog="python -m smart_context_hosts.example_mcp",
+        description="An offline example MCP server.",
     )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP, not stdio")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (0: any free port)")

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from smart_context.events import FILTER_CHANGED
 from smart_context.host import Memory
 from smart_context.panel import inline_asset
-from smart_context.tailor.llm import TailorLLM
+from smart_context_hosts.tailor.llm import TailorLLM
 
 log = logging.getLogger("smart_context")
 

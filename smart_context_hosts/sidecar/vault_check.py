@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from smart_context.paths import memory_dir
-from smart_context.sidecar.chatfile import DamagedChatError, parse
+from smart_context_hosts.sidecar.chatfile import DamagedChatError, parse
 
 STALE_SECONDS = 60.0  # a temporary file older than this is no write in progress (they take ms)
 _TEMPORARY = re.compile(r"^\.(?P<target>.+)\.[A-Za-z0-9_]{8}\.tmp$")  # mkstemp's 8 characters

@@ -1,8 +1,8 @@
 """``smart-context install-tailor VAULT``: put Smart Context into a Tailor vault.
 
 Three changes, each reversible: ``plugins/smart_context/`` is written (``plugin.json`` and a thin
-``main.py``, see :mod:`smart_context.install.tailor_files`); a folder already there that we did
-not write (Tailor's own Smart Context, say) is moved aside to
+``main.py``, see :mod:`.tailor_files`); a folder already there that we did not
+write (Tailor's own Smart Context, say) is moved aside to
 ``plugins/.smart_context.replaced-<time>/``, which Tailor's loader skips as it skips every name
 starting with a dot; ``[plugins.smart_context]`` in ``.vault.toml`` gets ``enabled = true``, its
 other keys, comments and the rest of the file kept as they are. Everything is checked before the
@@ -22,7 +22,7 @@ from typing import TextIO
 
 from smart_context.atomic import write_atomic
 from smart_context.errors import SmartContextError
-from smart_context.install.tailor_files import (
+from smart_context_hosts.install.tailor_files import (
     PLUGIN_NAME,
     is_generated,
     main_py,
@@ -30,7 +30,7 @@ from smart_context.install.tailor_files import (
     plugin_json,
     python_advice,
 )
-from smart_context.install.tailor_toml import TomlChange, enable_plugin
+from smart_context_hosts.install.tailor_toml import TomlChange, enable_plugin
 
 VAULT_FILE = ".vault.toml"  # Tailor's vault marker and settings, read with tomllib
 PLUGINS_DIR = "plugins"

@@ -6,7 +6,7 @@ code, sent on every HTTP response.
   only to the sidecar, and ``frame-ancestors 'none'``: no page, on any site, may frame it.
   There is no ``'unsafe-inline'``: the chat page carries the plugins' panels, whose inline
   ``<script>`` and ``<style>`` elements it allows one by one, by hash
-  (:func:`content_security_policy` with the hashes of :mod:`smart_context.sidecar.inline_hashes`).
+  (:func:`content_security_policy` with the hashes of :mod:`.inline_hashes`).
 - ``X-Frame-Options: DENY``, the same rule for browsers that predate ``frame-ancestors``;
 - ``X-Content-Type-Options: nosniff``: a file is only ever what its content type says;
 - ``Referrer-Policy: no-referrer``: the page address (it names the open chat) stays here.

@@ -15,13 +15,18 @@ from typing import Any
 
 import pluggy
 
-from smart_context.sidecar.config import VaultConfig
-from smart_context.sidecar.events import EventHub
-from smart_context.sidecar.host import CommandError, CommandRegistry, PanelCollector, SidecarHost
-from smart_context.sidecar.pipeline import Pipeline, PipelineEvent
-from smart_context.sidecar.plugins import PluginReport, call_hook, get_plugin_manager
-from smart_context.sidecar.tool_approvals import ToolApprovals
-from smart_context.sidecar.tools import ToolLoop, auto_approved
+from smart_context_hosts.sidecar.config import VaultConfig
+from smart_context_hosts.sidecar.events import EventHub
+from smart_context_hosts.sidecar.host import (
+    CommandError,
+    CommandRegistry,
+    PanelCollector,
+    SidecarHost,
+)
+from smart_context_hosts.sidecar.pipeline import Pipeline, PipelineEvent
+from smart_context_hosts.sidecar.plugins import PluginReport, call_hook, get_plugin_manager
+from smart_context_hosts.sidecar.tool_approvals import ToolApprovals
+from smart_context_hosts.sidecar.tools import ToolLoop, auto_approved
 
 SHUTDOWN_GRACE_SECONDS = 30.0
 

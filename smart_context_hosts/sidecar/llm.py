@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.llm_errors import describe_openai_error, missing_key_message, resolve_api_key
-from smart_context.sidecar.config import SETTINGS_FILE, LLMConfig
+from smart_context_hosts.sidecar.config import SETTINGS_FILE, LLMConfig
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

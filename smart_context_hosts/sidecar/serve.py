@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from smart_context.errors import SmartContextError
 from smart_context.resources import example_vault_dir
-from smart_context.sidecar.config import SidecarConfigError
+from smart_context_hosts.sidecar.config import SidecarConfigError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -37,7 +37,7 @@ GRACEFUL_SHUTDOWN_SECONDS = 3  # open event streams never end on their own
 if TYPE_CHECKING:
     import uvicorn
 
-    from smart_context.sidecar.runtime import Sidecar
+    from smart_context_hosts.sidecar.runtime import Sidecar
 
 log = logging.getLogger(__name__)
 
@@ -160,9 +160,9 @@ def serve(
     folder = resolve_vault(vault)
     import uvicorn  # the web stack is needed only here
 
-    from smart_context.sidecar.app import create_app
-    from smart_context.sidecar.connections import server_config
-    from smart_context.sidecar.runtime import Sidecar
+    from smart_context_hosts.sidecar.app import create_app
+    from smart_context_hosts.sidecar.connections import server_config
+    from smart_context_hosts.sidecar.runtime import Sidecar
 
     sidecar = Sidecar(folder)
     app = create_app(sidecar, allow_remote=allow_remote)

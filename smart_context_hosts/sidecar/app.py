@@ -2,7 +2,7 @@
 
 Every error is a JSON body ``{"status": "error", "error": "..."}`` with a 4xx or 5xx status;
 a stack trace goes to the log, never to the client. Every response carries the security headers
-of :mod:`smart_context.sidecar.security_headers`; the page's policy also allows, by hash, the
+of :mod:`smart_context_hosts.sidecar.security_headers`; the page's policy also allows, by hash, the
 panels' inline scripts and styles.
 """
 
@@ -29,14 +29,14 @@ from starlette.staticfiles import StaticFiles
 from smart_context.errors import ChatIdError
 from smart_context.paths import check_chat_id
 from smart_context.resources import static_dir
-from smart_context.sidecar.chatfile import finite
-from smart_context.sidecar.events import format_sse, to_json
-from smart_context.sidecar.guard import LocalGuard
-from smart_context.sidecar.host import CommandError
-from smart_context.sidecar.inline_hashes import inline_hashes
-from smart_context.sidecar.pipeline import PipelineEvent
-from smart_context.sidecar.runtime import MessageRun, Sidecar
-from smart_context.sidecar.security_headers import (
+from smart_context_hosts.sidecar.chatfile import finite
+from smart_context_hosts.sidecar.events import format_sse, to_json
+from smart_context_hosts.sidecar.guard import LocalGuard
+from smart_context_hosts.sidecar.host import CommandError
+from smart_context_hosts.sidecar.inline_hashes import inline_hashes
+from smart_context_hosts.sidecar.pipeline import PipelineEvent
+from smart_context_hosts.sidecar.runtime import MessageRun, Sidecar
+from smart_context_hosts.sidecar.security_headers import (
     CSP_HEADER,
     SECURITY_HEADERS,
     SecurityHeaders,

@@ -24,8 +24,8 @@ DIST_NAME = "smart-context"
 EXTRA = "local"  # the extra with the embedded offline embedding model
 
 MAIN_TEMPLATE = '''{marker} {version} (`smart-context install-tailor`). Do not edit:
-# `smart-context install-tailor VAULT` rewrites this folder. The plugin is the smart_context
-# package installed in the Python that runs Tailor's sidecar; this file only imports it.
+# `smart-context install-tailor VAULT` rewrites this folder. The plugin is the smart-context
+# package installed in the Python that runs Tailor's sidecar; this file only imports its adapter.
 """Smart Context for Tailor: the entry point Tailor loads from plugins/smart_context/."""
 
 import sys
@@ -35,7 +35,7 @@ from sidecar.api.plugin_base import PluginBase
 PIP_TARGET = {pip_target!r}
 
 try:
-    from smart_context.tailor.adapter import make_plugin_class
+    from smart_context_hosts.tailor.adapter import make_plugin_class
 except ImportError as exc:  # our package is not in the Python that runs Tailor's sidecar
     _IMPORT_ERROR = str(exc)
 
@@ -44,7 +44,8 @@ except ImportError as exc:  # our package is not in the Python that runs Tailor'
         return (
             f"Smart Context is not installed in the Python that runs Tailor's sidecar "
             f"({{python}}): {{_IMPORT_ERROR}}. Install it there with: {{python}} -m pip install "
-            f"'{{PIP_TARGET}}' and restart Tailor. Check with: {{python}} -c 'import smart_context'"
+            f"'{{PIP_TARGET}}' and restart Tailor. Check with: "
+            f"{{python}} -c 'import smart_context_hosts'"
         )
 
     class Plugin(PluginBase):
@@ -156,7 +157,7 @@ def python_advice(tailor_dir: Path | None) -> list[str]:
             f"Tailor's sidecar runs in {python}. Install Smart Context there:",
             f"    {exe} -m pip install {target}",
             "Check it (should print a path, not an ImportError):",
-            f'    {exe} -c "import smart_context; print(smart_context.__file__)"',
+            f'    {exe} -c "import smart_context_hosts; print(smart_context_hosts.__file__)"',
         ]
     found = "" if tailor_dir is None else f" ({tailor_dir} has no .pixi environment yet)"
     return [
@@ -165,6 +166,6 @@ def python_advice(tailor_dir: Path | None) -> list[str]:
         "install Smart Context into it:",
         f"    pixi run python -m pip install {target}",
         "Check it (should print a path, not an ImportError):",
-        '    pixi run python -c "import smart_context; print(smart_context.__file__)"',
+        '    pixi run python -c "import smart_context_hosts; print(smart_context_hosts.__file__)"',
         f"(This command ran in {sys.executable}; `--tailor DIR` names Tailor's exact Python.)",
     ]

@@ -33,7 +33,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from smart_context.cli_reports import check_vault_folder, show_memories, show_stats
 from smart_context.context.assemble import assemble, request_items
 from smart_context.errors import SmartContextError
 from smart_context.items.request import RequestContext
@@ -43,6 +42,7 @@ from smart_context.record import included_ids
 from smart_context.services import Services
 from smart_context.shorten import shorten
 from smart_context.topics.refresh import refresh
+from smart_context_hosts.cli_reports import check_vault_folder, show_memories, show_stats
 
 PREVIEW = 60
 # 128 + SIGPIPE: the status a shell reports for `cat` when the reader of its output is gone, so
@@ -58,7 +58,7 @@ async def running_services(vault: Path, list_tools: bool = False) -> AsyncIterat
     ``list_tools`` the MCP servers are asked for their tools first (a one-shot command should
     show them as they are now, and say which server fails)."""
     from smart_context.plugin import SmartContextPlugin
-    from smart_context.sidecar.runtime import Sidecar
+    from smart_context_hosts.sidecar.runtime import Sidecar
 
     check_vault_folder(vault)
     sidecar = Sidecar(vault)
@@ -107,7 +107,7 @@ async def show_context(
     if as_json:
         result: dict[str, Any] = {"smart_context": record}
         if request is not None and message is not None:
-            from smart_context.sidecar.pipeline import PipelineContext, prompt_messages
+            from smart_context_hosts.sidecar.pipeline import PipelineContext, prompt_messages
 
             # the messages exactly as the reference sidecar sends them (its own rule, reused)
             ctx = PipelineContext(message=message, original_message=message, history=prompt)
@@ -223,9 +223,21 @@ async def show_items(
             print("  nothing: no agent item is close enough", file=out)
 
 
+async def serve_memory(vault: Path) -> None:
+    """Start the plugin's services for ``vault`` and serve its long memory as an MCP server over
+    stdio (``smart-context mcp``)."""
+    from smart_context.commands import make_commands
+    from smart_context.memory.mcp_server import serve_stdio
+
+    # stdout carries the protocol alone
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, force=True)
+    async with running_services(vault) as services:
+        await serve_stdio(make_commands(services))
+
+
 def show_doctor(vault: Path, out: TextIO) -> int:
     """Print the vault's damaged files and leftovers, changing nothing; 1 when there are any."""
-    from smart_context.sidecar.vault_check import check_vault
+    from smart_context_hosts.sidecar.vault_check import check_vault
 
     check_vault_folder(vault)
     report = check_vault(vault)
@@ -302,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser(
         "serve", help="run the reference sidecar: a local web chat with the panel"
     )
-    from smart_context.sidecar.serve import add_serve_arguments
+    from smart_context_hosts.sidecar.serve import add_serve_arguments
 
     add_serve_arguments(serve)
     return parser
@@ -340,11 +352,11 @@ def run_command(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     try:
         if args.command == "serve":
-            from smart_context.sidecar.serve import run_serve
+            from smart_context_hosts.sidecar.serve import run_serve
 
             return run_serve(args)
         if args.command == "install-tailor":
-            from smart_context.install.tailor import run_install
+            from smart_context_hosts.install.tailor import run_install
 
             return run_install(args.vault, args.force, args.tailor, sys.stdout)
         if args.command == "doctor":
@@ -352,9 +364,7 @@ def run_command(args: argparse.Namespace) -> int:
         if args.command in REPORTS:
             return REPORTS[args.command](args.vault, args.json, sys.stdout, sys.stderr)
         if args.command == "mcp":
-            from smart_context.memory.mcp_server import serve
-
-            asyncio.run(serve(args.vault))
+            asyncio.run(serve_memory(args.vault))
             return 0
         if args.command == "items":
             chat = None if args.chat is None else check_chat_id(args.chat)

@@ -28,10 +28,10 @@ from typing import Any
 import pluggy
 
 from smart_context.record import json_safe
-from smart_context.sidecar.llm import LLMError, LLMService, TurnUsage
-from smart_context.sidecar.memory import ChatMemory, now_iso
-from smart_context.sidecar.plugins import call_hook
-from smart_context.sidecar.tools import ToolLoop, offered_tools
+from smart_context_hosts.sidecar.llm import LLMError, LLMService, TurnUsage
+from smart_context_hosts.sidecar.memory import ChatMemory, now_iso
+from smart_context_hosts.sidecar.plugins import call_hook
+from smart_context_hosts.sidecar.tools import ToolLoop, offered_tools
 
 PROMPT_ROLES = frozenset({"system", "user", "assistant"})
 TITLE_LENGTH = 60

@@ -19,7 +19,7 @@ import pluggy
 
 import smart_context.hookspecs
 from smart_context.hookspecs import PROJECT
-from smart_context.sidecar.config import VaultConfig
+from smart_context_hosts.sidecar.config import VaultConfig
 
 ENTRY_POINT_GROUP = "sidecar"
 

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from smart_context.paths import ChatId, chat_file, check_chat_id, memory_dir
-from smart_context.sidecar import chatfile, vault_check
-from smart_context.sidecar.chatfile import DamagedChatError, Parsed
+from smart_context_hosts.sidecar import chatfile, vault_check
+from smart_context_hosts.sidecar.chatfile import DamagedChatError, Parsed
 
 ChatData = dict[str, Any]
 ChatUpdate = Callable[[ChatData], ChatData]

@@ -1,0 +1,1 @@
+"""An example MCP server for the example vault; see :mod:`.server`."""
