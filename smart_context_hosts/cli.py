@@ -176,7 +176,7 @@ def _print_notes(notes: Sequence[dict[str, Any]], out: TextIO) -> None:
 async def show_topics(vault: Path, chat_id: ChatId, out: TextIO) -> None:
     """Run topic extraction for ``chat_id`` now, write the topics, and print them."""
     async with running_services(vault) as services:
-        await refresh(services, chat_id)
+        await refresh(services.topic_pass, chat_id, full=True)  # the user asks: a new map
         view = await services.chats.view(chat_id)
     print(f"chat {chat_id}: {view.total_messages} messages", file=out)
     for topic in view.topics:

@@ -16,9 +16,6 @@ import smart_context
 
 PACKAGE = Path(smart_context.__file__).parent
 ROOT = "smart_context.services"
-# The hosts and the CLI are being moved out of the package; their own test comes with the move.
-MOVING = {"smart_context.cli", "smart_context.cli_reports", "smart_context.memory.mcp_server"}
-MOVING_PACKAGES = ("sidecar", "tailor", "install", "example_mcp")
 # Who may hold the whole of the composition root: the plugin that builds it, the command table
 # at the composition's edge, and (until its rewrite lands) the request path.
 MAY_IMPORT_ROOT = ("smart_context.plugin", "smart_context.commands", "smart_context.context")
@@ -27,13 +24,6 @@ MAY_IMPORT_ROOT = ("smart_context.plugin", "smart_context.commands", "smart_cont
 def module_name(path: Path) -> str:
     parts = ["smart_context", *path.relative_to(PACKAGE).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def is_moving(name: str) -> bool:
-    return name in MOVING or any(
-        name == f"smart_context.{p}" or name.startswith(f"smart_context.{p}.")
-        for p in MOVING_PACKAGES
-    )
 
 
 def within(name: str, prefix: str) -> bool:
@@ -57,17 +47,15 @@ def imported_names(name: str, path: Path) -> Iterator[str]:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """Each module of the package (the moving ones left out) -> the package modules it imports."""
+    """Each module of the package -> the package modules it imports."""
     paths = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
-        if is_moving(name):
-            continue
         targets = set()
         for target in imported_names(name, path):
             while target and target not in paths:  # a.b.some_function -> a.b
                 target = target.rpartition(".")[0]
-            if target and target != name and not is_moving(target):
+            if target and target != name:
                 targets.add(target)
         graph[name] = targets
     return graph

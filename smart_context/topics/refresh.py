@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,23 +45,10 @@ class TopicPass:
     emit: Emit  # tells the UI (``topics_updated``)
 
 
-class HasTopicPass(Protocol):
-    """Something holding a wired :class:`TopicPass` (the composition root)."""
-
-    @property
-    def topic_pass(self) -> TopicPass: ...
-
-
-async def refresh(parts: TopicPass | HasTopicPass, chat_id: ChatId, full: bool = False) -> None:
+async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None:
     """One pass: embed new messages, join them to the chat's map or make the map again
     (:mod:`smart_context.topics.grow` says which; ``full``: the user asked for a new map), write
-    the topics, tell the UI.
-
-    ``refresh(services, chat_id)``, the CLI's call from before the pass had its own parts, is
-    still understood until the CLI moves out of the package; new code passes the
-    :class:`TopicPass`."""
-    if not isinstance(parts, TopicPass):
-        parts = parts.topic_pass
+    the topics, tell the UI."""
     data = await parts.chats.load(chat_id)
     everything = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     at = turn_positions(everything)  # one pass over a long chat, not three
