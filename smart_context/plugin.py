@@ -13,7 +13,7 @@ from typing import Any
 
 from smart_context.commands import make_commands
 from smart_context.config import Settings, parse_settings
-from smart_context.context.assemble import Prepared, assemble, request_items
+from smart_context.context.assemble import Prepared, assemble, plan_request, request_items
 from smart_context.context.usage import take_report
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
@@ -80,10 +80,11 @@ class SmartContextPlugin:
             services = self._services()
             services.current_chat_id = chat_id
             history = History(ctx.history)
-            decision = await assemble(services, chat_id, history)
-            prepared = await request_items(
-                services, chat_id, ctx.message, decision, _model_of(ctx), _takes_tools(ctx)
+            plan = plan_request(
+                services, chat_id, history, ctx.message, _model_of(ctx), _takes_tools(ctx)
             )
+            decision = await assemble(services, chat_id, history)
+            prepared = await request_items(services, plan, decision)
             if not ctx.metadata.get("dry_run"):  # where the model's look back will search
                 memories = _sent_memories(prepared.record)
                 services.unsent.put(

@@ -1,10 +1,13 @@
 """The context record: what a request was sent with, and why (CONTRACT.md §6).
 
-:class:`ContextRecord` is the only author of ``ctx.metadata["smart_context"]``: the topic rule
+:class:`ContextRecord` is the topic rule's part of ``ctx.metadata["smart_context"]``: the rule
 builds one, a failure builds one with :meth:`ContextRecord.failed`, and :meth:`as_dict` writes the
-host's shape. The host stores the record with every reply, so it stays small as chats grow: it
-carries **either** ``included_ids`` **or** ``excluded_ids``, whichever list is shorter, and scores
-rounded to three decimals; :func:`included_ids` expands a stored record again.
+host's shape. :class:`RequestRecord` is the whole record of a request, one part per section
+(the rule's, the memory section's, the notes', the budget's, usage), made once when the request
+is decided; nothing patches the dict it writes. The host stores the record with every reply, so
+it stays small as chats grow: it carries **either** ``included_ids`` **or** ``excluded_ids``,
+whichever list is shorter, and scores rounded to three decimals; :func:`included_ids` expands a
+stored record again.
 """
 
 from __future__ import annotations
@@ -66,6 +69,54 @@ class ContextRecord:
         out[self.ids[0]] = self.ids[1]
         if self.error is not None:
             out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True)
+class MemoryPart:
+    """The memory section sent: live direct messages and stored memories, and how many left out."""
+
+    direct_ids: tuple[Any, ...]
+    memory_ids: tuple[Any, ...]
+    left_out: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "direct_ids": list(self.direct_ids),
+            "memory_ids": list(self.memory_ids),
+            "left_out": self.left_out,
+        }
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """The record of one request (CONTRACT §6-§9), one part per section."""
+
+    rule: ContextRecord  # the topic rule: mode, topics, sticky, scores
+    # the shorter id list of what was sent, when the budget narrowed the rule's history
+    sent_ids: tuple[str, list[Any]] | None = None
+    memory: MemoryPart | None = None
+    knowledge: tuple[Mapping[str, Any], ...] | None = None  # the vault notes cited
+    # the budget's part: ``budget``, ``recent_ids``, ``relevant_ids``, ``important_ids``,
+    # ``summaries``, ``reasons`` (context/request_parts.budget_record, context/reasons)
+    budget: Mapping[str, Any] | None = None
+    usage: Mapping[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The host's shape, JSON-ready."""
+        out = self.rule.as_dict()
+        if self.sent_ids is not None:
+            out.pop("included_ids", None)
+            out.pop("excluded_ids", None)
+            out[self.sent_ids[0]] = self.sent_ids[1]
+        if self.memory is not None:
+            out["memory"] = self.memory.as_dict()
+        if self.knowledge is not None:
+            out["knowledge"] = [dict(note) for note in self.knowledge]
+        if self.budget is not None:
+            out.update(self.budget)
+        if self.usage is not None:
+            out["usage"] = dict(self.usage)
         return out
 
 

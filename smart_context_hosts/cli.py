@@ -33,7 +33,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from smart_context.context.assemble import assemble, request_items
+from smart_context.context.assemble import assemble, plan_request, request_items
 from smart_context.errors import SmartContextError
 from smart_context.items.request import RequestContext
 from smart_context.messages import History, conversation
@@ -100,7 +100,8 @@ async def show_context(
         record: dict[str, Any] = {}
         tools: list[dict[str, Any]] = []
         if message is not None:
-            prepared = await request_items(services, chat_id, message, decision)
+            plan = plan_request(services, chat_id, History(history), message)
+            prepared = await request_items(services, plan, decision)
             prompt, request, record = prepared.messages, prepared.request, prepared.record
             tools = prepared.tools
     record = decision.record.as_dict() if request is None else record

@@ -20,6 +20,7 @@ import numpy as np
 from smart_context.budget.tokens import Counter
 from smart_context.config import Settings
 from smart_context.context.allocate import chosen_by_search, give_way, over_note, without
+from smart_context.context.plan import RequestPlan
 from smart_context.context.request_parts import (
     Fixed,
     budget_limit,
@@ -30,8 +31,7 @@ from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
 from smart_context.context.usage import fixed_tokens
 from smart_context.errors import EmbeddingError, SmartContextError
-from smart_context.items.catalog import ItemCatalog
-from smart_context.items.chunks import query_chunks
+from smart_context.items.query import MessageQuery
 from smart_context.items.request import Chosen, RequestContext, build
 from smart_context.items.select import Limits
 from smart_context.items.selection import chat_limits
@@ -40,9 +40,8 @@ from smart_context.memory.model_tools import memory_tool_definitions
 from smart_context.memory.section import MemorySection, memory_section
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
-from smart_context.record import FILTERED, shorter_ids
+from smart_context.record import FILTERED, MemoryPart, RequestRecord, shorter_ids
 from smart_context.services import Services
-from smart_context.vectors.ops import Matrix
 
 log = logging.getLogger(__name__)
 
@@ -91,33 +90,40 @@ class Prepared:
     tools: list[dict[str, Any]]
 
 
-async def request_items(
+def plan_request(
     services: Services,
     chat_id: ChatId,
+    history: History,
     message: str,
-    decision: Decision,
     model: str | None = None,
-    model_takes_tools: bool = True,
-) -> Prepared:
+    takes_tools: bool = True,
+) -> RequestPlan:
+    """The plan of one request (:mod:`smart_context.context.plan`): made once, read by every
+    section. ``model``: the host's chat model when it says; ``takes_tools``: its word on it."""
+    return RequestPlan(
+        chat_id,
+        history,
+        MessageQuery(message),
+        services.budget.counter(model),  # the vault's calibrated estimate, if any
+        budget_limit(services.settings, model),
+        model,
+        takes_tools,
+    )
+
+
+async def request_items(services: Services, plan: RequestPlan, decision: Decision) -> Prepared:
     """The request as sent: the rules and references (CONTRACT §8) as the system message before
     the history, and the history within the token budget (CONTRACT §9); with the record of
-    both. ``decision`` is the topic rule's history and record. ``model_takes_tools``: the
-    host's word on its chat model (tools are offered only when it takes them)."""
+    both, written once. ``decision`` is the topic rule's history and record."""
+    chat_id, message, counter, limit = plan.chat_id, plan.message, plan.counter, plan.limit
     view = await services.chats.view(chat_id)
     documents, tools = chat_limits(services.settings, view.context_settings)
-    request = await build(services.items, services.store, message, documents, view.session, tools)
-    memory = await memory_of(services, chat_id, model)
-    record = decision.record.as_dict()
-    if memory.text:
-        record["memory"] = {
-            "direct_ids": list(memory.direct_ids),
-            "memory_ids": list(memory.memory_ids),
-            "left_out": memory.left_out,
-        }
+    request = await build(
+        services.items, services.store, plan.query, documents, view.session, tools
+    )
+    memory = await memory_of(services, chat_id, limit, counter)
     memory_tools = services.settings.memory_tools
-    fixed = fixed_parts(request, memory.text, message, model_takes_tools, memory_tools)
-    counter = services.budget.counter(model)  # the vault's calibrated estimate, if any
-    limit = budget_limit(services.settings, model)
+    fixed = fixed_parts(request, memory.text, message, plan.takes_tools, memory_tools)
     # counted once: the notes' room and the budget's both start from them
     costs = fixed_costs(counter, fixed) if limit else None
     gave_way: list[dict[str, str]] = []
@@ -128,48 +134,50 @@ async def request_items(
         if dropped:
             gave_way = [_named(c) for k, c in enumerate(request.items) if str(k) in dropped]
             request = without(request, dropped)
-            fixed = fixed_parts(request, memory.text, message, model_takes_tools, memory_tools)
+            fixed = fixed_parts(request, memory.text, message, plan.takes_tools, memory_tools)
             costs = fixed_costs(counter, fixed)
-    notes, queries = await notes_of(
-        services,
-        message,
-        counter,
-        _notes_room(services.settings, limit, costs),
-        documents,
-        request.queries,
-    )
+    room = _notes_room(services.settings, limit, costs)
+    notes = await notes_of(services, plan, room, documents)
     text = request.system_text(memory.text, notes.text)
     system = [{"role": "system", "content": text}] if text else []
     if notes.text:
         fixed = replace(fixed, knowledge=[*fixed.knowledge, *_as_system(notes.text)])
         if costs is not None:
             costs["knowledge"] = messages_cost(counter, fixed.knowledge)
-    if notes.notes or notes.left_out:
-        record["knowledge"] = list(notes.notes)
     fitted = await services.budget.fit(
         chat_id,
         decision.history,
         fixed,
-        model,
+        plan.model,
         services.store,
-        queries,
+        None,
         [m.get("id") for m in view.sticky],
         summaries=decision.record.mode != FILTERED,
         history=decision.full or decision.source,
         costs=costs,
         positions=decision.positions if decision.full is not None else None,
+        query=plan.query,
+    )
+    parts = RequestRecord(
+        decision.record,
+        memory=MemoryPart(memory.direct_ids, memory.memory_ids, memory.left_out)
+        if memory.text
+        else None,
+        knowledge=notes.notes if notes.notes or notes.left_out else None,
     )
     offered = list(fixed.tools)
     if fitted is None:
         fixed_cost = fixed_tokens(counter, system, message, fixed.tools)
-        record["usage"] = services.usage.measure(chat_id, decision, counter, fixed_cost)
+        usage = services.usage.measure(chat_id, decision, counter, fixed_cost)
+        record = replace(parts, usage=usage).as_dict()
         return Prepared([*system, *decision.history], request, record, offered)
     kept = np.array(fitted.kept, dtype=bool)
-    if not kept.all():
-        record = _narrowed(record, decision, kept)
-    usage = services.usage.measure(chat_id, decision, counter, fitted=fitted)
-    record = record | fitted.record | {"usage": usage}
-    record["budget"] = _said(record["budget"], gave_way)
+    record = replace(
+        parts,
+        sent_ids=None if kept.all() else _sent_ids(decision, kept),
+        budget=fitted.record | {"budget": _said(fitted.record["budget"], gave_way)},
+        usage=services.usage.measure(chat_id, decision, counter, fitted=fitted),
+    ).as_dict()
     return Prepared([*system, *fitted.history], request, record, offered)
 
 
@@ -217,11 +225,13 @@ def _said(budget: dict[str, Any], gave_way: list[dict[str, str]]) -> dict[str, A
     return out
 
 
-async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> MemorySection:
+async def memory_of(
+    services: Services, chat_id: ChatId, limit: int, counter: Counter
+) -> MemorySection:
     """The chat's memory section: live direct messages and stored memories, within a share of
-    the budget; a store that cannot be read costs the section, never the request."""
+    the budget ``limit`` (0: none); a store that cannot be read costs the section, never the
+    request."""
     db = services.memory_db
-    limit = budget_limit(services.settings, model)
     max_tokens = int(MEMORY_SHARE * limit) if limit else MEMORY_TOKENS
     try:
         direct = await asyncio.to_thread(db.live_direct, chat_id)
@@ -229,56 +239,51 @@ async def memory_of(services: Services, chat_id: ChatId, model: str | None) -> M
     except SmartContextError as exc:
         log.warning("Smart Context: memory left out of the request: %s", exc)
         return memory_section((), (), 0)
-    return memory_section(direct, memories, max_tokens, services.budget.counter(model))
+    return memory_section(direct, memories, max_tokens, counter)
 
 
 async def notes_of(
-    services: Services,
-    message: str,
-    counter: Counter,
-    room: int,
-    limits: Limits,
-    queries: Matrix | None,
-) -> tuple[KnowledgeSection, Matrix | None]:
-    """The vault notes for ``message`` (:mod:`smart_context.knowledge`) within ``room`` tokens
-    (:func:`_notes_room`) as ``counter`` counts them, and the message's sentence vectors
-    (embedded here when ``queries`` is ``None``, for the budget's search too). Without an
-    embedder the notes are searched by their words; a failure costs the notes."""
+    services: Services, plan: RequestPlan, room: int, limits: Limits
+) -> KnowledgeSection:
+    """The vault notes for the plan's message (:mod:`smart_context.knowledge`) within ``room``
+    tokens (:func:`_notes_room`) as the plan's counter counts them, searched with the message's
+    sentence vectors (shared with the request's other searches). Without an embedder the notes
+    are searched by their words; a failure costs the notes."""
     settings = services.settings
     empty = KnowledgeSection()
-    if not settings.knowledge_folders or not settings.knowledge_top_n or not message.strip():
-        return empty, queries
+    if not settings.knowledge_folders or not settings.knowledge_top_n or not plan.query.sentences:
+        return empty
     if room <= 0:
-        return empty, queries
+        return empty
     try:
         layout = await services.knowledge.current()
         if not layout.chunks:
-            return empty, queries
+            return empty
         index = np.zeros((len(layout.chunks), 0), dtype=np.float32)
+        queries = np.zeros((0, 0), dtype=np.float32)
         try:
             store = await services.store()
-            if queries is None:
-                queries = await ItemCatalog.query_vectors(store, message)
+            queries = await plan.query.vectors(services.store)
             index = await services.knowledge.vectors(store, layout)
         except SmartContextError as exc:
             log.warning("Smart Context: notes searched by their words only: %s", exc)
         cited = find(
             layout,
             index,
-            queries if queries is not None else np.zeros((0, 0), dtype=np.float32),
-            query_chunks(message) or [message],
+            queries,
+            plan.query.sentences,
             replace(limits, top_n=settings.knowledge_top_n, expansion_depth=0),
             settings.knowledge_min_score,
             settings.knowledge_passages,
         )
     except SmartContextError as exc:
         log.warning("Smart Context: notes left out of the request: %s", exc)
-        return empty, queries
+        return empty
 
     def fits(text: str) -> bool:
-        return messages_cost(counter, _as_system(text)) <= room
+        return messages_cost(plan.counter, _as_system(text)) <= room
 
-    return knowledge_section(cited, fits), queries
+    return knowledge_section(cited, fits)
 
 
 def _notes_room(settings: Settings, limit: int, costs: Mapping[str, int] | None) -> int:
@@ -293,17 +298,14 @@ def _as_system(text: str | None) -> list[dict[str, Any]]:
     return [{"role": "system", "content": text}] if text else []
 
 
-def _narrowed(record: dict[str, Any], decision: Decision, kept: np.ndarray) -> dict[str, Any]:
+def _sent_ids(decision: Decision, kept: np.ndarray) -> tuple[str, list[Any]]:
     """The record's id list when the budget sent only ``kept`` of the rule's history."""
     where = decision.positions
     if where is None:
         where = np.arange(len(decision.history), dtype=np.intp)
     flags = np.zeros(len(decision.all_ids), dtype=bool)
     flags[where[kept]] = True
-    out = {k: v for k, v in record.items() if k not in ("included_ids", "excluded_ids")}
-    side, ids = shorter_ids(decision.all_ids, flags)
-    out[side] = ids
-    return out
+    return shorter_ids(decision.all_ids, flags)
 
 
 async def _click(

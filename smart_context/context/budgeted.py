@@ -57,6 +57,7 @@ from smart_context.context.request_parts import (
 )
 from smart_context.errors import SmartContextError
 from smart_context.items.catalog import ItemCatalog
+from smart_context.items.query import MessageQuery
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.records import Summary
 from smart_context.memory.tree import Node, Stored, plan_tree
@@ -126,12 +127,15 @@ class Budgeter:
         history: History | None = None,
         costs: Mapping[str, int] | None = None,
         positions: np.ndarray | None = None,
+        query: MessageQuery | None = None,
     ) -> Fitted | None:
         """The history within the budget, or ``None`` when there is no budget.
 
         ``history``, when given, is the whole history ``candidates`` come from, its ids already
         read (the topic rule's), and ``positions`` where each candidate sits in it (``None``:
-        the candidates are the whole history). The facts, the search and the pins are kept and
+        the candidates are the whole history). ``query``: the request's message with its
+        sentence vectors, embedded once for every section (else ``queries``, or the message
+        embedded here). The facts, the search and the pins are kept and
         read for the whole history, so a filter that keeps other messages from one request to
         the next costs no recount; the plan is made over the candidates. ``costs``, when
         given, is :func:`fixed_costs` of ``fixed`` with this model's counter."""
@@ -154,7 +158,8 @@ class Budgeter:
             return Fitted([dict(m) for m in candidates], kept, record)
         await self._index(chat_id, facts, history.messages)
         pins = asyncio.ensure_future(self._guarded(set(), self.db.marks, chat_id))
-        rel = part.of(await self.relevance(chat_id, history, fixed.message, store, queries, facts))
+        message = fixed.message
+        rel = part.of(await self.relevance(chat_id, history, message, store, queries, facts, query))
         marks: set[str] = await pins
         marked = part.of(_flags(facts, marks))
         pinned = marked | part.of(_flags(facts, {str(i) for i in sticky_ids}))
@@ -237,6 +242,7 @@ class Budgeter:
         store: Callable[[], Awaitable[VectorStore]] | None,
         queries: Matrix | None,
         facts: Facts | None = None,
+        query: MessageQuery | None = None,
     ) -> np.ndarray:
         """Each message's hybrid relevance to ``message``: cosine from the vectors the chat has
         (left out, with a log line, when there is no embedder) fused with BM25 from the text
@@ -250,7 +256,9 @@ class Budgeter:
         try:
             if store is not None:
                 vectors = await store()
-                if queries is None:
+                if queries is None and query is not None:
+                    queries = await query.vectors(store)
+                elif queries is None:
                     queries = await ItemCatalog.query_vectors(vectors, message)
                 if len(queries):
                     dense = await vectors.known_scores(chat_id, history, queries)

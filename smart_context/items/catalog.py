@@ -24,6 +24,7 @@ from smart_context.items.expand import expand, relationship_graph
 from smart_context.items.files import Stamp, folder_stamp, load_items
 from smart_context.items.lexical import LexicalIndex, hybrid_scores
 from smart_context.items.model import ITEM_TYPES, Item, ItemProblem, index_text
+from smart_context.items.query import MessageQuery
 from smart_context.items.select import Limits, select
 from smart_context.items.servers import ToolServers
 from smart_context.paths import memory_dir
@@ -134,6 +135,7 @@ class ItemCatalog:
         types: Sequence[str] = ITEM_TYPES,
         queries: Matrix | None = None,
         catalog: Catalog | None = None,
+        sentences: Sequence[str] | None = None,
     ) -> list[Found]:
         """What agent selection adds for ``message``: enabled items of ``types`` whose mode is
         in ``modes``, best first, then what :meth:`expansion` adds to them. Embeds the chunks no one
@@ -155,7 +157,7 @@ class ItemCatalog:
         scores = hybrid_scores(
             queries,
             index,
-            query_chunks(message) or [message],  # the rows of ``queries``
+            sentences or query_chunks(message) or [message],  # the rows of ``queries``
             await self._keywords(catalog) if weight > 0 else None,
             weight,
             rows,
@@ -221,10 +223,10 @@ class ItemCatalog:
     @staticmethod
     async def query_vectors(store: VectorStore, message: str) -> Matrix:
         """The vectors of the message's sentences (seed 000's query chunking), one row each."""
-        sentences = query_chunks(message) or ([message] if message.strip() else [])
+        sentences = MessageQuery(message).sentences  # one rule for a message's sentences
         if not sentences:
             return np.zeros((0, 0), dtype=np.float32)
-        return await store.embed(sentences)
+        return await store.embed(list(sentences))
 
     async def _vectors(self, store: VectorStore, catalog: Catalog) -> Matrix:
         memo = self._index

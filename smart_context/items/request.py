@@ -22,6 +22,7 @@ from smart_context.errors import SmartContextError
 from smart_context.items.catalog import Found, ItemCatalog
 from smart_context.items.mcp_config import function_name
 from smart_context.items.model import Item
+from smart_context.items.query import MessageQuery
 from smart_context.items.select import Limits
 from smart_context.items.session import SESSION_KEY, resolve, session_of
 from smart_context.store import VectorStore
@@ -48,9 +49,6 @@ class RequestContext:
 
     items: tuple[Chosen, ...] = ()
     error: str | None = None
-    # the message's sentence vectors when agent selection embedded them: the budget's search
-    # of the history uses them too, so a request embeds its message once
-    queries: Matrix | None = field(default=None, compare=False, repr=False)
     timestamp: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     def record(self) -> dict[str, Any]:
@@ -115,33 +113,35 @@ class RequestContext:
 async def build(
     catalog: ItemCatalog,
     store: Callable[[], Awaitable[VectorStore]],
-    message: str,
+    query: MessageQuery | str,
     limits: Limits,
     session: Any = None,
     tool_limits: Limits | None = None,
 ) -> RequestContext:
-    """The request context of ``message``: the session's items (``session`` is the chat's
+    """The request context of ``query`` (the message, or the request's :class:`MessageQuery`:
+    its sentences and their vectors, shared with the request's other searches): the session's items (``session`` is the chat's
     ``context_items`` as stored, ``None`` for the vault's seed), then what agent selection adds:
     rules and references within ``limits``, tools within ``tool_limits`` (default the same).
     ``store`` is asked for only when the vault has agent items. A failed search (or no
     embedder) costs the agent items only, and the record says why."""
     # The message's sentences are embedded while the catalog checks its files (both wait on
     # threads): when the vault had agent items last time, it very likely still has.
+    if isinstance(query, str):
+        query = MessageQuery(query)
     early: asyncio.Future[Matrix] | None = None
     if catalog.latest.agent_types:
-        early = asyncio.ensure_future(_embed(catalog, store, message))
+        early = asyncio.ensure_future(query.vectors(store))
     try:
         current = await catalog.current()
         entries = session_of({} if session is None else {SESSION_KEY: session}, current.items)
         chosen = [Chosen(item, mode) for item, mode in resolve(entries, current.items)]
         found: list[Found] = []
         error = None
-        queries: Matrix | None = None
         agent_types = current.agent_types
         if agent_types:
             try:
                 vectors = await store()
-                queries = await (early or catalog.query_vectors(vectors, message))  # for both
+                queries = await (early or query.vectors(store))
                 # one look at the files per request: both searches use the catalog read above
                 for types, kind_limits in (
                     (DOCUMENT_TYPES, limits),
@@ -150,11 +150,12 @@ async def build(
                     if agent_types & set(types):
                         found += await catalog.search(
                             vectors,
-                            message,
+                            query.text,
                             replace(kind_limits, expansion_depth=0),  # once, below, for all
                             types=types,
                             queries=queries,
                             catalog=current,
+                            sentences=query.sentences,
                         )
                 # expansion crosses kinds: a rule that says "check the plan" leads to the tool
                 session_keys = {c.item.key for c in chosen}
@@ -171,13 +172,7 @@ async def build(
             await asyncio.gather(early, return_exceptions=True)  # its error is read, not lost
     present = {c.item.key for c in chosen}
     agent = [Chosen(f.item, f.mode, f.score) for f in found if f.item.key not in present]
-    return RequestContext((*chosen, *agent), error, queries)
-
-
-async def _embed(
-    catalog: ItemCatalog, store: Callable[[], Awaitable[VectorStore]], message: str
-) -> Matrix:
-    return await catalog.query_vectors(await store(), message)
+    return RequestContext((*chosen, *agent), error)
 
 
 def _order(item: Item) -> tuple[int, str]:

@@ -1,0 +1,39 @@
+"""The message a request answers, as its searches read it: its text, its sentences (seed 000's
+query chunking: each sentence embedded on its own, scores max-pooled) and their vectors,
+embedded once per request for every section that searches (agent items, the vault's notes,
+the budget's look for relevant history)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import numpy as np
+
+from smart_context.items.chunks import query_chunks
+from smart_context.store import VectorStore
+from smart_context.vectors.ops import Matrix
+
+
+class MessageQuery:
+    """The message being answered: its text, its sentences and, once asked for, their vectors.
+
+    The vectors are embedded once per request, whichever section asks first; a failure is
+    raised to every section that asks (each says what it did without them)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        chunks = query_chunks(text)
+        self.sentences: tuple[str, ...] = tuple(chunks or ([text] if text.strip() else []))
+        self._vectors: asyncio.Task[Matrix] | None = None
+
+    async def vectors(self, store: Callable[[], Awaitable[VectorStore]]) -> Matrix:
+        """One unit row per sentence (``(0, 0)`` for an empty message)."""
+        if not self.sentences:
+            return np.zeros((0, 0), dtype=np.float32)
+        if self._vectors is None:
+            self._vectors = asyncio.ensure_future(self._embed(store))
+        return await asyncio.shield(self._vectors)
+
+    async def _embed(self, store: Callable[[], Awaitable[VectorStore]]) -> Matrix:
+        return await (await store()).embed(list(self.sentences))

@@ -1,0 +1,40 @@
+"""One plan per request: the message is split into sentences and embedded once, however many
+sections search by it (agent items, the vault's notes, the budget's look back)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Ctx, call, write_chat
+from tests.context.test_allocate import item
+from tests.context.test_budgeted import long_chat
+from tests.fakes import FakeEmbedder
+
+MESSAGE = "When does the lease with Mrs. Okafor end? And what is the deposit?"
+
+
+async def test_every_section_searches_with_the_message_embedded_once(
+    start: Any, vault: Path, embedder: FakeEmbedder
+) -> None:
+    item(vault / "references", "The Flat", "agent", "Mrs. Okafor owns the flat; the lease ends.")
+    (vault / "notes").mkdir()
+    (vault / "notes" / "lease.md").write_text(
+        "# Lease\n\nThe lease with Mrs. Okafor ends in March. What is the deposit? 950 euros.\n"
+    )
+    chat = long_chat(400)
+    write_chat(vault, "long", chat)
+    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o"})
+    await running.context("long", chat)  # warm: the chat, the items and the notes embedded
+    await running.settle()
+    embedder.calls.clear()
+    ctx = Ctx("long", chat, MESSAGE)
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    record = ctx.metadata["smart_context"]
+    assert record["relevant_ids"], "the budget searched the history"
+    assert [i["name"] for i in ctx.metadata["request_context"]["items"]] == ["The Flat"]
+    assert [n["path"] for n in record["knowledge"]] == ["notes/lease.md"]
+    asked = [batch for batch in embedder.calls if any("Okafor" in t for t in batch)]
+    assert asked == [["When does the lease with Mrs. Okafor end?", "And what is the deposit?"]], (
+        "one embedding of the message's sentences for all three searches"
+    )
