@@ -119,8 +119,9 @@ async def build(
     tool_limits: Limits | None = None,
 ) -> RequestContext:
     """The request context of ``query`` (the message, or the request's :class:`MessageQuery`:
-    its sentences and their vectors, shared with the request's other searches): the session's items (``session`` is the chat's
-    ``context_items`` as stored, ``None`` for the vault's seed), then what agent selection adds:
+    its sentences and their vectors, shared with the request's other searches): the session's
+    items (``session`` is the chat's ``context_items`` as stored, ``None`` for the vault's
+    seed), then what agent selection adds:
     rules and references within ``limits``, tools within ``tool_limits`` (default the same).
     ``store`` is asked for only when the vault has agent items. A failed search (or no
     embedder) costs the agent items only, and the record says why."""
