@@ -33,7 +33,15 @@ class MessageQuery:
             return np.zeros((0, 0), dtype=np.float32)
         if self._vectors is None:
             self._vectors = asyncio.ensure_future(self._embed(store))
+            # a section that stopped waiting (agent selection with no agent items after all)
+            # must not leave a failure unread: the next section to ask reads it again
+            self._vectors.add_done_callback(_read_outcome)
         return await asyncio.shield(self._vectors)
 
     async def _embed(self, store: Callable[[], Awaitable[VectorStore]]) -> Matrix:
         return await (await store()).embed(list(self.sentences))
+
+
+def _read_outcome(task: asyncio.Task[Matrix]) -> None:
+    if not task.cancelled():
+        task.exception()
