@@ -2,6 +2,9 @@
 summary tree brought up to date, so the next request finds them (it never waits for them).
 
 - **Text index**: messages new or edited since the last pass are indexed, deleted ones removed.
+  A pass after a reply (the chat as last seen, plus new messages) hashes and indexes only the
+  new ones (:class:`SeenChats`); anything else (an edit, a deletion, a restart) compares the
+  whole chat with the index.
 - **Summaries**: the tree of :mod:`.tree` over the chat's messages, once the chat has
   ``summarization_threshold`` messages. Stored nodes an edit or a deletion broke are dropped;
   missing ones are made bottom-up (a node of level 2 from its children's summaries), by the
@@ -19,7 +22,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from smart_context.budget.tokens import CHARS_PER_TOKEN
@@ -60,6 +63,52 @@ class MemoryPass:
     emit: Emit  # the panel's progress (``memory_progress``)
     # told when a pass made summaries of a chat: what was planned with the old ones is stale
     summaries_made: Callable[[ChatId], None]
+    seen: SeenChats = field(default_factory=lambda: SeenChats())  # what earlier passes read
+
+
+@dataclass
+class _Seen:
+    ids: list[str]
+    contents: list[Any]
+    keys: list[str]
+    indexed: int  # how many of the first messages the text index is known to hold
+
+
+class SeenChats:
+    """Each chat's messages as the last memory pass saw them (ids, contents, keys) and how many
+    the text index holds, so the next pass reads only what is new. One pass runs per chat at a
+    time (the coalescer), so a chat's entry is never used by two at once."""
+
+    MAX_CHATS = 64
+
+    def __init__(self) -> None:
+        self._chats: dict[ChatId, _Seen] = {}
+
+    def keys(self, chat_id: ChatId, messages: Sequence[Mapping[str, Any]]) -> tuple[Keyed, int]:
+        """The messages' ids and keys, hashing only those past the last pass's when the chat
+        only grew; and how many leading messages the index is known to hold (0: unknown)."""
+        ids = [str(m.get("id")) for m in messages]
+        contents = [m.get("content") for m in messages]
+        last = self._chats.get(chat_id)
+        known = len(last.ids) if last is not None else 0
+        if last is None or not (
+            known <= len(ids) and ids[:known] == last.ids and contents[:known] == last.contents
+        ):
+            last, known = _Seen([], [], [], 0), 0
+        keys = [
+            *last.keys,
+            *(cache_key(ids[k], message_text(messages[k])) for k in range(known, len(ids))),
+        ]
+        if len(self._chats) >= self.MAX_CHATS and chat_id not in self._chats:
+            self._chats.clear()  # a long-running sidecar visits many chats
+        self._chats[chat_id] = _Seen(ids, contents, keys, last.indexed)
+        return (ids, keys), last.indexed
+
+    def indexed(self, chat_id: ChatId, count: int) -> None:
+        """The text index now holds the first ``count`` messages of the chat as last seen."""
+        seen = self._chats.get(chat_id)
+        if seen is not None:
+            seen.indexed = count
 
 
 @dataclass(frozen=True)
@@ -77,8 +126,11 @@ async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False
     data = await parts.chats.load(chat_id)
     messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     settings = parts.settings()
-    keyed = await asyncio.to_thread(message_keys, messages)  # hashed once for both parts
-    await index_chat(parts.db, chat_id, messages, keyed, _progress(parts.emit, chat_id, "index"))
+    # hashed once for both parts, and only what is new since the last pass
+    keyed, indexed = await asyncio.to_thread(parts.seen.keys, chat_id, messages)
+    progress = _progress(parts.emit, chat_id, "index")
+    await index_chat(parts.db, chat_id, messages, keyed, progress, indexed)
+    parts.seen.indexed(chat_id, len(messages))
     if len(messages) < settings.summarization_threshold and not force:
         return
     progress = _progress(parts.emit, chat_id, "summaries")
@@ -146,10 +198,18 @@ async def index_chat(
     messages: Sequence[Mapping[str, Any]],
     keyed: Keyed,
     progress: Progress | None = None,
+    indexed: int = 0,
 ) -> None:
     """:func:`sync_index` off the loop; a long chat met whole (more than ``INDEX_BATCH`` new
-    messages) is written in batches with ``progress`` after each, so the panel can show it."""
-    todo, gone = await asyncio.to_thread(index_changes, db, chat_id, messages, keyed)
+    messages) is written in batches with ``progress`` after each, so the panel can show it.
+    ``indexed``: how many leading messages the index is known to hold unchanged (only the rest
+    is compared with it then)."""
+    if indexed:
+        ids, keys = keyed
+        todo = [(ids[k], keys[k], message_text(messages[k])) for k in range(indexed, len(ids))]
+        gone: list[str] = []
+    else:
+        todo, gone = await asyncio.to_thread(index_changes, db, chat_id, messages, keyed)
     batches = [todo[k : k + INDEX_BATCH] for k in range(0, len(todo), INDEX_BATCH)]
     report = progress if len(batches) > 1 else None
     if report is not None:

@@ -3,6 +3,7 @@ the real plugin, its real SQLite store and a chat on disk."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +48,36 @@ async def test_a_few_new_messages_are_indexed_without_progress(start: Any, vault
     await refresh_memory(running.plugin.services.memory_pass, ChatId("short"))
     assert progress_of(running, "index") == []
     assert len(MemoryDB(vault).indexed_keys("short")) == 3
+
+
+async def test_a_pass_after_a_reply_reads_only_the_new_messages_and_an_edit_the_whole_chat(
+    start: Any, vault: Path
+) -> None:
+    from smart_context.memory.refresh import SeenChats
+
+    class CountingDB(MemoryDB):  # the real index, counting its whole-chat reads
+        reads = 0
+
+        def indexed_keys(self, chat_id: str) -> dict[str, str]:
+            self.reads += 1
+            return super().indexed_keys(chat_id)
+
+    messages = make_messages([f"Message {i} about the garden." for i in range(40)])
+    write_chat(vault, "c", messages)
+    running = await start(settings={"summarizer": "offline"})
+    services = running.plugin.services
+    db = CountingDB(vault)
+    parts = replace(services.memory_pass, db=db, seen=SeenChats())
+    await refresh_memory(parts, ChatId("c"))
+    assert db.reads == 1 and len(db.indexed_keys("c")) == 40
+    db.reads = 0
+    grown = [*messages, *make_messages(["A new question about tulips.", "Plant in autumn."], "n")]
+    write_chat(vault, "c", grown)
+    await refresh_memory(parts, ChatId("c"))
+    assert db.reads == 0, "only the two new messages were looked at"
+    assert [mid for mid, _ in db.search("c", "tulips", 5)] == ["n0"]
+    edited = [*grown[:5], {**grown[5], "content": "Now about roses."}, *grown[6:]]
+    write_chat(vault, "c", edited)
+    await refresh_memory(parts, ChatId("c"))
+    assert db.reads == 1, "an edit: the whole chat is compared with the index"
+    assert [mid for mid, _ in db.search("c", "roses", 5)] == ["m5"]
