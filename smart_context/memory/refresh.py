@@ -4,7 +4,8 @@ summary tree brought up to date, so the next request finds them (it never waits 
 - **Text index**: messages new or edited since the last pass are indexed, deleted ones removed.
   A pass after a reply (the chat as last seen, plus new messages) hashes and indexes only the
   new ones (:class:`SeenChats`); anything else (an edit, a deletion, a restart) compares the
-  whole chat with the index.
+  whole chat with the index. Likewise the summaries are planned again only when the chat
+  changed some other way or its settled messages reached a new leaf's worth.
 - **Summaries**: the tree of :mod:`.tree` over the chat's messages, once the chat has
   ``summarization_threshold`` messages. Stored nodes an edit or a deletion broke are dropped;
   missing ones are made bottom-up (a node of level 2 from its children's summaries), by the
@@ -32,7 +33,7 @@ from smart_context.host import LLM, Emit, resolve
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.extractive import Line, summarize
 from smart_context.memory.records import Summary
-from smart_context.memory.tree import Node, Stored, plan_tree
+from smart_context.memory.tree import LEAF, Node, Stored, plan_tree
 from smart_context.messages import message_text
 from smart_context.paths import ChatId
 from smart_context.topics.extract import reply_text
@@ -72,6 +73,7 @@ class _Seen:
     contents: list[Any]
     keys: list[str]
     indexed: int  # how many of the first messages the text index is known to hold
+    leaves: int = -1  # settled messages // LEAF when the summaries were last complete
 
 
 class SeenChats:
@@ -101,7 +103,7 @@ class SeenChats:
         ]
         if len(self._chats) >= self.MAX_CHATS and chat_id not in self._chats:
             self._chats.clear()  # a long-running sidecar visits many chats
-        self._chats[chat_id] = _Seen(ids, contents, keys, last.indexed)
+        self._chats[chat_id] = _Seen(ids, contents, keys, last.indexed, last.leaves)
         return (ids, keys), last.indexed
 
     def indexed(self, chat_id: ChatId, count: int) -> None:
@@ -109,6 +111,18 @@ class SeenChats:
         seen = self._chats.get(chat_id)
         if seen is not None:
             seen.indexed = count
+
+    def summarized(self, chat_id: ChatId, settled: int) -> bool:
+        """Whether the summaries were complete when ``settled`` messages were already in the
+        same leaf count: the chat only grew since, and no new leaf is due."""
+        seen = self._chats.get(chat_id)
+        return seen is not None and seen.leaves == settled // LEAF
+
+    def summaries_done(self, chat_id: ChatId, settled: int) -> None:
+        """The chat's summaries are complete over its first ``settled`` messages."""
+        seen = self._chats.get(chat_id)
+        if seen is not None:
+            seen.leaves = settled // LEAF
 
 
 @dataclass(frozen=True)
@@ -133,8 +147,12 @@ async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False
     parts.seen.indexed(chat_id, len(messages))
     if len(messages) < settings.summarization_threshold and not force:
         return
+    settled = max(len(messages) - settings.recent_messages, 0)
+    if indexed and not force and parts.seen.summarized(chat_id, settled):
+        return  # only grew, and not by a new leaf's worth: nothing to summarise or drop
     progress = _progress(parts.emit, chat_id, "summaries")
     made = await summarize_chat(parts.db, chat_id, messages, settings, parts.llm, progress, keyed)
+    parts.seen.summaries_done(chat_id, settled)
     if made:
         parts.summaries_made(chat_id)
 

@@ -55,12 +55,17 @@ async def test_a_pass_after_a_reply_reads_only_the_new_messages_and_an_edit_the_
 ) -> None:
     from smart_context.memory.refresh import SeenChats
 
-    class CountingDB(MemoryDB):  # the real index, counting its whole-chat reads
+    class CountingDB(MemoryDB):  # the real store, counting its whole-chat reads
         reads = 0
+        plans = 0  # reads of the stored summaries: a pass planning the tree again
 
         def indexed_keys(self, chat_id: str) -> dict[str, str]:
             self.reads += 1
             return super().indexed_keys(chat_id)
+
+        def summaries(self, chat_id: str) -> Any:
+            self.plans += 1
+            return super().summaries(chat_id)
 
     messages = make_messages([f"Message {i} about the garden." for i in range(40)])
     write_chat(vault, "c", messages)
@@ -70,14 +75,17 @@ async def test_a_pass_after_a_reply_reads_only_the_new_messages_and_an_edit_the_
     parts = replace(services.memory_pass, db=db, seen=SeenChats())
     await refresh_memory(parts, ChatId("c"))
     assert db.reads == 1 and len(db.indexed_keys("c")) == 40
-    db.reads = 0
+    assert db.plans == 1 and db.summaries("c")  # 30 settled messages: three leaves
+    db.reads = db.plans = 0
     grown = [*messages, *make_messages(["A new question about tulips.", "Plant in autumn."], "n")]
     write_chat(vault, "c", grown)
     await refresh_memory(parts, ChatId("c"))
     assert db.reads == 0, "only the two new messages were looked at"
+    assert db.plans == 0, "32 settled messages: no new leaf is due"
     assert [mid for mid, _ in db.search("c", "tulips", 5)] == ["n0"]
     edited = [*grown[:5], {**grown[5], "content": "Now about roses."}, *grown[6:]]
     write_chat(vault, "c", edited)
     await refresh_memory(parts, ChatId("c"))
     assert db.reads == 1, "an edit: the whole chat is compared with the index"
+    assert db.plans == 1, "an edit: the summaries over it are checked"
     assert [mid for mid, _ in db.search("c", "roses", 5)] == ["m5"]
