@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks.long_chats import make_chat
+from smart_context.budget.budgeter import Budgeter
+from smart_context.budget.parts import Fixed
 from smart_context.budget.tokens import counter_for, prompt_tokens
 from smart_context.config import Settings
-from smart_context.context.budgeted import Budgeter
-from smart_context.context.request_parts import Fixed
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.refresh import summarize_chat, sync_index
 from smart_context.messages import History

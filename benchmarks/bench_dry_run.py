@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import httpx
 from bench_server import make_chat
 
-from smart_context.items.mcp_client import ToolInfo, save_tool_list
+from smart_context.mcp.client import ToolInfo, save_tool_list
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.sidecar.app import create_app
 from smart_context_hosts.sidecar.plugins import get_plugin_manager

@@ -40,8 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from smart_context.budget.parts import messages_cost
 from smart_context.budget.tokens import counter_for
-from smart_context.context.request_parts import messages_cost
 from smart_context.embeddings.local import LocalMiniLM, shared_local_model
 from smart_context.items.chunks import query_chunks
 from smart_context.items.select import Limits

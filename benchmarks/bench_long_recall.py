@@ -39,11 +39,11 @@ from typing import Any
 
 import numpy as np
 
+from smart_context.budget.budgeter import Budgeter
 from smart_context.budget.facts import MessageFacts
+from smart_context.budget.parts import Fixed
 from smart_context.budget.tokens import counter_for
 from smart_context.config import Settings
-from smart_context.context.budgeted import Budgeter
-from smart_context.context.request_parts import Fixed
 from smart_context.items.catalog import ItemCatalog
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.refresh import summarize_chat, sync_index

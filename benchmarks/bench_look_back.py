@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 
 from benchmarks.bench_long_recall import load_chats, prepared
+from smart_context.budget.budgeter import Budgeter
+from smart_context.budget.parts import Fixed
 from smart_context.budget.tokens import counter_for
 from smart_context.commands.memory import look_back_hits
 from smart_context.config import Settings
-from smart_context.context.budgeted import Budgeter
-from smart_context.context.request_parts import Fixed
 from smart_context.items.catalog import ItemCatalog
 from smart_context.memory.model_tools import retrieved_text
 from smart_context.messages import History

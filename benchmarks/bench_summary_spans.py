@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from smart_context.budget.budgeter import Budgeter
 from smart_context.budget.facts import MessageFacts
 from smart_context.budget.tokens import counter_for
 from smart_context.config import Settings
-from smart_context.context.budgeted import Budgeter
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.refresh import summarize_chat
 from smart_context.messages import History

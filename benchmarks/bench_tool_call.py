@@ -4,7 +4,7 @@ Run: python benchmarks/bench_tool_call.py [--calls 10]
 
 The server is the package's own (``python -m smart_context_hosts.example_mcp``, over stdio). Each
 "fresh" call starts the server, calls ``yen_to_euro`` and stops it, as
-:func:`smart_context.items.mcp_client.call_tool` does; the kept calls go through
+:func:`smart_context.mcp.client.call_tool` does; the kept calls go through
 :class:`smart_context.items.servers.ToolServers`, which is what the plugin uses: the first starts
 the server, the rest reuse its connection.
 """
@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from smart_context.items.mcp_client import call_tool
-from smart_context.items.mcp_config import McpServer
 from smart_context.items.servers import ToolServers
+from smart_context.mcp.client import call_tool
+from smart_context.mcp.config import McpServer
 
 ARGS = ("-m", "smart_context_hosts.example_mcp")
 

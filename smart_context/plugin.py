@@ -19,7 +19,7 @@ from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
 from smart_context.hookspecs import hookimpl
 from smart_context.host import UI, Commands, Host, PipelineContext, resolve
-from smart_context.items.mcp_config import PLUGIN_SERVER
+from smart_context.mcp.config import PLUGIN_SERVER
 from smart_context.memory.unsent import unsent_among
 from smart_context.messages import History
 from smart_context.paths import check_chat_id

@@ -98,7 +98,7 @@ class RequestRecord:
     memory: MemoryPart | None = None
     knowledge: tuple[Mapping[str, Any], ...] | None = None  # the vault notes cited
     # the budget's part: ``budget``, ``recent_ids``, ``relevant_ids``, ``important_ids``,
-    # ``summaries``, ``reasons`` (context/request_parts.budget_record, context/reasons)
+    # ``summaries``, ``reasons`` (budget/parts.budget_record, budget/reasons)
     budget: Mapping[str, Any] | None = None
     usage: Mapping[str, Any] | None = None
 

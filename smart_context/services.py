@@ -11,10 +11,10 @@ import asyncio
 import logging
 
 from smart_context.background import Coalescer
+from smart_context.budget.budgeter import Budgeter
 from smart_context.budget.calibration import Calibration
 from smart_context.chats import ChatViews
 from smart_context.config import Settings
-from smart_context.context.budgeted import Budgeter
 from smart_context.context.usage import UsageMeter
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError

@@ -228,7 +228,7 @@ async def serve_memory(vault: Path) -> None:
     """Start the plugin's services for ``vault`` and serve its long memory as an MCP server over
     stdio (``smart-context mcp``)."""
     from smart_context.commands import make_commands
-    from smart_context.memory.mcp_server import serve_stdio
+    from smart_context.mcp.server import serve_stdio
 
     # stdout carries the protocol alone
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, force=True)

@@ -132,10 +132,10 @@ def test_an_import_of_a_host_inside_a_function_is_seen(tmp_path: Path) -> None:
     source.write_text(
         "async def serve() -> None:\n    from smart_context_hosts.cli import running_services\n"
     )
-    found = {"smart_context.memory.mcp_server": source}
+    found = {"smart_context.mcp.server": source}
     assert upward_imports(found) == [
-        ("smart_context.memory.mcp_server", "smart_context_hosts.cli"),
-        ("smart_context.memory.mcp_server", "smart_context_hosts.cli.running_services"),
+        ("smart_context.mcp.server", "smart_context_hosts.cli"),
+        ("smart_context.mcp.server", "smart_context_hosts.cli.running_services"),
     ]
 
 

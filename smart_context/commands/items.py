@@ -13,7 +13,6 @@ from smart_context.errors import SmartContextError
 from smart_context.events import ITEMS_CHANGED
 from smart_context.host import resolve
 from smart_context.items.catalog import item_row, problem_rows
-from smart_context.items.mcp_config import PLUGIN_SERVER
 from smart_context.items.model import ITEM_TYPES, Item
 from smart_context.items.request import build
 from smart_context.items.selection import (
@@ -34,6 +33,7 @@ from smart_context.items.session import (
     with_item,
     without_item,
 )
+from smart_context.mcp.config import PLUGIN_SERVER
 from smart_context.paths import ChatId
 from smart_context.services import Services
 

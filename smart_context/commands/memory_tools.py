@@ -24,7 +24,7 @@ from typing import Any
 from smart_context.commands.guard import BadArguments
 from smart_context.commands.memory import look_back, remember, search_arguments
 from smart_context.errors import ChatIdError
-from smart_context.items.mcp_client import ToolResult
+from smart_context.mcp.client import ToolResult
 from smart_context.memory.model_tools import (
     DEFAULT_LIMIT,
     MAX_LIMIT,

@@ -17,16 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from smart_context.budget.tokens import Counter
-from smart_context.config import Settings
-from smart_context.context.allocate import chosen_by_search, give_way, over_note, without
-from smart_context.context.plan import RequestPlan
-from smart_context.context.request_parts import (
+from smart_context.budget.parts import (
     Fixed,
     budget_limit,
     fixed_costs,
     messages_cost,
 )
+from smart_context.budget.tokens import Counter
+from smart_context.config import Settings
+from smart_context.context.allocate import chosen_by_search, give_way, over_note, without
+from smart_context.context.plan import RequestPlan
 from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
 from smart_context.context.usage import fixed_tokens

@@ -20,11 +20,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from smart_context.budget.budgeter import Budgeter
 from smart_context.budget.calibration import Calibration
 from smart_context.budget.facts import Facts
+from smart_context.budget.parts import Fitted, chat_model
 from smart_context.budget.tokens import Counter, Estimate, prompt_tokens
-from smart_context.context.budgeted import Budgeter
-from smart_context.context.request_parts import Fitted, chat_model
 from smart_context.context.topic_filter import Decision
 from smart_context.messages import History
 from smart_context.paths import ChatId

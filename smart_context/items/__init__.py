@@ -9,6 +9,7 @@
   fused with them; :mod:`.expand`: the relationship graph of items and context expansion;
   :mod:`.catalog`: the vault's items kept current, their chunk vectors kept by content, and a
   search;
-- :mod:`.mcp_config`: ``[mcp.servers.*]`` of ``.vault.toml``; :mod:`.mcp_client`: listing and
+- :mod:`smart_context.mcp.config`: ``[mcp.servers.*]`` of ``.vault.toml``;
+  :mod:`smart_context.mcp.client`: listing and
   calling tools with the official SDK, and the last known tool lists.
 """

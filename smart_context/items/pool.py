@@ -3,7 +3,8 @@
 Starting a stdio server costs seconds (a Python server: 2 to 4 s on these machines), a request on
 an open connection milliseconds (6 ms for the example server), and a reply that calls three tools
 should not start the server three times. So each server gets a worker task that opens the
-connection (:func:`.mcp_client.connect`), runs the requests given to it one after another, and
+connection (:func:`smart_context.mcp.client.connect`), runs the requests given to it one after
+another, and
 closes the connection after :data:`IDLE` seconds without one, when the server's config changes,
 or when the plugin stops. The task that opens a connection is the one that closes it, as the
 SDK's cancel scopes require.
@@ -24,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from smart_context.errors import ToolServerError
-from smart_context.items.mcp_config import McpServer
+from smart_context.mcp.config import McpServer
 
 if TYPE_CHECKING:
-    from smart_context.items.mcp_client import McpSession
+    from smart_context.mcp.client import McpSession
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class ServerPool:
         return worker
 
     async def _serve(self, worker: _Worker) -> None:
-        from smart_context.items.mcp_client import connect
+        from smart_context.mcp.client import connect
 
         name = worker.server.name
         try:

@@ -20,11 +20,11 @@ from typing import Any
 
 from smart_context.errors import SmartContextError
 from smart_context.items.catalog import Found, ItemCatalog
-from smart_context.items.mcp_config import function_name
 from smart_context.items.model import Item
 from smart_context.items.query import MessageQuery
 from smart_context.items.select import Limits
 from smart_context.items.session import SESSION_KEY, resolve, session_of
+from smart_context.mcp.config import function_name
 from smart_context.store import VectorStore
 from smart_context.vectors.ops import Matrix
 

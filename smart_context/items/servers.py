@@ -1,7 +1,8 @@
 """The vault's MCP servers (CONTRACT §8): their tools as items, kept current, and tool calls.
 
 A request never waits for a server. Tool items come from the last known tool list of each
-server (``.memory/smart_context/tools/{server}.json``, :mod:`.mcp_client`), so the vault's tools
+server (``.memory/smart_context/tools/{server}.json``, :mod:`smart_context.mcp.client`), so the
+vault's tools
 show and can be chosen while a server is down or still starting. The lists are refreshed in the
 background: when the plugin starts, when ``[mcp.servers]`` in ``.vault.toml`` changes, and again
 for a server that failed, at most every :data:`RETRY_AFTER` seconds while requests keep coming.
@@ -23,17 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from smart_context.errors import ToolServerError
-from smart_context.items.mcp_client import ToolInfo, ToolResult, load_tool_list, tool_list_file
-from smart_context.items.mcp_config import (
+from smart_context.items.model import Item, ItemProblem
+from smart_context.items.pool import ServerPool
+from smart_context.items.tools import tool_item
+from smart_context.mcp.client import ToolInfo, ToolResult, load_tool_list, tool_list_file
+from smart_context.mcp.config import (
     McpConfig,
     McpServer,
     effective_mode,
     function_name,
     parse_mcp_servers,
 )
-from smart_context.items.model import Item, ItemProblem
-from smart_context.items.pool import ServerPool
-from smart_context.items.tools import tool_item
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +208,7 @@ class ToolServers:
         await asyncio.gather(*(self._refresh_one(server) for server in wanted))
 
     async def _refresh_one(self, server: McpServer) -> None:
-        from smart_context.items.mcp_client import save_tool_list
+        from smart_context.mcp.client import save_tool_list
 
         try:
             tools = await self.pool.run(server, lambda session: session.list_tools())

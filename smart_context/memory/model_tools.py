@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from smart_context.items.mcp_config import PLUGIN_SERVER
+from smart_context.mcp.config import PLUGIN_SERVER
 from smart_context.shorten import shorten
 
 RETRIEVE = "retrieve_context"

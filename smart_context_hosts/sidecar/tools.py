@@ -31,7 +31,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from smart_context.items.mcp_config import parse_mcp_servers, split_function_name
+from smart_context.mcp.config import parse_mcp_servers, split_function_name
 from smart_context.shorten import shorten
 from smart_context_hosts.sidecar.config import VaultConfig
 from smart_context_hosts.sidecar.host import CommandError

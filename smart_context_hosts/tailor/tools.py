@@ -21,7 +21,7 @@ from typing import Any
 
 from smart_context.commands.guard import BadArguments
 from smart_context.commands.memory_tools import run_memory_tool
-from smart_context.items.mcp_config import PLUGIN_SERVER
+from smart_context.mcp.config import PLUGIN_SERVER
 from smart_context.memory.model_tools import PARAMETERS, memory_tool_definitions
 from smart_context.services import Services
 

@@ -72,7 +72,7 @@ def test_snapshot_lists_are_cut_to_the_request() -> None:
 
 
 def test_a_filters_part_of_the_history_keeps_partners_only_among_itself() -> None:
-    from smart_context.context.budgeted import _Part
+    from smart_context.budget.budgeter import _Part
 
     facts = MessageFacts(counter_for("gpt-4o")).update(History(chat("uaua")))
     part = _Part(facts, np.array([0, 2, 3], dtype=np.intp))

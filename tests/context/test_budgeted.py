@@ -177,8 +177,8 @@ async def test_a_store_that_fails_mid_session_costs_only_its_part_of_the_budget(
 def test_summary_counts_are_kept_within_bounds(
     monkeypatch: pytest.MonkeyPatch, vault: Path
 ) -> None:
+    from smart_context.budget import budgeter as budgeted
     from smart_context.config import Settings
-    from smart_context.context import budgeted
 
     monkeypatch.setattr(budgeted, "MAX_COUNTED", 3)
     budgeter = budgeted.Budgeter(Settings(), MemoryDB(vault))
@@ -221,9 +221,9 @@ async def test_a_chat_the_text_index_has_not_caught_up_with_asks_for_the_memory_
 
 
 async def test_the_stored_summaries_are_read_once_while_messages_are_added(vault: Path) -> None:
+    from smart_context.budget.budgeter import Budgeter
     from smart_context.budget.facts import MessageFacts
     from smart_context.config import Settings
-    from smart_context.context.budgeted import Budgeter
     from smart_context.memory.refresh import summarize_chat
     from smart_context.messages import History
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from smart_context.budget.plan import IMPORTANT, LEFT_OUT, PINNED, RECENT, RELEVANT, TURN
-from smart_context.context.reasons import reasons
+from smart_context.budget.reasons import reasons
 from smart_context.memory.db import MemoryDB
 from tests.conftest import Ctx, call, write_chat
 from tests.context.test_budgeted import long_chat

@@ -29,7 +29,7 @@ from mcp.types import (
 
 import smart_context
 from smart_context.errors import ToolServerError
-from smart_context.items.mcp_client import (
+from smart_context.mcp.client import (
     SUMMARY_CHARS,
     ToolInfo,
     _tool_result,
@@ -40,7 +40,7 @@ from smart_context.items.mcp_client import (
     save_tool_list,
     tool_list_file,
 )
-from smart_context.items.mcp_config import McpServer
+from smart_context.mcp.config import McpServer
 
 ROOT = str(Path(smart_context.__file__).resolve().parents[1])
 HERE = Path(__file__).parent
@@ -206,7 +206,7 @@ async def test_an_unreachable_url_is_reported() -> None:
 async def test_a_server_that_hangs_times_out_and_is_stopped(
     caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    caplog.set_level(logging.INFO, logger="smart_context.items.mcp_server")
+    caplog.set_level(logging.INFO, logger="smart_context.mcp.servers")
     server = McpServer("sleepy", command=sys.executable, args=("-c", HANG))
     before = child_pids()
     start = time.monotonic()
@@ -270,7 +270,7 @@ def test_content_other_than_text_is_named_for_the_model() -> None:
 
 def test_importing_the_client_does_not_load_the_sdk() -> None:
     code = (
-        "import sys, smart_context.items.mcp_client; "
+        "import sys, smart_context.mcp.client; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
     )
     out = subprocess.run(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import tomlkit
 
-from smart_context.items.mcp_config import (
+from smart_context.mcp.config import (
     DEFAULT_TIMEOUT,
     McpServer,
     effective_mode,

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from smart_context.errors import ToolServerError
-from smart_context.items.mcp_client import McpSession
-from smart_context.items.mcp_config import McpServer
 from smart_context.items.pool import ServerPool
+from smart_context.mcp.client import McpSession
+from smart_context.mcp.config import McpServer
 from tests.items.test_mcp_client import HAS_PROC, child_pids
 
 SCRIPT = str(Path(__file__).with_name("slow_mcp_server.py"))

@@ -85,7 +85,7 @@ def test_tools_go_to_the_model_as_function_definitions() -> None:
 
 
 async def test_tools_and_documents_are_selected_within_their_own_limits(tmp_path: Path) -> None:
-    from smart_context.items.mcp_client import ToolInfo, save_tool_list
+    from smart_context.mcp.client import ToolInfo, save_tool_list
 
     (tmp_path / ".vault.toml").write_text(
         '[mcp.servers.kit]\ncommand = "kit-server"\ninclude = "agent"\n', encoding="utf-8"
@@ -125,7 +125,7 @@ async def test_an_item_expansion_adds_is_recorded_as_expansion(tmp_path: Path) -
 async def test_expansion_crosses_kinds_a_reference_leads_to_its_tool(tmp_path: Path) -> None:
     """Seed 000's own example: the message finds the authentication reference, whose text
     leads to the HTTP tool the message never mentioned."""
-    from smart_context.items.mcp_client import ToolInfo, save_tool_list
+    from smart_context.mcp.client import ToolInfo, save_tool_list
 
     (tmp_path / ".vault.toml").write_text(
         '[mcp.servers.web]\ncommand = "web-server"\ninclude = "expansion"\n', encoding="utf-8"

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from smart_context.items.catalog import ItemCatalog
-from smart_context.items.mcp_client import ToolInfo, resolve_command, save_tool_list
-from smart_context.items.mcp_config import McpServer
 from smart_context.items.servers import (
     MAX_TOOLS_PER_SERVER,
     ToolServers,
     read_mcp_config,
     tool_items,
 )
+from smart_context.mcp.client import ToolInfo, resolve_command, save_tool_list
+from smart_context.mcp.config import McpServer
 
 EXAMPLE = (
     "[mcp.servers.example]\n"

@@ -134,8 +134,8 @@ async def test_an_edited_note_is_seen_by_the_next_request_and_embedded_alone(
 async def test_the_parts_beside_the_history_are_counted_once_per_request(
     start: Any, notes_vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import smart_context.budget.budgeter as budgeted
     import smart_context.context.assemble as assemble
-    import smart_context.context.budgeted as budgeted
 
     calls: list[str] = []
     real = budgeted.fixed_costs

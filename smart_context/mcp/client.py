@@ -10,7 +10,7 @@ closed, and after 2 s its process group is sent SIGTERM, then SIGKILL after 2 s 
 shutdown is shielded from cancellation, so no server outlives a timeout or a cancelled caller.
 Closing an HTTP session is bounded by :data:`CLOSE_GRACE`.
 
-A stdio server's stderr goes to the ``smart_context.items.mcp_server`` logger, line by line,
+A stdio server's stderr goes to the ``smart_context.mcp.servers`` logger, line by line,
 never to the terminal; the last lines are quoted when the server fails to start.
 
 The last known tool list of each server is kept in ``.memory/smart_context/tools/{server}.json``
@@ -42,7 +42,7 @@ import anyio.to_thread
 
 from smart_context.atomic import write_atomic
 from smart_context.errors import ToolServerError
-from smart_context.items.mcp_config import McpServer, valid_server_name
+from smart_context.mcp.config import McpServer, valid_server_name
 from smart_context.paths import memory_dir
 from smart_context.shorten import shorten
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from mcp import Client
 
 logger = logging.getLogger(__name__)
-server_log = logging.getLogger("smart_context.items.mcp_server")
+server_log = logging.getLogger("smart_context.mcp.servers")
 
 CLOSE_GRACE = 5.0
 """Seconds an HTTP session may take to close after use."""

@@ -1,6 +1,6 @@
 """The token budget applied to one request (CONTRACT §9): the history that fits, with summaries
 of what does not, and the record of what each part cost (the parts and their costs:
-:mod:`smart_context.context.request_parts`).
+:mod:`smart_context.budget.parts`).
 
 The pure choice is :func:`smart_context.budget.plan.plan`; this module brings what it needs:
 token counts (:class:`~smart_context.budget.facts.MessageFacts`, kept per chat), the search's
@@ -28,24 +28,7 @@ from smart_context.budget.importance import (
     relevance,
     top_hits,
 )
-from smart_context.budget.plan import (
-    RECENT,
-    RELEVANT,
-    TURN,
-    Budget,
-    Inputs,
-    Span,
-    plan,
-)
-from smart_context.budget.tokens import (
-    PER_MESSAGE,
-    Counter,
-    Estimate,
-    counter_for,
-)
-from smart_context.config import Settings
-from smart_context.context.reasons import reasons
-from smart_context.context.request_parts import (
+from smart_context.budget.parts import (
     Fitted,
     Fixed,
     budget_limit,
@@ -55,6 +38,23 @@ from smart_context.context.request_parts import (
     interleave,
     summary_message,
 )
+from smart_context.budget.plan import (
+    RECENT,
+    RELEVANT,
+    TURN,
+    Budget,
+    Inputs,
+    Span,
+    plan,
+)
+from smart_context.budget.reasons import reasons
+from smart_context.budget.tokens import (
+    PER_MESSAGE,
+    Counter,
+    Estimate,
+    counter_for,
+)
+from smart_context.config import Settings
 from smart_context.errors import SmartContextError
 from smart_context.items.catalog import ItemCatalog
 from smart_context.items.query import MessageQuery

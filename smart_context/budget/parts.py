@@ -1,7 +1,7 @@
 """The parts of a request under a token budget (CONTRACT §9) and what each costs: what goes
 with every request besides the history (:class:`Fixed`), the budget's answer (:class:`Fitted`),
 how summaries are sent at their place in time, and the record's ``budget`` part. Pure: the
-choice of messages is :mod:`smart_context.context.budgeted`'s.
+choice of messages is :mod:`smart_context.budget.budgeter`'s.
 """
 
 from __future__ import annotations
