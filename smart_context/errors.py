@@ -50,3 +50,8 @@ class MemoryDBError(SmartContextError):
 
 class NotFoundError(SmartContextError, LookupError):
     """A command named something that does not exist (any more): a stored memory, say."""
+
+
+class ConflictError(SmartContextError):
+    """A command that cannot act on what it names as that thing is now: a chat with no messages
+    to filter, or one whose damaged file was set aside."""

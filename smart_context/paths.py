@@ -48,6 +48,13 @@ def chat_file(vault: Path, chat_id: ChatId) -> Path:
     return memory_dir(vault) / f"{chat_id}.json"
 
 
+def set_aside_chat_files(vault: Path, chat_id: ChatId) -> list[Path]:
+    """The copies of ``chat_id``'s file set aside as damaged (``{chat_id}.json.corrupt-{time}``),
+    newest first. A chat id has no glob characters, so it is safe in the pattern."""
+    aside = memory_dir(vault).glob(f"{chat_id}.json.corrupt-*")
+    return sorted(aside, key=lambda path: path.name, reverse=True)
+
+
 def embeddings_file(vault: Path, chat_id: ChatId) -> Path:
     """``.memory/{chat_id}.embeddings.json``."""
     return memory_dir(vault) / f"{chat_id}.embeddings.json"

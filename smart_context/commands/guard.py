@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from smart_context.errors import ChatIdError, NotFoundError, SmartContextError
+from smart_context.errors import ChatIdError, ConflictError, NotFoundError, SmartContextError
 from smart_context.paths import ChatId, check_chat_id
 from smart_context.services import Services
 
@@ -29,9 +29,11 @@ class BadArguments(SmartContextError):
     """A command was called with arguments it cannot use."""
 
 
-# Why a command failed, for hosts that answer over HTTP (the sidecar maps them to 400, 503, 500).
+# Why a command failed, for hosts that answer over HTTP (the sidecar maps them to 400, 404,
+# 409, 503, 500).
 BAD_ARGUMENTS = "bad_arguments"
 NOT_FOUND = "not_found"  # the thing named does not exist (any more), e.g. a deleted memory
+CONFLICT = "conflict"  # it exists, but its state refuses the command: an empty or damaged chat
 UNAVAILABLE = "unavailable"
 FAILED = "failed"
 
@@ -58,6 +60,8 @@ def bind(command: Command, services: Services) -> Handler:
             return _error(str(exc), BAD_ARGUMENTS)
         except NotFoundError as exc:
             return _error(str(exc), NOT_FOUND)
+        except ConflictError as exc:
+            return _error(str(exc), CONFLICT)
         except SmartContextError as exc:  # e.g. the embedding endpoint cannot be reached
             return _error(str(exc), UNAVAILABLE)
         except Exception as exc:  # a handler must never raise into the host's command bus

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from smart_context import config
 from smart_context.commands.guard import BadArguments, Result, chat_id_argument, topics_argument
 from smart_context.context.assemble import included
-from smart_context.errors import SmartContextError
+from smart_context.errors import ConflictError, NotFoundError, SmartContextError
 from smart_context.events import FILTER_CHANGED
 from smart_context.host import resolve
-from smart_context.paths import ChatId
+from smart_context.paths import ChatId, chat_file, set_aside_chat_files
 from smart_context.services import Services
 
 MIN_MESSAGES_TO_MAP = 4  # fewer messages have no subjects worth a bubble cloud
@@ -76,10 +77,25 @@ async def select(services: Services, chat_id: ChatId, topics: Sequence[str]) -> 
     if not view.messages and not view.topics:
         # a new chat, or a mistyped id: saving a choice would create an empty chat file
         if topics:
-            raise SmartContextError(f"Chat {chat_id!r} has no messages to filter.")
+            raise nothing_to_filter(services.host.vault_path, chat_id)
         return await announce_filter(services, chat_id)
     services.chats.select(chat_id, topics)
     return await announce_filter(services, chat_id)
+
+
+def nothing_to_filter(vault: Path, chat_id: ChatId) -> SmartContextError:
+    """Why ``chat_id``, read as empty, cannot be filtered: its file was set aside as damaged
+    (:class:`ConflictError`, naming the copy), it is empty (also), or it does not exist
+    (:class:`NotFoundError`, a mistyped id most likely)."""
+    if chat_file(vault, chat_id).exists():
+        return ConflictError(f"Chat {chat_id!r} has no messages to filter.")
+    aside = set_aside_chat_files(vault, chat_id)
+    if aside:
+        return ConflictError(
+            f"Chat {chat_id!r} has no messages to filter: its file was damaged and set aside as "
+            f".memory/{aside[0].name}. Recover what you need from that copy."
+        )
+    return NotFoundError(f"Chat {chat_id!r} does not exist: it has no messages to filter.")
 
 
 async def announce_filter(services: Services, chat_id: ChatId) -> Result:

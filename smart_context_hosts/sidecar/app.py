@@ -245,7 +245,13 @@ async def run_command(request: Request) -> JSONResponse:
 
 
 # A command reports failure in its result (CONTRACT §3); over HTTP it also gets a status.
-_ERROR_STATUS = {"bad_arguments": 400, "not_found": 404, "unavailable": 503, "failed": 500}
+_ERROR_STATUS = {
+    "bad_arguments": 400,
+    "not_found": 404,
+    "conflict": 409,
+    "unavailable": 503,
+    "failed": 500,
+}
 
 
 def _command_status(result: Any) -> int:

@@ -328,3 +328,28 @@ async def test_editing_a_memory_that_is_gone_is_a_404_that_says_so(
     assert edited.json()["reason"] == "not_found"
     assert f"no stored memory with id {memory_id}" in edited.json()["error"]
     assert again.status_code == 404 and again.json()["reason"] == "not_found"
+
+
+async def test_set_filter_tells_a_missing_chat_from_an_empty_or_damaged_one(vault: Path) -> None:
+    (vault / ".memory").mkdir()
+    (vault / ".memory" / "broken.json").write_text('{"messages": [', encoding="utf-8")
+    (vault / ".memory" / "empty.json").write_text('{"messages": []}', encoding="utf-8")
+    path = "/api/commands/smart_context.set_filter"
+    async with running_app(create_app(Sidecar(vault))) as client:
+        answers = {
+            (chat, bool(topics)): await client.post(path, json={"chat_id": chat, "topics": topics})
+            for chat in ("typo", "broken", "empty")
+            for topics in (["Paris Trip"], [])
+        }
+    missing = answers["typo", True]
+    assert missing.status_code == 404, missing.text
+    assert "'typo' does not exist" in missing.json()["error"]
+    damaged = answers["broken", True]
+    assert damaged.status_code == 409, damaged.text
+    aside = [p.name for p in (vault / ".memory").glob("broken.json.corrupt-*")]
+    assert len(aside) == 1 and f".memory/{aside[0]}" in damaged.json()["error"]
+    assert answers["empty", True].status_code == 409
+    assert "no messages to filter" in answers["empty", True].json()["error"]
+    for chat in ("typo", "broken", "empty"):  # clearing a filter never fails
+        assert answers[chat, False].status_code == 200, answers[chat, False].text
+    assert not (vault / ".memory" / "typo.json").exists()
