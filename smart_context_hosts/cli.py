@@ -42,6 +42,7 @@ from smart_context.record import included_ids
 from smart_context.services import Services
 from smart_context.shorten import shorten
 from smart_context.topics.refresh import refresh
+from smart_context_hosts.cli_checks import check_chat, check_topics
 from smart_context_hosts.cli_reports import check_vault_folder, show_memories, show_stats
 
 PREVIEW = 60
@@ -91,8 +92,13 @@ async def show_context(
 ) -> None:
     """Print which messages the next request of ``chat_id`` would send, and why; with
     ``message``, also the rules, references and tools it would be sent with (CONTRACT §8)."""
+    check_vault_folder(vault)
+    check_chat(vault, chat_id)  # before the models load
     async with running_services(vault, list_tools=message is not None) as services:
         data = await services.chats.load(chat_id)
+        check_chat(vault, chat_id)  # a damaged file is set aside as it is read
+        if topics is not None:
+            check_topics(await services.chats.view(chat_id), chat_id, topics)
         history = conversation(data.get("messages"))
         decision = await assemble(services, chat_id, History(history), topics)
         request = None
@@ -176,7 +182,11 @@ def _print_notes(notes: Sequence[dict[str, Any]], out: TextIO) -> None:
 
 async def show_topics(vault: Path, chat_id: ChatId, out: TextIO) -> None:
     """Run topic extraction for ``chat_id`` now, write the topics, and print them."""
+    check_vault_folder(vault)
+    check_chat(vault, chat_id)  # extraction writes the chat file: never for a mistyped id
     async with running_services(vault) as services:
+        await services.chats.load(chat_id)
+        check_chat(vault, chat_id)  # a damaged file is set aside as it is read
         await refresh(services.topic_pass, chat_id, full=True)  # the user asks: a new map
         view = await services.chats.view(chat_id)
     print(f"chat {chat_id}: {view.total_messages} messages", file=out)

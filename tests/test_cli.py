@@ -70,6 +70,9 @@ def test_a_click_that_keeps_nothing_says_so_in_words(
     cli_vault: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (cli_vault / ".vault.toml").write_text("[plugins.smart_context]\nsimilarity_threshold = 0.9\n")
+    chat = read_chat(cli_vault, "c1")  # a topic whose messages are gone: its label scored alone
+    chat["topics"].append({"label": "Medieval Tapestry", "count": 0, "message_ids": []})
+    write_chat(cli_vault, "c1", **chat)
     assert main(["context", str(cli_vault), "c1", "--topics", "Medieval Tapestry"]) == 0
     out = capsys.readouterr().out
     assert "mode fallback" in out
@@ -100,6 +103,51 @@ def test_bad_arguments_are_clear_errors(
 ) -> None:
     assert main([a.format(vault=cli_vault) for a in args]) == 2
     assert fragment in capsys.readouterr().err
+
+
+def test_an_unknown_chat_is_refused_naming_the_vaults_chats(
+    cli_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in ("context", "topics"):
+        assert main([command, str(cli_vault), "no-such-chat"]) == 2
+        captured = capsys.readouterr()
+        assert "has no chat no-such-chat. Its chats: c1." in captured.err
+        assert "of 0 messages" not in captured.out
+    assert not (cli_vault / ".memory" / "no-such-chat.json").exists()
+
+
+def test_a_long_list_of_chats_is_cut_short(
+    cli_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for number in range(24):
+        write_chat(cli_vault, f"chat{number:02}", make_messages(["Hello"]))
+    assert main(["context", str(cli_vault), "typo"]) == 2
+    err = capsys.readouterr().err
+    assert "Its chats: c1, chat00, chat01," in err and "chat18 and 5 more." in err
+    assert "chat19" not in err
+
+
+def test_a_damaged_chat_names_the_file_it_was_set_aside_as(
+    cli_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (cli_vault / ".memory" / "broken.json").write_text('{"messages": [', encoding="utf-8")
+    assert main(["context", str(cli_vault), "broken"]) == 2
+    aside = [p.name for p in (cli_vault / ".memory").glob("broken.json.corrupt-*")]
+    assert len(aside) == 1 and f"set aside as .memory/{aside[0]}" in capsys.readouterr().err
+
+
+def test_an_unknown_topic_is_refused_naming_the_chats_topics(
+    cli_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["context", str(cli_vault), "c1", "--topics", "Python Asyncio,Nonexistent"]) == 2
+    captured = capsys.readouterr()
+    assert "chat c1 has no topic 'Nonexistent'." in captured.err
+    assert "Its topics: 'Python Asyncio', 'Sourdough Baking'." in captured.err
+    assert "Instructions" not in captured.err  # the sticky topic is no filter
+    assert "messages in context" not in captured.out
+    write_chat(cli_vault, "fresh", make_messages(TEXTS))
+    assert main(["context", str(cli_vault), "fresh", "--topics", "Nonexistent"]) == 2
+    assert "It has no topics yet: smart-context topics VAULT fresh" in capsys.readouterr().err
 
 
 def test_bad_setting_is_reported_by_key(

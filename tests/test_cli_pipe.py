@@ -6,6 +6,7 @@ standard output a real pipe, on a copy of the example vault.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -34,6 +35,9 @@ def example_vault(tmp_path: Path) -> Path:
         for i in range(LONG_CHAT)
     ]
     write_chat(vault, "long", make_messages(texts))
+    trip = json.loads((vault / ".memory" / "japan-trip.json").read_text(encoding="utf-8"))
+    trip["topics"] = [{"label": "Kyoto temples", "count": 0, "message_ids": []}]  # to filter by
+    write_chat(vault, "japan-trip", **trip)
     return vault
 
 
