@@ -51,6 +51,10 @@ PREVIEW = 60
 # tell ours too. Python ignores SIGPIPE and sees BrokenPipeError instead, so it is said in code.
 EXIT_CLOSED_PIPE = 141
 REPORTS = {"stats": show_stats, "memories": show_memories}  # read files only: no services
+# --help is plain text: the module docstring's first paragraph, without its reST markup
+DESCRIPTION = __doc__.split("\n\n")[0].replace("``", "")
+VAULT_HELP = "the vault folder (the one with .vault.toml and .memory/)"
+CHAT_HELP = "the chat's id: its file in the vault is .memory/CHAT_ID.json"
 
 
 @asynccontextmanager
@@ -283,18 +287,18 @@ def show_doctor(vault: Path, out: TextIO) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="smart-context", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="smart-context", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     ctx = sub.add_parser("context", help="show which messages would go to the model, and why")
-    ctx.add_argument("vault", type=Path)
-    ctx.add_argument("chat_id")
+    ctx.add_argument("vault", type=Path, help=VAULT_HELP)
+    ctx.add_argument("chat_id", help=CHAT_HELP)
     ctx.add_argument(
         "--topics",
         help="comma-separated topic labels to filter by (default: the chat's selected topics)",
     )
     top = sub.add_parser("topics", help="extract and print a chat's topics")
-    top.add_argument("vault", type=Path)
-    top.add_argument("chat_id")
+    top.add_argument("vault", type=Path, help=VAULT_HELP)
+    top.add_argument("chat_id", help=CHAT_HELP)
     ctx.add_argument(
         "--message", help="also show the rules, references and tools this message would get"
     )
@@ -302,22 +306,22 @@ def build_parser() -> argparse.ArgumentParser:
     items = sub.add_parser(
         "items", help="list the vault's rules, references and tools, or search them"
     )
-    items.add_argument("vault", type=Path)
+    items.add_argument("vault", type=Path, help=VAULT_HELP)
     items.add_argument("--query", help="also show what agent selection adds for this message")
     items.add_argument("--chat", help="mark the items in this chat's session; use its settings")
     items.add_argument("--json", action="store_true", help="print JSON")
     mcp = sub.add_parser("mcp", help="serve the vault's long memory as an MCP server (stdio)")
-    mcp.add_argument("vault", type=Path)
+    mcp.add_argument("vault", type=Path, help=VAULT_HELP)
     doctor = sub.add_parser("doctor", help="list damaged files and crash leftovers in a vault")
-    doctor.add_argument("vault", type=Path)
+    doctor.add_argument("vault", type=Path, help=VAULT_HELP)
     stats = sub.add_parser("stats", help="tokens sent per chat, against the whole history")
-    stats.add_argument("vault", type=Path)
+    stats.add_argument("vault", type=Path, help=VAULT_HELP)
     stats.add_argument("--json", action="store_true", help="print JSON")
     memories = sub.add_parser("memories", help="export the vault's stored memories")
-    memories.add_argument("vault", type=Path)
+    memories.add_argument("vault", type=Path, help=VAULT_HELP)
     memories.add_argument("--json", action="store_true", help="print JSON")
     tailor = sub.add_parser("install-tailor", help="install the plugin into a Tailor vault")
-    tailor.add_argument("vault", type=Path)
+    tailor.add_argument("vault", type=Path, help="the Tailor vault to install the plugin into")
     tailor.add_argument(
         "--force", action="store_true", help="comment out settings the plugin would refuse"
     )

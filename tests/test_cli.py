@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
-from smart_context_hosts.cli import main
+from smart_context_hosts.cli import build_parser, main
 from tests.conftest import read_chat, write_chat
 from tests.fakes import make_messages
 
@@ -205,3 +206,29 @@ def test_context_json_sends_what_the_sidecar_would_and_no_stored_notices(
     assert main(["context", str(vault), "n1", "--message", "Again?", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)["messages"]
     assert shown == [{"role": "user", "content": "Hello?"}, {"role": "user", "content": "Again?"}]
+
+
+def test_the_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "``" not in out
+    assert "smart-context: inspect what a chat would send" in out
+
+
+def test_every_vault_and_chat_argument_has_a_help(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    commands = next(
+        action.choices
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    positionals = [
+        (name, action)
+        for name, command in commands.items()
+        for action in command._actions
+        if action.dest in ("vault", "chat_id")
+    ]
+    assert {name for name, _ in positionals} == set(commands)  # every command names a vault
+    assert [f"{name} {action.dest}" for name, action in positionals if not action.help] == []
