@@ -235,3 +235,12 @@ def test_a_folder_that_is_not_a_vault_is_refused(
     for command in ("stats", "memories"):
         assert main([command, str(tmp_path / "nowhere")]) == 2
         assert "is not a vault" in capsys.readouterr().err
+
+
+def test_the_readme_says_what_memories_json_prints(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["memories", str(vault), "--json"]) == 0
+    printed = json.dumps(json.loads(capsys.readouterr().out))  # on one line, as quoted
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert f"exports `{printed}`" in " ".join(readme.split())
