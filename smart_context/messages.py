@@ -43,6 +43,24 @@ def turn_positions(messages: Sequence[Any]) -> list[int]:
     ]
 
 
+def common_start(
+    ids: Sequence[Any],
+    contents: Sequence[Any],
+    last_ids: Sequence[Any],
+    last_contents: Sequence[Any],
+) -> int:
+    """How many messages two histories share when one starts with the other (the length of the
+    shorter), else -1: an edit, a deletion or another chat. Two list comparisons in C; only the
+    longer list is cut, never a copy of the whole when the lengths are equal."""
+    n = min(len(ids), len(last_ids))
+
+    def cut(values: Sequence[Any]) -> Sequence[Any]:
+        return values if len(values) == n else values[:n]
+
+    same = cut(ids) == cut(last_ids) and cut(contents) == cut(last_contents)
+    return n if same else -1
+
+
 class History:
     """The messages of one request with their ids, read once.
 

@@ -56,7 +56,6 @@ from smart_context.budget.tokens import (
 )
 from smart_context.config import Settings
 from smart_context.errors import SmartContextError
-from smart_context.items.catalog import ItemCatalog
 from smart_context.items.query import MessageQuery
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.records import Summary
@@ -246,7 +245,8 @@ class Budgeter:
     ) -> np.ndarray:
         """Each message's hybrid relevance to ``message``: cosine from the vectors the chat has
         (left out, with a log line, when there is no embedder) fused with BM25 from the text
-        index. Nothing is embedded but the message, and only when ``queries`` is not given."""
+        index. Nothing is embedded but the message, and only when ``queries`` is not given
+        (``query``: the request's message, whose vectors every search shares)."""
         # the text search runs in a thread while the vectors are scored here
         found = asyncio.ensure_future(
             self._guarded([], self.db.search, chat_id, message, LEXICAL_HITS)
@@ -256,10 +256,8 @@ class Budgeter:
         try:
             if store is not None:
                 vectors = await store()
-                if queries is None and query is not None:
-                    queries = await query.vectors(store)
-                elif queries is None:
-                    queries = await ItemCatalog.query_vectors(vectors, message)
+                if queries is None:
+                    queries = await (query or MessageQuery(message)).vectors(store)
                 if len(queries):
                     dense = await vectors.known_scores(chat_id, history, queries)
         except SmartContextError as exc:

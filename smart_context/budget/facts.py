@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from smart_context.budget.importance import entities
 from smart_context.budget.tokens import PER_MESSAGE, Counter
-from smart_context.messages import History, message_text
+from smart_context.messages import History, common_start, message_text
 from smart_context.vectors.codec import cache_key
 
 IntArray = npt.NDArray[np.intp]
@@ -89,9 +89,7 @@ class MessageFacts:
         ids, contents = history.ids, history.contents
         n = len(ids)
         known = len(self.ids)
-        common = min(known, n)
-        same = ids[:common] == self.ids[:common] and contents[:common] == self.contents[:common]
-        if not same:
+        if common_start(ids, contents, self.ids, self.contents) < 0:
             generation, resets = self.generation, self.resets
             self.__init__(self.counter)  # type: ignore[misc]
             self.generation, self.resets = generation + 1, resets + 1

@@ -19,14 +19,12 @@ the sections and decides under the budget.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from smart_context.budget.tokens import Counter
 from smart_context.items.query import MessageQuery
 from smart_context.messages import History
 from smart_context.paths import ChatId
-from smart_context.store import VectorStore
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,6 @@ class RequestPlan:
     limit: int  # the budget's limit for this model; 0: no budget
     model: str | None = None  # the host's chat model, when it says
     takes_tools: bool = True  # the host's word on its chat model
-    store: Callable[[], Awaitable[VectorStore]] | None = field(default=None, compare=False)
 
     @property
     def message(self) -> str:

@@ -34,7 +34,7 @@ from smart_context.memory.db import MemoryDB
 from smart_context.memory.extractive import Line, summarize
 from smart_context.memory.records import Summary
 from smart_context.memory.tree import LEAF, Node, Stored, plan_tree
-from smart_context.messages import message_text
+from smart_context.messages import common_start, message_text
 from smart_context.paths import ChatId
 from smart_context.topics.extract import reply_text
 from smart_context.vectors.codec import cache_key
@@ -79,7 +79,9 @@ class _Seen:
 class SeenChats:
     """Each chat's messages as the last memory pass saw them (ids, contents, keys) and how many
     the text index holds, so the next pass reads only what is new. One pass runs per chat at a
-    time (the coalescer), so a chat's entry is never used by two at once."""
+    time (the coalescer), so a chat's entry is never used by two at once; passes of two chats may
+    run in worker threads together, and at worst one's :data:`MAX_CHATS` clearing costs the
+    other a whole comparison with the index on its next pass."""
 
     MAX_CHATS = 64
 
@@ -93,9 +95,7 @@ class SeenChats:
         contents = [m.get("content") for m in messages]
         last = self._chats.get(chat_id)
         known = len(last.ids) if last is not None else 0
-        if last is None or not (
-            known <= len(ids) and ids[:known] == last.ids and contents[:known] == last.contents
-        ):
+        if last is None or common_start(ids, contents, last.ids, last.contents) != known:
             last, known = _Seen([], [], [], 0), 0
         keys = [
             *last.keys,

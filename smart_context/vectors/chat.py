@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from smart_context.messages import History, Message, message_text
+from smart_context.messages import History, Message, common_start, message_text
 from smart_context.vectors.codec import cache_key
 from smart_context.vectors.keyed import KeyedMatrix, Rows
 from smart_context.vectors.ops import Matrix
@@ -41,9 +41,8 @@ class ChatVectors(KeyedMatrix):
         ids, contents = history.ids, history.contents
         known, last_rows = 0, _NO_ROWS
         for last_ids, last_contents, rows in self._located:
-            n = len(last_ids)
-            if n <= len(ids) and ids[:n] == last_ids and contents[:n] == last_contents:
-                known, last_rows = n, rows
+            if common_start(ids, contents, last_ids, last_contents) == len(last_ids):
+                known, last_rows = len(last_ids), rows
                 break
         tail, missing = self._locate_each(history.messages, known)
         rows = np.concatenate((last_rows[:known], tail)) if known else tail
@@ -53,9 +52,7 @@ class ChatVectors(KeyedMatrix):
 
     def _remember(self, ids: list[Any], contents: list[Any], rows: Rows) -> None:
         """Keep ``ids`` as the newest history located, in place of one it extends."""
-        kept = [
-            m for m in self._located if not (len(m[0]) <= len(ids) and ids[: len(m[0])] == m[0])
-        ]
+        kept = [m for m in self._located if common_start(ids, contents, m[0], m[1]) != len(m[0])]
         self._located = [(ids, contents, rows), *kept][:MEMOS]
 
     def _locate_each(self, messages: Sequence[Message], start: int) -> tuple[Rows, list[int]]:

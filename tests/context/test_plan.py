@@ -38,3 +38,21 @@ async def test_every_section_searches_with_the_message_embedded_once(
     assert asked == [["When does the lease with Mrs. Okafor end?", "And what is the deposit?"]], (
         "one embedding of the message's sentences for all three searches"
     )
+
+
+async def test_a_blank_message_searches_nothing_and_the_request_goes_through(
+    start: Any, vault: Path, embedder: FakeEmbedder
+) -> None:
+    item(vault / "references", "The Flat", "agent", "Mrs. Okafor owns the flat; the lease ends.")
+    chat = long_chat(400)
+    write_chat(vault, "long", chat)
+    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o"})
+    await running.context("long", chat)
+    await running.settle()
+    embedder.calls.clear()
+    ctx = Ctx("long", chat, "   \n ")
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    record = ctx.metadata["smart_context"]
+    assert "error" not in record and record["budget"]["used"] <= 2000
+    assert ctx.metadata["request_context"]["items"] == []
+    assert embedder.calls == [], "a blank message is not embedded"
