@@ -48,11 +48,17 @@ def common_start(
     contents: Sequence[Any],
     last_ids: Sequence[Any],
     last_contents: Sequence[Any],
+    lineage: object = None,
+    last_lineage: object = None,
 ) -> int:
     """How many messages two histories share when one starts with the other (the length of the
-    shorter), else -1: an edit, a deletion or another chat. Two list comparisons in C; only the
-    longer list is cut, never a copy of the whole when the lengths are equal."""
+    shorter), else -1: an edit, a deletion or another chat. Two histories of one ``lineage``
+    (read through one :class:`~smart_context.history_index.HistoryIndex`, which checked them)
+    share their start without a comparison; others cost two list comparisons in C, and only
+    the longer list is cut, never a copy of the whole when the lengths are equal."""
     n = min(len(ids), len(last_ids))
+    if lineage is not None and lineage == last_lineage:
+        return n
 
     def cut(values: Sequence[Any]) -> Sequence[Any]:
         return values if len(values) == n else values[:n]
@@ -62,16 +68,26 @@ def common_start(
 
 
 class History:
-    """The messages of one request with their ids, read once.
+    """The messages of one request with their ids and contents, read once.
 
     A 10,000-message history is touched from Python on every request; reading each id once and
-    sharing the list between the vector lookup and the context rule keeps that cost down.
+    sharing the list between the sections keeps that cost down. A history read through the
+    chat's :class:`~smart_context.history_index.HistoryIndex` comes with its ids and contents
+    already known and with a ``lineage``: sections compare it with what they read before
+    without a step per message.
     """
 
-    def __init__(self, messages: Sequence[Message]) -> None:
+    def __init__(
+        self,
+        messages: Sequence[Message],
+        ids: list[Any] | None = None,
+        contents: list[Any] | None = None,
+        lineage: object = None,
+    ) -> None:
         self.messages = messages
-        self.ids: list[Any] = [m.get("id") for m in messages]
-        self._contents: list[Any] | None = None
+        self.ids: list[Any] = [m.get("id") for m in messages] if ids is None else ids
+        self._contents = contents
+        self.lineage = lineage
 
     def __len__(self) -> int:
         return len(self.messages)

@@ -21,7 +21,6 @@ from smart_context.hookspecs import hookimpl
 from smart_context.host import UI, Commands, Host, PipelineContext, resolve
 from smart_context.mcp.config import PLUGIN_SERVER
 from smart_context.memory.unsent import unsent_among
-from smart_context.messages import History
 from smart_context.paths import check_chat_id
 from smart_context.record import ContextRecord
 from smart_context.services import Services
@@ -79,7 +78,7 @@ class SmartContextPlugin:
             chat_id = check_chat_id(ctx.metadata.get("chat_id"))
             services = self._services()
             services.current_chat_id = chat_id
-            history = History(ctx.history)
+            history = services.histories.read(chat_id, ctx.history)
             plan = plan_request(
                 services, chat_id, history, ctx.message, _model_of(ctx), _takes_tools(ctx)
             )

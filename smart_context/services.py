@@ -19,6 +19,7 @@ from smart_context.context.usage import UsageMeter
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
 from smart_context.events import MEMORY_PROGRESS
+from smart_context.history_index import HistoryIndexes
 from smart_context.host import Host, resolve
 from smart_context.items.catalog import ItemCatalog
 from smart_context.knowledge.index import KnowledgeIndex
@@ -76,6 +77,7 @@ class Services:
         self.calibration.load()
         self.budget = Budgeter(settings, self.memory_db, self.calibration.estimates)
         self.usage = UsageMeter(self.budget)
+        self.histories = HistoryIndexes()  # each chat's history as its requests brought it
         self.memory_pass = MemoryPass(
             chats=self.chats,
             db=self.memory_db,
@@ -83,6 +85,7 @@ class Services:
             llm=host.llm,
             emit=host.emit,
             summaries_made=self._summaries_made,
+            verify=self.histories.verify,
         )
         self.remembering: Coalescer[ChatId] = Coalescer(
             lambda chat_id: refresh_memory(self.memory_pass, chat_id)

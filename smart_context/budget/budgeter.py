@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from functools import partial
 from typing import Any, overload
 
 import numpy as np
@@ -58,6 +60,7 @@ from smart_context.config import Settings
 from smart_context.errors import SmartContextError
 from smart_context.items.query import MessageQuery
 from smart_context.memory.db import MemoryDB
+from smart_context.memory.reads import ChatReads
 from smart_context.memory.records import Summary
 from smart_context.memory.tree import Node, Stored, plan_tree
 from smart_context.messages import History, message_text
@@ -127,6 +130,7 @@ class Budgeter:
         costs: Mapping[str, int] | None = None,
         positions: np.ndarray | None = None,
         query: MessageQuery | None = None,
+        reads: ChatReads | None = None,
     ) -> Fitted | None:
         """The history within the budget, or ``None`` when there is no budget.
 
@@ -134,7 +138,8 @@ class Budgeter:
         read (the topic rule's), and ``positions`` where each candidate sits in it (``None``:
         the candidates are the whole history). ``query``: the request's message with its
         sentence vectors, embedded once for every section (else ``queries``, or the message
-        embedded here). The facts, the search and the pins are kept and
+        embedded here); ``reads``: the store's pins and text hits for it, read with the request's
+        other reads (else read here). The facts, the search and the pins are kept and
         read for the whole history, so a filter that keeps other messages from one request to
         the next costs no recount; the plan is made over the candidates. ``costs``, when
         given, is :func:`fixed_costs` of ``fixed`` with this model's counter."""
@@ -155,11 +160,17 @@ class Budgeter:
             kept = [True] * len(candidates)
             record = budget_record(limit, costs, total, 0, [], [], [], [], counter)
             return Fitted([dict(m) for m in candidates], kept, record)
-        await self._index(chat_id, facts, history.messages)
-        pins = asyncio.ensure_future(self._guarded(set(), self.db.marks, chat_id))
-        message = fixed.message
-        rel = part.of(await self.relevance(chat_id, history, message, store, queries, facts, query))
-        marks: set[str] = await pins
+        added = await self._index(chat_id, facts, history.messages)
+        search = partial(self._guarded, [], self.db.search, chat_id, fixed.message, LEXICAL_HITS)
+        if reads is None:
+            reads = ChatReads(marks=await self._guarded(set(), self.db.marks, chat_id))
+            reads = replace(reads, hits=await search())
+        elif added:  # the request's reads searched before these messages were in the index
+            reads = replace(reads, hits=await search())
+        dense = await self.dense(chat_id, history, fixed.message, store, queries, query)
+        lexical = _lexical(reads.hits, facts.position, facts.n)
+        rel = part.of(relevance(dense, lexical, LEXICAL_WEIGHT))
+        marks = reads.marks
         marked = part.of(_flags(facts, marks))
         pinned = marked | part.of(_flags(facts, {str(i) for i in sticky_ids}))
         eligible = np.ones(part.n, dtype=bool)
@@ -200,19 +211,20 @@ class Budgeter:
 
     async def _index(
         self, chat_id: ChatId, facts: Facts, candidates: Sequence[Mapping[str, Any]]
-    ) -> None:
+    ) -> int:
         """Put the messages the text index lacks into it, when they are few enough to do
         while the request waits (a chat seen for the first time, or the last reply); a long
         chat met whole is indexed by the background pass instead, with progress shown.
 
         Only the messages past those checked last time are looked at, while the facts are only
-        appended to (their ``resets`` unchanged): a request costs O(new messages)."""
+        appended to (their ``resets`` unchanged): a request costs O(new messages). Returns how
+        many messages it put in the index."""
         memo = self._indexed.get(chat_id)
         checked = 0
         if memo is not None and memo[0] == (facts.owner, facts.resets):
             checked, known = memo[1], memo[2]
             if checked >= facts.n:
-                return
+                return 0
         elif memo is None:
             known = set((await self._guarded({}, self.db.indexed_keys, chat_id)).values())
         else:
@@ -223,15 +235,16 @@ class Budgeter:
             self._indexed.pop(chat_id, None)  # read again once the pass has indexed them
             if self.on_behind is not None:
                 self.on_behind(chat_id)
-            return
+            return 0
         rows = [(facts.str_ids[i], facts.keys[i], message_text(candidates[i])) for i in todo]
         if rows and not await self._guarded(False, _index_rows, self.db, chat_id, rows):
             self._indexed.pop(chat_id, None)  # not written: the next request tries again
-            return
+            return 0
         known.update(facts.keys[i] for i in todo)
         memo = self._indexed.get(chat_id)
         if memo is None or memo[0] != (facts.owner, facts.resets) or memo[1] < facts.n:
             self._indexed[chat_id] = ((facts.owner, facts.resets), facts.n, known)
+        return len(rows)
 
     async def relevance(
         self,
@@ -240,19 +253,34 @@ class Budgeter:
         message: str,
         store: Callable[[], Awaitable[VectorStore]] | None,
         queries: Matrix | None,
-        facts: Facts | None = None,
-        query: MessageQuery | None = None,
     ) -> np.ndarray:
         """Each message's hybrid relevance to ``message``: cosine from the vectors the chat has
         (left out, with a log line, when there is no embedder) fused with BM25 from the text
-        index. Nothing is embedded but the message, and only when ``queries`` is not given
-        (``query``: the request's message, whose vectors every search shares)."""
+        index. Nothing is embedded but the message, and only when ``queries`` is not given."""
         # the text search runs in a thread while the vectors are scored here
         found = asyncio.ensure_future(
             self._guarded([], self.db.search, chat_id, message, LEXICAL_HITS)
         )
-        n = len(history)
-        dense = np.zeros(n, dtype=np.float32)
+        try:
+            dense = await self.dense(chat_id, history, message, store, queries)
+        finally:
+            hits: list[tuple[str, float]] = await found
+        whole = {str(mid): i for i, mid in enumerate(history.ids)}
+        return relevance(dense, _lexical(hits, whole.get, len(history)), LEXICAL_WEIGHT)
+
+    async def dense(
+        self,
+        chat_id: ChatId,
+        history: History,
+        message: str,
+        store: Callable[[], Awaitable[VectorStore]] | None,
+        queries: Matrix | None,
+        query: MessageQuery | None = None,
+    ) -> np.ndarray:
+        """Each message's best cosine to the message's sentences, from the vectors the chat
+        has (zeros, with a log line, without an embedder); ``query``: the request's message,
+        whose vectors every search shares (else ``queries``, or the message embedded here)."""
+        dense = np.zeros(len(history), dtype=np.float32)
         try:
             if store is not None:
                 vectors = await store()
@@ -262,20 +290,7 @@ class Budgeter:
                     dense = await vectors.known_scores(chat_id, history, queries)
         except SmartContextError as exc:
             log.warning("Smart Context: the budget searches by words only: %s", exc)
-        finally:
-            hits: list[tuple[str, float]] = await found
-        lexical = np.zeros(n, dtype=np.float32)
-        if hits:
-            if facts is None:
-                whole = {str(mid): i for i, mid in enumerate(history.ids)}
-                position: Callable[[str], int | None] = whole.get
-            else:
-                position = facts.position
-            for mid, score in hits:
-                i = position(mid)
-                if i is not None:
-                    lexical[i] = score
-        return relevance(dense, lexical, LEXICAL_WEIGHT)
+        return dense
 
     async def _spans_of(
         self, chat_id: ChatId, facts: Facts, counter: Counter
@@ -334,6 +349,19 @@ class Budgeter:
 def _index_rows(db: MemoryDB, chat_id: str, rows: list[tuple[str, str, str]]) -> bool:
     db.index_messages(chat_id, rows)
     return True
+
+
+def _lexical(
+    hits: Sequence[tuple[str, float]], position: Callable[[str], int | None], n: int
+) -> np.ndarray:
+    """The text index's ``hits`` (message id, BM25) as a score per message of a history of
+    ``n``, placed by ``position``; messages without a hit score 0."""
+    lexical = np.zeros(n, dtype=np.float32)
+    for mid, score in hits:
+        i = position(mid)
+        if i is not None:
+            lexical[i] = score
+    return lexical
 
 
 class _Part:

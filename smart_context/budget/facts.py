@@ -72,6 +72,7 @@ class MessageFacts:
         self.str_ids: list[str] = []  # the ids as text, as the store and the record use them
         self.position: dict[str, int] = {}  # text id -> its last position
         self.contents: list[Any] = []
+        self.lineage: object = None  # of the history last read (messages.common_start)
         self.keys: list[str] = []
         self.roles: list[str] = []
         self.tokens: IntArray = np.zeros(0, dtype=np.intp)
@@ -89,11 +90,13 @@ class MessageFacts:
         ids, contents = history.ids, history.contents
         n = len(ids)
         known = len(self.ids)
-        if common_start(ids, contents, self.ids, self.contents) < 0:
+        same = common_start(ids, contents, self.ids, self.contents, history.lineage, self.lineage)
+        if same < 0:
             generation, resets = self.generation, self.resets
             self.__init__(self.counter)  # type: ignore[misc]
             self.generation, self.resets = generation + 1, resets + 1
             known = 0
+        self.lineage = history.lineage
         if n > known:
             self._append(history, known)
         return self._snapshot(n)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from smart_context.budget.budgeter import LEXICAL_HITS
 from smart_context.budget.parts import (
     Fixed,
     budget_limit,
@@ -37,6 +38,7 @@ from smart_context.items.select import Limits
 from smart_context.items.selection import chat_limits
 from smart_context.knowledge.section import KnowledgeSection, find, knowledge_section
 from smart_context.memory.model_tools import memory_tool_definitions
+from smart_context.memory.reads import read_chat
 from smart_context.memory.section import MemorySection, memory_section
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
@@ -99,13 +101,20 @@ def plan_request(
     takes_tools: bool = True,
 ) -> RequestPlan:
     """The plan of one request (:mod:`smart_context.context.plan`): made once, read by every
-    section. ``model``: the host's chat model when it says; ``takes_tools``: its word on it."""
+    section. ``model``: the host's chat model when it says; ``takes_tools``: its word on it.
+    Call it on the event loop: the store's reads start here."""
+    limit = budget_limit(services.settings, model)
+    search = LEXICAL_HITS if limit else 0
+    reads = asyncio.ensure_future(
+        asyncio.to_thread(read_chat, services.memory_db, chat_id, message, search)
+    )
     return RequestPlan(
         chat_id,
         history,
         MessageQuery(message),
         services.budget.counter(model),  # the vault's calibrated estimate, if any
-        budget_limit(services.settings, model),
+        limit,
+        reads,
         model,
         takes_tools,
     )
@@ -121,7 +130,7 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
     request = await build(
         services.items, services.store, plan.query, documents, view.session, tools
     )
-    memory = await memory_of(services, chat_id, limit, counter)
+    memory = await memory_of(services, plan)
     memory_tools = services.settings.memory_tools
     fixed = fixed_parts(request, memory.text, message, plan.takes_tools, memory_tools)
     # counted once: the notes' room and the budget's both start from them
@@ -157,6 +166,7 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
         costs=costs,
         positions=decision.positions if decision.full is not None else None,
         query=plan.query,
+        reads=await plan.reads,
     )
     parts = RequestRecord(
         decision.record,
@@ -225,21 +235,13 @@ def _said(budget: dict[str, Any], gave_way: list[dict[str, str]]) -> dict[str, A
     return out
 
 
-async def memory_of(
-    services: Services, chat_id: ChatId, limit: int, counter: Counter
-) -> MemorySection:
+async def memory_of(services: Services, plan: RequestPlan) -> MemorySection:
     """The chat's memory section: live direct messages and stored memories, within a share of
-    the budget ``limit`` (0: none); a store that cannot be read costs the section, never the
-    request."""
-    db = services.memory_db
-    max_tokens = int(MEMORY_SHARE * limit) if limit else MEMORY_TOKENS
-    try:
-        direct = await asyncio.to_thread(db.live_direct, chat_id)
-        memories = await asyncio.to_thread(db.memories, chat_id)
-    except SmartContextError as exc:
-        log.warning("Smart Context: memory left out of the request: %s", exc)
-        return memory_section((), (), 0)
-    return memory_section(direct, memories, max_tokens, counter)
+    the plan's budget (none: a fixed room); a store that cannot be read costs the section's
+    part, never the request (:mod:`smart_context.memory.reads`)."""
+    max_tokens = int(MEMORY_SHARE * plan.limit) if plan.limit else MEMORY_TOKENS
+    reads = await plan.reads
+    return memory_section(reads.direct, reads.memories, max_tokens, plan.counter)
 
 
 async def notes_of(

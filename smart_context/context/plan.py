@@ -10,7 +10,9 @@ done yet" and ask for the budget's limit on its own. The plan holds them once:
 - the message, its sentences (seed 000's query chunking) and their vectors, embedded on first
   use and shared by every section that searches (:class:`MessageQuery`);
 - the chat model's token counter and the budget's limit (0: no budget), and whether the host's
-  model takes tools.
+  model takes tools;
+- the memory store's answers for the request (:mod:`smart_context.memory.reads`), read in one
+  trip off the loop that starts with the plan.
 
 The request path reads it top to bottom: ``plugin.pipeline_context`` makes the plan,
 ``context.assemble.assemble`` applies the topic rule, ``context.assemble.request_items`` builds
@@ -19,10 +21,12 @@ the sections and decides under the budget.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from smart_context.budget.tokens import Counter
 from smart_context.items.query import MessageQuery
+from smart_context.memory.reads import ChatReads
 from smart_context.messages import History
 from smart_context.paths import ChatId
 
@@ -36,6 +40,7 @@ class RequestPlan:
     query: MessageQuery
     counter: Counter
     limit: int  # the budget's limit for this model; 0: no budget
+    reads: asyncio.Future[ChatReads]  # under way while the topic rule runs
     model: str | None = None  # the host's chat model, when it says
     takes_tools: bool = True  # the host's word on its chat model
 

@@ -65,6 +65,9 @@ class MemoryPass:
     # told when a pass made summaries of a chat: what was planned with the old ones is stale
     summaries_made: Callable[[ChatId], None]
     seen: SeenChats = field(default_factory=lambda: SeenChats())  # what earlier passes read
+    # shown the chat's messages on each pass: the requests' index of the chat compares them all
+    # (history_index.HistoryIndex.verify), off the request path
+    verify: Callable[[ChatId, Sequence[Mapping[str, Any]]], None] | None = None
 
 
 @dataclass
@@ -140,6 +143,8 @@ async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False
     data = await parts.chats.load(chat_id)
     messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     settings = parts.settings()
+    if parts.verify is not None:
+        await asyncio.to_thread(parts.verify, chat_id, messages)
     # hashed once for both parts, and only what is new since the last pass
     keyed, indexed = await asyncio.to_thread(parts.seen.keys, chat_id, messages)
     progress = _progress(parts.emit, chat_id, "index")

@@ -3,10 +3,10 @@
 The key of a message is ``{message_id}:{content_hash}`` (CONTRACT.md §2), so an edited message
 gets a new vector. Hashing 10,000 messages per request would dominate the request, so two memos
 avoid it: the last few histories located (the next one is usually one of them plus a few
-messages, which two list comparisons in C confirm), and per message id the text and row last
-seen. A request locates more than one history (the whole one for the topic filter, the part the
-filter kept for the budget's search), so one memo alone would be replaced by each in turn and
-every request would fall to the per-message path.
+messages, which the history's lineage or two list comparisons in C confirm), and per message id
+the text and row last seen. A request locates more than one history (the whole one for the topic
+filter, the part the filter kept for the budget's search), so one memo alone would be replaced by
+each in turn and every request would fall to the per-message path.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from smart_context.vectors.ops import Matrix
 
 _NO_ROWS: Rows = np.zeros(0, dtype=np.intp)
 MEMOS = 4  # histories whose rows are kept: the whole one, the filtered one, and a spare each
-Located = tuple[list[Any], list[Any], Rows]  # ids, contents, rows
+Located = tuple[list[Any], list[Any], Rows, object]  # ids, contents, rows, lineage
 
 
 class ChatVectors(KeyedMatrix):
@@ -38,22 +38,24 @@ class ChatVectors(KeyedMatrix):
 
     def locate(self, history: History) -> tuple[Rows, list[int]]:
         """Row of each message (-1 when missing) and the indexes of the misses."""
-        ids, contents = history.ids, history.contents
         known, last_rows = 0, _NO_ROWS
-        for last_ids, last_contents, rows in self._located:
-            if common_start(ids, contents, last_ids, last_contents) == len(last_ids):
-                known, last_rows = len(last_ids), rows
-                break
+        for last in self._located:
+            shared = _shared(history, last)
+            if shared > known:  # the longest start: a later history of one lineage is longer
+                known, last_rows = shared, last[2]
+                if shared == len(history):
+                    break
         tail, missing = self._locate_each(history.messages, known)
         rows = np.concatenate((last_rows[:known], tail)) if known else tail
-        if not missing:
-            self._remember(ids, contents, rows)
+        if not missing and len(history) > known:
+            self._remember(history, rows)
         return rows, missing
 
-    def _remember(self, ids: list[Any], contents: list[Any], rows: Rows) -> None:
-        """Keep ``ids`` as the newest history located, in place of one it extends."""
-        kept = [m for m in self._located if common_start(ids, contents, m[0], m[1]) != len(m[0])]
-        self._located = [(ids, contents, rows), *kept][:MEMOS]
+    def _remember(self, history: History, rows: Rows) -> None:
+        """Keep ``history`` as the newest history located, in place of one it extends."""
+        kept = [m for m in self._located if _shared(history, m) != len(m[0])]
+        located = (history.ids, history.contents, rows, history.lineage)
+        self._located = [located, *kept][:MEMOS]
 
     def _locate_each(self, messages: Sequence[Message], start: int) -> tuple[Rows, list[int]]:
         seen, row_of = self._seen, self._row_of
@@ -100,10 +102,19 @@ class ChatVectors(KeyedMatrix):
         """Add the vectors of ``history``'s missing messages to rows from :meth:`locate`."""
         rows = rows.copy()
         rows[missing] = self.add_messages([history.messages[i] for i in missing], vectors)
-        self._remember(history.ids, history.contents, rows)
+        self._remember(history, rows)
         return rows
 
     def prune(self, live: History) -> int:
         """Drop the rows of deleted or edited messages; returns how many were dropped."""
         rows, _ = self.locate(live)
         return self.keep(np.unique(rows[rows >= 0]))
+
+
+def _shared(history: History, located: Located) -> int:
+    """How many messages ``history`` and a history located before share when one starts the
+    other (the shorter's length; a request that began before the last reply was stored is the
+    shorter), else 0."""
+    ids, contents, _, lineage = located
+    shared = common_start(history.ids, history.contents, ids, contents, history.lineage, lineage)
+    return max(shared, 0)

@@ -1,0 +1,144 @@
+"""The histories a chat's requests bring, read once: an append costs O(new), not O(chat).
+
+A host sends the whole history with every request, as a fresh list of fresh dicts (a chat file
+read again, a client resending it), so nothing tells us it is the list we saw before. Reading
+every message's id and content again took a Python step per message on every request, and each
+section that keeps something per chat (token counts, vector rows) then compared the whole lists
+once more to see whether the chat had changed.
+
+A :class:`HistoryIndex` keeps one chat's ids and contents as last read and checks a new history
+against them *by sampling*: the messages it adds are read, and of the messages it shares with
+the index, the first, the last and a window of :data:`PROBE` that moves along the chat on every
+request are compared. When they agree, the history is taken as the index plus what it adds, and
+it comes out with the index's :class:`Lineage`: a section that remembers what it read under the
+same lineage knows, without comparing, that the two histories share their start. When a sample
+disagrees (an edit, a deletion, another window of the chat), the history is read whole and the
+lineage changes, as before.
+
+A change the samples miss (one message edited in place, the history's length unchanged) is
+caught by :meth:`HistoryIndex.verify`, which the background pass after each reply runs against
+the stored chat: a disagreement there makes the next request read its history whole. Until
+then, at most the requests in between work with the old text of that one message.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import count
+from typing import Any
+
+from smart_context.messages import History, Message
+
+PROBE = 256  # shared messages compared per request, besides the first and the last
+MAX_CHATS = 64  # chats whose index is kept
+
+_serial = count(1)
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Which index read a history and in which of its generations: two histories of one
+    lineage are both prefixes of the same messages, so the shorter one starts the longer."""
+
+    index: int
+    generation: int
+
+
+class HistoryIndex:
+    """One chat's ids and contents as the last requests brought them (module docstring)."""
+
+    def __init__(self) -> None:
+        self._serial = next(_serial)
+        self.generation = 0
+        self.ids: list[Any] = []
+        self.contents: list[Any] = []
+        self._probe = 0  # where the next window of samples starts
+        self._doubt = False  # the background check found a change the samples may miss
+
+    @property
+    def lineage(self) -> Lineage:
+        return Lineage(self._serial, self.generation)
+
+    def read(self, messages: Sequence[Message]) -> History:
+        """``messages`` as a :class:`History` of this index's lineage (module docstring)."""
+        n, known = len(messages), len(self.ids)
+        shared = min(n, known)
+        if self._doubt or not self._agrees(messages, shared):
+            self._start_over()
+            known = 0
+        if n > known:
+            fresh = messages[known:]
+            self.ids.extend(map(_id, fresh))
+            self.contents.extend(map(_content, fresh))
+        # a copy cut to this request: the index's lists grow with later requests
+        return History(messages, self.ids[:n], self.contents[:n], self.lineage)
+
+    def verify(self, messages: Sequence[Message]) -> bool:
+        """Compare every message the index shares with ``messages`` (off the request path);
+        ``False``, and the next :meth:`read` starts over, when one differs."""
+        shared = min(len(messages), len(self.ids))
+        head = messages[:shared]
+        same = list(map(_id, head)) == self.ids[:shared] and (
+            list(map(_content, head)) == self.contents[:shared]
+        )
+        if not same:
+            self._doubt = True
+        return same
+
+    def _agrees(self, messages: Sequence[Message], shared: int) -> bool:
+        if not shared:
+            return True
+        start = self._probe if self._probe < shared else 0
+        stop = min(shared, start + PROBE)
+        self._probe = stop
+        ids, contents = self.ids, self.contents
+        for i in (0, shared - 1, *range(start, stop)):
+            message = messages[i]
+            if _id(message) != ids[i] or _content(message) != contents[i]:
+                return False
+        return True
+
+    def _start_over(self) -> None:
+        # new lists, never cleared in place: histories already handed out keep theirs
+        self.ids, self.contents = [], []
+        self.generation += 1
+        self._probe = 0
+        self._doubt = False
+
+
+def _id(message: Message) -> Any:
+    return message.get("id")
+
+
+def _content(message: Message) -> Any:
+    return message.get("content")
+
+
+class HistoryIndexes:
+    """The :class:`HistoryIndex` of each chat seen lately (a long-running host visits many)."""
+
+    def __init__(self, max_chats: int = MAX_CHATS) -> None:
+        self.max_chats = max_chats
+        self._indexes: OrderedDict[str, HistoryIndex] = OrderedDict()
+
+    def of(self, chat_id: str) -> HistoryIndex:
+        index = self._indexes.get(chat_id)
+        if index is None:
+            index = self._indexes[chat_id] = HistoryIndex()
+            while len(self._indexes) > self.max_chats:
+                self._indexes.popitem(last=False)
+        else:
+            self._indexes.move_to_end(chat_id)
+        return index
+
+    def read(self, chat_id: str, messages: Sequence[Message]) -> History:
+        """The request's history of ``chat_id``, read through the chat's index."""
+        return self.of(chat_id).read(messages)
+
+    def verify(self, chat_id: str, messages: Sequence[Message]) -> None:
+        """:meth:`HistoryIndex.verify` for a chat already indexed; nothing for another."""
+        index = self._indexes.get(chat_id)
+        if index is not None:
+            index.verify(messages)

@@ -1,0 +1,147 @@
+"""The per-chat index of the histories requests bring: appends read only what is new."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from smart_context.budget.facts import MessageFacts
+from smart_context.budget.tokens import Estimate
+from smart_context.history_index import PROBE, HistoryIndex, HistoryIndexes
+from smart_context.messages import History
+from tests.conftest import Ctx, call, write_chat
+
+
+def chat(n: int, start: int = 0) -> list[dict[str, Any]]:
+    return [{"id": f"m{i}", "role": "user", "content": f"text {i}"} for i in range(start, n)]
+
+
+class Counting(dict[str, Any]):
+    """A message that counts how often its id is read."""
+
+    reads = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "id":
+            Counting.reads += 1
+        return super().get(key, default)
+
+
+def test_an_append_reads_only_the_new_messages_and_keeps_the_lineage() -> None:
+    index = HistoryIndex()
+    first = index.read(chat(1000))
+    more = [Counting(m) for m in chat(1002)]  # a fresh copy, as a host sends it
+    Counting.reads = 0
+    second = index.read(more)
+    assert second.ids == [f"m{i}" for i in range(1002)]
+    assert second.contents[-1] == "text 1001"
+    assert second.lineage == first.lineage
+    assert Counting.reads <= 2 + PROBE + 2  # the new two, the first, the last, one window
+
+
+def test_a_shorter_history_is_a_cut_of_the_index() -> None:
+    index = HistoryIndex()
+    longer = index.read(chat(50))
+    shorter = index.read(chat(48))  # a request that began before the last reply was stored
+    assert shorter.ids == longer.ids[:48] and len(shorter.contents) == 48
+    assert shorter.lineage == longer.lineage
+    assert len(longer.ids) == 50  # handed-out histories never change
+
+
+def test_an_edit_the_samples_see_starts_over() -> None:
+    index = HistoryIndex()
+    before = index.read(chat(20))
+    edited = chat(22)
+    edited[3]["content"] = "edited"
+    after = index.read(edited)
+    assert after.lineage != before.lineage
+    assert after.contents[3] == "edited"
+
+
+def test_a_deletion_starts_over() -> None:
+    index = HistoryIndex()
+    before = index.read(chat(20))
+    after = index.read([m for m in chat(21) if m["id"] != "m5"])
+    assert after.lineage != before.lineage
+    assert "m5" not in after.ids and len(after.ids) == 20
+
+
+def test_an_edit_the_samples_miss_is_caught_by_verify() -> None:
+    n = 4 * PROBE
+    index = HistoryIndex()
+    index.read(chat(n))  # the window now starts at PROBE
+    edited = chat(n)
+    edited[3 * PROBE + 5]["content"] = "edited in place"
+    missed = index.read(edited)  # samples 0, n-1 and [0, PROBE): the edit is outside them
+    assert missed.contents[3 * PROBE + 5] == f"text {3 * PROBE + 5}"
+    assert index.verify(edited) is False  # the background pass, after the reply
+    caught = index.read(edited)
+    assert caught.lineage != missed.lineage
+    assert caught.contents[3 * PROBE + 5] == "edited in place"
+    assert index.verify(edited) is True
+
+
+def test_the_window_moves_so_every_message_is_compared_in_turn() -> None:
+    n = 3 * PROBE
+    index = HistoryIndex()
+    index.read(chat(n))
+    edited = chat(n)
+    edited[2 * PROBE + 1]["content"] = "edited"
+    lineages = {index.read(edited).lineage for _ in range(3)}
+    assert len(lineages) == 2  # within three requests a window covered the edit
+
+
+def test_another_chat_window_and_foreign_ids_are_read_whole() -> None:
+    index = HistoryIndex()
+    before = index.read(chat(30))
+    window = index.read(chat(40, start=10))  # a host sending only its last 30 messages
+    assert window.lineage != before.lineage and window.ids[0] == "m10"
+    odd = index.read([{"role": "user", "content": "no id"}, {}])
+    assert odd.ids == [None, None]
+
+
+def test_facts_of_one_lineage_are_not_compared_again() -> None:
+    index = HistoryIndex()
+    facts = MessageFacts(Estimate())
+    facts.update(index.read(chat(10)))
+    later = index.read(chat(12))
+    later.contents[0] = "changed behind the index's back"  # proves no comparison is made
+    snapshot = facts.update(later)
+    assert snapshot.n == 12 and facts.resets == 0
+    plain = History(chat(12))  # no lineage: compared, and a difference reads it again
+    plain.contents[0] = "really changed"
+    facts.update(plain)
+    assert facts.resets == 1
+
+
+def test_indexes_keep_the_chats_seen_lately() -> None:
+    indexes = HistoryIndexes(max_chats=2)
+    a = indexes.read("a", chat(3))
+    indexes.read("b", chat(3))
+    assert indexes.read("a", chat(4)).lineage == a.lineage
+    indexes.read("c", chat(3))  # "b" was the least recent
+    assert indexes.read("a", chat(5)).lineage == a.lineage
+    indexes.verify("nobody", chat(3))  # a chat never read: nothing to check
+
+
+async def test_an_edit_in_place_is_counted_after_the_next_reply(start: Any, vault: Path) -> None:
+    """Through the plugin: the samples miss an edit in the middle of a long chat; the pass
+    after the reply compares the whole chat, and the request after it counts the new text."""
+    n = 4 * PROBE  # windows [0, P), [P, 2P), [2P, 3P): the edit at 3.5 P is in none
+    messages = chat(n)
+    write_chat(vault, "long", messages)
+    running = await start(settings={"budget_tokens": 1_000_000})
+
+    async def history_tokens(history: list[dict[str, Any]]) -> int:
+        ctx = await running.context("long", [dict(m) for m in history])
+        return int(ctx.metadata["smart_context"]["budget"]["by_section"]["history"])
+
+    before = await history_tokens(messages)
+    await history_tokens(messages)  # the sample window moves past the start
+    edited = [dict(m) for m in messages]
+    edited[n - PROBE // 2]["content"] = "a much longer text " * 50
+    write_chat(vault, "long", edited)
+    assert await history_tokens(edited) == before  # missed by the samples of this request
+    await call(running.pm.hook.pipeline_output, ctx=Ctx("long", edited))
+    await running.settle()
+    assert await history_tokens(edited) > before + 100
