@@ -93,15 +93,21 @@ class Memory:
 
 class Host:
     def __init__(
-        self, vault: Path, chats: dict[str, dict[str, Any]], threshold: float | str = 0.05
+        self,
+        vault: Path,
+        chats: dict[str, dict[str, Any]],
+        threshold: float | str = 0.05,
+        budget: int | None = None,
     ) -> None:
         self.vault_path = vault
         self.memory = Memory(chats)
         self.llm = None
         self.threshold = threshold
+        self.budget = budget
 
     def settings(self, name: str) -> dict[str, Any]:
-        return {"similarity_threshold": self.threshold}
+        budget = {} if self.budget is None else {"budget_tokens": self.budget}
+        return {"similarity_threshold": self.threshold, **budget}
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         pass
@@ -149,10 +155,16 @@ def mapped(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def bench_context(
-    vault: Path, sizes: Sequence[int], repeats: int, threshold: float | str, items: bool = False
+    vault: Path,
+    sizes: Sequence[int],
+    repeats: int,
+    threshold: float | str,
+    items: bool = False,
+    budget: int | None = None,
 ) -> None:
     """``items``: the example vault's rules, references and notes in the vault too (agent
-    selection, the rules' system message and the notes' search on every request)."""
+    selection, the rules' system message and the notes' search on every request); ``budget``:
+    ``budget_tokens`` (``None``: the default, 8,000; 0: no budget)."""
     if items:
         for folder in ("rules", "references", "notes"):
             shutil.copytree(EXAMPLE_VAULT / folder, vault / folder, dirs_exist_ok=True)
@@ -168,12 +180,14 @@ async def bench_context(
     pm.add_hookspecs(smart_context.hookspecs)
     plugin = SmartContextPlugin(RandomEmbedder())
     pm.register(plugin)
-    for result in pm.hook.sidecar_startup(host=Host(vault, chats, threshold)):
+    for result in pm.hook.sidecar_startup(host=Host(vault, chats, threshold, budget)):
         await result
-    if items:
+    if budget == 0:
+        print("the same, threshold auto, no budget (budget_tokens = 0):")
+    elif items:
         print("the same, with the example vault's rules, references and notes:")
     elif threshold == "auto":
-        print("the same, threshold auto, 6 topics with members (the default since issue 8):")
+        print("the same, threshold auto, 6 topics with members (the default):")
     else:
         print(f"pipeline_context, warm cache, filter of 2 topics active, threshold {threshold}:")
     for n in sizes:
@@ -263,6 +277,7 @@ def main() -> None:
         asyncio.run(bench_context(vault, sizes, args.repeats, 0.05))
         asyncio.run(bench_context(vault, sizes, args.repeats, "auto"))
         asyncio.run(bench_context(vault, sizes, args.repeats, "auto", items=True))
+        asyncio.run(bench_context(vault, sizes, args.repeats, "auto", budget=0))
         asyncio.run(bench_cache_load(vault, 20))
     bench_local(args.local_count)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,6 +39,9 @@ K = TypeVar("K", bound=KeyedMatrix)
 MAX_PHRASES = 20_000  # phrase vectors kept in memory (about 30 MB at 384 dimensions)
 
 
+# a collection with no usable file (a chat not embedded yet) is looked for again after this
+# long, not on every request: each look is a worker-thread trip
+ABSENT_SECONDS = 10.0
 SAVE_EVERY = 200  # changed rows of a chat's vectors before its file is written again
 
 
@@ -50,6 +54,7 @@ class VectorStore:
         self.max_open = max_open
         # name -> (file, vectors); names are plain strings: hashing a Path costs a request 10 µs
         self._open: OrderedDict[str, tuple[Path, KeyedMatrix]] = OrderedDict()
+        self._absent: dict[str, float] = {}  # collection -> when its file was found unusable
         self._locks: dict[str, asyncio.Lock] = {}
         self._phrases: dict[str, np.ndarray] = {}
         self._last_phrases: tuple[tuple[str, ...], Matrix] = ((), np.zeros((0, 0), np.float32))
@@ -80,10 +85,14 @@ class VectorStore:
         (called only when the collection is not open: building a Path costs a request 5 µs)."""
         entry = self._open.get(name)
         if entry is None:
+            absent = self._absent.get(name)
+            if absent is not None and time.monotonic() - absent < ABSENT_SECONDS:
+                return None
             file = path()
             # a large file takes tens of milliseconds to read: not on the event loop
             loaded = await asyncio.to_thread(files.load, file, kind, self.embedder.model_id)
             if loaded is None:
+                self._absent[name] = time.monotonic()
                 return None
             self.keep_open(name, file, loaded)
             return loaded
@@ -95,6 +104,7 @@ class VectorStore:
     def keep_open(self, name: str, path: Path, vectors: KeyedMatrix) -> None:
         """Hold ``vectors`` in memory as collection ``name``, saved at ``path`` (the least used
         are saved and closed beyond ``max_open``)."""
+        self._absent.pop(name, None)
         self._open[name] = (path, vectors)
         self._open.move_to_end(name)
         while len(self._open) > self.max_open:

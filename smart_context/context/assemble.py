@@ -27,7 +27,7 @@ from smart_context.budget.parts import (
 from smart_context.budget.tokens import Counter
 from smart_context.config import Settings
 from smart_context.context.allocate import chosen_by_search, give_way, over_note, without
-from smart_context.context.plan import RequestPlan
+from smart_context.context.plan import RequestPlan, look
 from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
 from smart_context.context.usage import fixed_tokens
@@ -38,7 +38,6 @@ from smart_context.items.select import Limits
 from smart_context.items.selection import chat_limits
 from smart_context.knowledge.section import KnowledgeSection, find, knowledge_section
 from smart_context.memory.model_tools import memory_tool_definitions
-from smart_context.memory.reads import read_chat
 from smart_context.memory.section import MemorySection, memory_section
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
@@ -105,8 +104,16 @@ def plan_request(
     Call it on the event loop: the store's reads start here."""
     limit = budget_limit(services.settings, model)
     search = LEXICAL_HITS if limit else 0
-    reads = asyncio.ensure_future(
-        asyncio.to_thread(read_chat, services.memory_db, chat_id, message, search)
+    looked = asyncio.ensure_future(
+        asyncio.to_thread(
+            look,
+            services.memory_db,
+            chat_id,
+            message,
+            search,
+            services.items.look,
+            services.knowledge.look,
+        )
     )
     return RequestPlan(
         chat_id,
@@ -114,7 +121,7 @@ def plan_request(
         MessageQuery(message),
         services.budget.counter(model),  # the vault's calibrated estimate, if any
         limit,
-        reads,
+        looked,
         model,
         takes_tools,
     )
@@ -127,8 +134,9 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
     chat_id, message, counter, limit = plan.chat_id, plan.message, plan.counter, plan.limit
     view = await services.chats.view(chat_id)
     documents, tools = chat_limits(services.settings, view.context_settings)
+    looked = await plan.looked
     request = await build(
-        services.items, services.store, plan.query, documents, view.session, tools
+        services.items, services.store, plan.query, documents, view.session, tools, looked.items
     )
     memory = await memory_of(services, plan)
     memory_tools = services.settings.memory_tools
@@ -166,7 +174,7 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
         costs=costs,
         positions=decision.positions if decision.full is not None else None,
         query=plan.query,
-        reads=await plan.reads,
+        reads=(await plan.looked).reads,
     )
     parts = RequestRecord(
         decision.record,
@@ -240,7 +248,7 @@ async def memory_of(services: Services, plan: RequestPlan) -> MemorySection:
     the plan's budget (none: a fixed room); a store that cannot be read costs the section's
     part, never the request (:mod:`smart_context.memory.reads`)."""
     max_tokens = int(MEMORY_SHARE * plan.limit) if plan.limit else MEMORY_TOKENS
-    reads = await plan.reads
+    reads = (await plan.looked).reads
     return memory_section(reads.direct, reads.memories, max_tokens, plan.counter)
 
 
@@ -258,7 +266,7 @@ async def notes_of(
     if room <= 0:
         return empty
     try:
-        layout = await services.knowledge.current()
+        layout = await services.knowledge.current((await plan.looked).notes)
         if not layout.chunks:
             return empty
         index = np.zeros((len(layout.chunks), 0), dtype=np.float32)

@@ -110,10 +110,17 @@ class ItemCatalog:
         """The catalog as last read, without looking at the files."""
         return self._catalog
 
-    async def current(self) -> Catalog:
-        """The items as the files are now: loaded again only when one changed."""
+    def look(self) -> Stamp:
+        """The stamp of the item files as they are now (a directory listing and a ``stat``
+        each; call it off the loop): what :meth:`current` compares."""
+        return folder_stamp(self.vault, *self.dirs)
+
+    async def current(self, files: Stamp | None = None) -> Catalog:
+        """The items as the files are now: loaded again only when one changed. ``files``:
+        :meth:`look` taken by the caller in its own trip off the loop (else taken here)."""
         async with self._lock:
-            files = await asyncio.to_thread(folder_stamp, self.vault, *self.dirs)
+            if files is None:
+                files = await asyncio.to_thread(self.look)
             stamp = (files, self.servers.stamp())
             self.servers.refresh_soon()
             if stamp != self._stamp:

@@ -20,6 +20,7 @@ from typing import Any
 
 from smart_context.errors import SmartContextError
 from smart_context.items.catalog import Found, ItemCatalog
+from smart_context.items.files import Stamp
 from smart_context.items.model import Item
 from smart_context.items.query import MessageQuery
 from smart_context.items.select import Limits
@@ -117,6 +118,7 @@ async def build(
     limits: Limits,
     session: Any = None,
     tool_limits: Limits | None = None,
+    files: Stamp | None = None,
 ) -> RequestContext:
     """The request context of ``query`` (the message, or the request's :class:`MessageQuery`:
     its sentences and their vectors, shared with the request's other searches): the session's
@@ -124,7 +126,8 @@ async def build(
     seed), then what agent selection adds:
     rules and references within ``limits``, tools within ``tool_limits`` (default the same).
     ``store`` is asked for only when the vault has agent items. A failed search (or no
-    embedder) costs the agent items only, and the record says why."""
+    embedder) costs the agent items only, and the record says why. ``files``: the catalog's
+    look at its files, when the request took it already (:meth:`ItemCatalog.look`)."""
     # The message's sentences are embedded while the catalog checks its files (both wait on
     # threads): when the vault had agent items last time, it very likely still has.
     if isinstance(query, str):
@@ -133,7 +136,7 @@ async def build(
     if catalog.latest.agent_types:
         early = asyncio.ensure_future(query.vectors(store))
     try:
-        current = await catalog.current()
+        current = await catalog.current(files)
         entries = session_of({} if session is None else {SESSION_KEY: session}, current.items)
         chosen = [Chosen(item, mode) for item, mode in resolve(entries, current.items)]
         found: list[Found] = []

@@ -20,7 +20,6 @@ conservative  10     3      0.8
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -46,9 +45,9 @@ class BadSelectionSettings(SmartContextError):
 
 
 def vault_defaults(settings: Settings) -> dict[str, Any]:
-    """The selection settings the vault sets (or the built-in defaults)."""
-    values = dataclasses.asdict(settings)
-    return {key: values[key] for key in KEYS}
+    """The selection settings the vault sets (or the built-in defaults); read by name on every
+    request (``dataclasses.asdict`` copied every setting, lists and all, for a few keys)."""
+    return {key: getattr(settings, key) for key in KEYS}
 
 
 def preset_values(name: str) -> dict[str, Any]:

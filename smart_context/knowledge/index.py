@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from smart_context.items.files import vault_root
 from smart_context.items.lexical import LexicalIndex
-from smart_context.knowledge.notes import Note, Stamp, read_note, scan
+from smart_context.knowledge.notes import Note, Scan, Stamp, read_note, scan
 from smart_context.paths import memory_dir
 from smart_context.store import VectorStore
 from smart_context.vectors.keyed import KeyedMatrix
@@ -109,19 +109,33 @@ class KnowledgeIndex:
         """The notes as last read, without looking at the files."""
         return self._layout
 
-    async def current(self) -> Layout:
-        """The notes for a request: as the files are now (:meth:`rescan`), or in a large vault
-        with someone to look in the background, as last seen (see the module docstring)."""
+    def _looks_itself(self) -> bool:
+        """Whether a request looks at the files itself (not in a large vault with someone to
+        look in the background: see the module docstring)."""
         stamps = self._stamps
-        if stamps is not None and len(stamps) > LARGE_VAULT and self.on_stale is not None:
+        return stamps is None or len(stamps) <= LARGE_VAULT or self.on_stale is None
+
+    def look(self) -> Scan | None:
+        """What a request's :meth:`current` compares: the note files as they are now (a
+        listing and a ``stat`` each; call it off the loop), or ``None`` when the request
+        does not look."""
+        return scan(self.root, self.folders, self.excluded) if self._looks_itself() else None
+
+    async def current(self, found: Scan | None = None) -> Layout:
+        """The notes for a request: as the files are now (:meth:`rescan`), or in a large vault
+        with someone to look in the background, as last seen (see the module docstring).
+        ``found``: :meth:`look`, when the request took it already in its own trip."""
+        if not self._looks_itself() and self.on_stale is not None:
             self.on_stale()
             return self._layout
-        return await self.rescan()
+        return await self.rescan(found)
 
-    async def rescan(self) -> Layout:
-        """The notes as the files are now: only the changed ones read again."""
+    async def rescan(self, found: Scan | None = None) -> Layout:
+        """The notes as the files are now (``found``: as just looked at): only the changed
+        ones read again."""
         async with self._lock:
-            found = await asyncio.to_thread(scan, self.root, self.folders, self.excluded)
+            if found is None:
+                found = await asyncio.to_thread(scan, self.root, self.folders, self.excluded)
             for problem in set(found.problems) - self._problems:
                 log.warning("Smart Context: knowledge base: %s", problem)
             self._problems = set(found.problems)

@@ -3,6 +3,7 @@ sections search by it (agent items, the vault's notes, the budget's look back)."
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +57,34 @@ async def test_a_blank_message_searches_nothing_and_the_request_goes_through(
     assert "error" not in record and record["budget"]["used"] <= 2000
     assert ctx.metadata["request_context"]["items"] == []
     assert embedder.calls == [], "a blank message is not embedded"
+
+
+async def test_a_warm_request_makes_one_trip_off_the_loop(
+    start: Any, vault: Path, monkeypatch: Any
+) -> None:
+    """The store's reads and the looks at the item and note files share one worker-thread
+    trip: each trip costs the loop a hand-off, far more on a busy machine than the reads."""
+    item(vault / "references", "The Flat", "agent", "Mrs. Okafor owns the flat; the lease ends.")
+    (vault / "notes").mkdir()
+    (vault / "notes" / "lease.md").write_text(
+        "# Lease\n\nThe lease with Mrs. Okafor ends in March. What is the deposit? 950 euros.\n"
+    )
+    chat = long_chat(400)
+    write_chat(vault, "long", chat)
+    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o"})
+    await running.context("long", chat)
+    await running.settle()
+    await call(running.pm.hook.pipeline_context, ctx=Ctx("long", chat, MESSAGE))  # all caught up
+    trips: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        trips.append(getattr(func, "__name__", repr(func)))
+        return await to_thread(func, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    ctx = Ctx("long", chat, MESSAGE)
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    record = ctx.metadata["smart_context"]
+    assert record["relevant_ids"] and record["knowledge"], "every section ran"
+    assert trips == ["look"]
