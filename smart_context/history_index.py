@@ -56,6 +56,10 @@ class HistoryIndex:
         self.contents: list[Any] = []
         self._probe = 0  # where the next window of samples starts
         self._doubt = False  # the background check found a change the samples may miss
+        # each id's first position, and where the first repeated id sits (``None``: no
+        # repeat yet); ``None`` for both when an id cannot be hashed (a hand-edited file)
+        self.first: dict[Any, int] | None = {}
+        self.repeat: int | None = None
 
     @property
     def lineage(self) -> Lineage:
@@ -72,8 +76,24 @@ class HistoryIndex:
             fresh = messages[known:]
             self.ids.extend(map(_id, fresh))
             self.contents.extend(map(_content, fresh))
+            self._place(known)
         # a copy cut to this request: the index's lists grow with later requests
-        return History(messages, self.ids[:n], self.contents[:n], self.lineage)
+        history = History(messages, self.ids[:n], self.contents[:n], self.lineage)
+        if self.first is not None and (self.repeat is None or self.repeat >= n):
+            history.first = self.first  # its ids are distinct: where each is, without a set
+        return history
+
+    def _place(self, start: int) -> None:
+        """Note where the ids from ``start`` on first appear (a step per new message only)."""
+        first = self.first
+        if first is None:
+            return
+        try:
+            for k in range(start, len(self.ids)):
+                if first.setdefault(self.ids[k], k) != k and self.repeat is None:
+                    self.repeat = k
+        except TypeError:  # an id that is a list or a dict: decided the slow way
+            self.first = self.repeat = None
 
     def verify(self, messages: Sequence[Message]) -> bool:
         """Compare every message the index shares with ``messages`` (off the request path);
@@ -103,6 +123,7 @@ class HistoryIndex:
     def _start_over(self) -> None:
         # new lists, never cleared in place: histories already handed out keep theirs
         self.ids, self.contents = [], []
+        self.first, self.repeat = {}, None
         self.generation += 1
         self._probe = 0
         self._doubt = False

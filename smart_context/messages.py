@@ -88,9 +88,22 @@ class History:
         self.ids: list[Any] = [m.get("id") for m in messages] if ids is None else ids
         self._contents = contents
         self.lineage = lineage
+        # when the ids are known to be distinct: each id's position, possibly with ids past
+        # this history's end (the index it came from has grown since); see :meth:`position`
+        self.first: Mapping[Any, int] | None = None
 
     def __len__(self) -> int:
         return len(self.messages)
+
+    def position(self, message_id: Any) -> int | None:
+        """Where the message with ``message_id`` is, when :attr:`first` is known (a lookup);
+        ``None`` when it is not in this history."""
+        assert self.first is not None
+        try:
+            i = self.first.get(message_id)
+        except TypeError:  # an id that cannot be hashed is no id of an indexed history
+            return None
+        return i if i is not None and i < len(self.ids) else None
 
     @property
     def contents(self) -> list[Any]:

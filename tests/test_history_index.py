@@ -145,3 +145,27 @@ async def test_an_edit_in_place_is_counted_after_the_next_reply(start: Any, vaul
     await call(running.pm.hook.pipeline_output, ctx=Ctx("long", edited))
     await running.settle()
     assert await history_tokens(edited) > before + 100
+
+
+def test_distinct_ids_come_with_their_positions() -> None:
+    index = HistoryIndex()
+    history = index.read(chat(5))
+    assert history.first is not None and history.position("m3") == 3
+    assert history.position("m9") is None and history.position(["not", "hashable"]) is None
+    shorter = index.read(chat(6)[:4])  # the index grew to 6; this history holds 4
+    assert shorter.position("m5") is None and shorter.position("m3") == 3
+
+
+def test_a_repeated_id_leaves_the_check_to_the_topic_rule() -> None:
+    index = HistoryIndex()
+    messages = chat(4)
+    assert index.read(messages).first is not None
+    repeated = [*messages, {"id": "m1", "role": "user", "content": "same id, other text"}]
+    assert index.read(repeated).first is None  # from the repeat on, positions are not unique
+    assert index.read(messages).first is not None  # a history before the repeat still is
+
+
+def test_an_id_that_cannot_be_hashed_is_read_the_slow_way() -> None:
+    index = HistoryIndex()
+    odd = index.read([{"id": ["a"], "role": "user", "content": "x"}, *chat(2)])
+    assert odd.first is None and odd.ids[0] == ["a"]

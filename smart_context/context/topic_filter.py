@@ -10,7 +10,7 @@ are older than that window, so they are put first, in the order the chat file ha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
@@ -49,22 +49,26 @@ class Selection:
 
 
 def _unique(
-    messages: Sequence[Message], ids: list[Any]
-) -> tuple[Sequence[Message], list[Any], set[Any], list[int] | None]:
-    """Messages with exact repeats dropped, their ids, the set of ids, and the positions kept
-    (``None`` when nothing was dropped, the common case).
+    history: History,
+) -> tuple[Sequence[Message], list[Any], Callable[[Any], int | None], list[int] | None]:
+    """Messages with exact repeats dropped, their ids, where an id sits among them (``None``:
+    not there), and the positions kept (``None`` when nothing was dropped, the common case).
 
     A repeat is the same id *and* the same content: two different messages that a host gave one
     id are both kept, since dropping either would lose a message. Ids that cannot be hashed (a
-    list in a hand-edited file) are compared as text.
+    list in a hand-edited file) are compared as text. A history whose index knows its ids are
+    distinct (:class:`~smart_context.history_index.HistoryIndex`) skips the whole check.
     """
+    messages, ids = history.messages, history.ids
+    if history.first is not None:
+        return messages, ids, history.position, None
     try:
         present = set(ids)
     except TypeError:
         ids = [i if isinstance(i, (str, int)) else str(i) for i in ids]
         present = set(ids)
     if len(present) == len(ids):
-        return messages, ids, present, None
+        return messages, ids, _finder(ids, present), None
     seen: set[tuple[Any, str]] = set()
     positions = []
     for i, (message, mid) in enumerate(zip(messages, ids, strict=True)):
@@ -72,7 +76,21 @@ def _unique(
         if mid is None or key not in seen:
             seen.add(key)
             positions.append(i)
-    return [messages[i] for i in positions], [ids[i] for i in positions], present, positions
+    kept_ids = [ids[i] for i in positions]
+    return [messages[i] for i in positions], kept_ids, _finder(kept_ids, present), positions
+
+
+def _finder(ids: list[Any], present: set[Any]) -> Callable[[Any], int | None]:
+    """Where an id first sits in ``ids`` (few lookups: a scan in C each beats a dict built
+    with a Python step per message)."""
+
+    def find(message_id: Any) -> int | None:
+        try:
+            return ids.index(message_id) if message_id in present else None
+        except TypeError:
+            return None
+
+    return find
 
 
 def fallback_note(topics: Sequence[str]) -> str:
@@ -89,11 +107,11 @@ def decide(
 ) -> Decision:
     """Apply the rule. ``scores`` says which messages of ``history`` the selected topics keep
     (:mod:`.topic_scores`); ``None`` when not computed."""
-    messages, ids, present, positions = _unique(history.messages, history.ids)
+    messages, ids, find_id, positions = _unique(history)
     if scores is not None and positions is not None:
         scores = TopicScores(scores.values[positions], scores.keep[positions], scores.cuts)
     sticky_ids = [m.get("id") for m in sticky]
-    older = [m for m in sticky if m.get("id") not in present]
+    older = [m for m in sticky if find_id(m.get("id")) is None]
     candidates = [*older, *messages] if older else list(messages)
     all_ids = [*(m.get("id") for m in older), *ids] if older else ids
     active = selection.active_topics if selection.search_enabled else ()
@@ -117,16 +135,16 @@ def decide(
         fell_back = record(FALLBACK, best_score=best, note=fallback_note(active))
         return Decision(candidates, fell_back, list(all_ids))
 
-    for sid in sticky_ids:  # few ids: a scan in C each beats a Python step per message
-        if sid in present:
-            keep[ids.index(sid)] = True
+    for sid in sticky_ids:
+        if (at := find_id(sid)) is not None:
+            keep[at] = True
     idx = np.flatnonzero(keep).tolist()
     kept_ids = [ids[i] for i in idx]
     rounded = np.round(values[idx].astype(np.float64), 3).tolist()
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
     kept_scores = dict(zip(kept_ids, rounded, strict=True))
     filtered = record(FILTERED, scores=kept_scores, ids=shorter_ids(all_ids, kept_flags))
-    kept = [*older, *(messages[i] for i in idx)]
+    kept = [*older, *[messages[i] for i in idx]]
     where = np.concatenate((np.arange(len(older)), len(older) + np.asarray(idx, dtype=np.intp)))
     whole = history if not older and positions is None else History(candidates)
     return Decision(kept, filtered, list(all_ids), full=whole, positions=where.astype(np.intp))

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+import pytest
 
 from smart_context.context import topic_filter
 from smart_context.context.topic_filter import Selection
 from smart_context.context.topic_scores import TopicScores
+from smart_context.history_index import HistoryIndex
 from smart_context.messages import History
 from smart_context.record import included_ids
 from tests.fakes import make_messages
@@ -14,6 +20,20 @@ from tests.fakes import make_messages
 HISTORY = make_messages(
     ["asyncio event loop", "use gather", "be concise", "ok", "paris trip", "louvre"]
 )
+
+
+# every case twice: a history read plainly (the command line's) and one read through a chat's
+# index, whose ids come with their positions (a request's)
+READERS: dict[str, Callable[[list[Any]], History]] = {
+    "plain": History,
+    "indexed": lambda messages: HistoryIndex().read(messages),
+}
+_read = History
+
+
+@pytest.fixture(autouse=True, params=sorted(READERS))
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "_read", READERS[request.param])
 
 
 class Applied:
@@ -34,7 +54,7 @@ def decide(
 ) -> Applied:
     selection = Selection(tuple(active), threshold, search_enabled)
     scores = None if values is None else TopicScores(values, values >= threshold, {})
-    return Applied(topic_filter.decide(History(messages), sticky, selection, scores))
+    return Applied(topic_filter.decide(_read(messages), sticky, selection, scores))
 
 
 def scores(*values: float) -> np.ndarray:
