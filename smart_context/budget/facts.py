@@ -73,6 +73,7 @@ class MessageFacts:
         self.position: dict[str, int] = {}  # text id -> its last position
         self.contents: list[Any] = []
         self.lineage: object = None  # of the history last read (messages.common_start)
+        self._last: Facts | None = None  # the last snapshot: immutable, so it can be shared
         self.keys: list[str] = []
         self.roles: list[str] = []
         self.tokens: IntArray = np.zeros(0, dtype=np.intp)
@@ -99,7 +100,11 @@ class MessageFacts:
         self.lineage = history.lineage
         if n > known:
             self._append(history, known)
-        return self._snapshot(n)
+        last = self._last
+        if last is not None and last.n == n and last.generation == self.generation:
+            return last  # the budget and the usage of one request ask for the same
+        self._last = self._snapshot(n)
+        return self._last
 
     def _snapshot(self, n: int) -> Facts:
         partner = self.partner[:n]
