@@ -33,6 +33,19 @@ DEFAULT_PORT = 8765
 HOME_ENV = "SMART_CONTEXT_HOME"
 EXAMPLE_VAULT_NAME = "example-vault"
 GRACEFUL_SHUTDOWN_SECONDS = 3  # open event streams never end on their own
+# What running the plugin leaves in a vault, never copied with the example vault: in a source
+# checkout the packaged copy is the repository's, where a run on it leaves its caches, memory
+# database, locks and set-aside files; a first copy holds the example as written.
+NOT_COPIED = (
+    "*.lock",
+    "*.tmp",
+    "__pycache__",
+    "*.embeddings.json",
+    "smart_context.sqlite*",
+    "smart_context",
+    "*.corrupt-*",
+    "*.recovered-*",
+)
 
 if TYPE_CHECKING:
     import uvicorn
@@ -72,9 +85,7 @@ def prepare_example_vault(home: Path | None = None, source: Path | None = None) 
     # Copy next to the target, then rename: an interrupted copy never looks like a vault.
     staging = Path(tempfile.mkdtemp(prefix=f".{EXAMPLE_VAULT_NAME}.", dir=target.parent))
     try:
-        shutil.copytree(
-            source, staging / "v", ignore=shutil.ignore_patterns("*.lock", "*.tmp", "__pycache__")
-        )
+        shutil.copytree(source, staging / "v", ignore=shutil.ignore_patterns(*NOT_COPIED))
         os.replace(staging / "v", target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -97,6 +97,29 @@ def test_example_vault_is_copied_once(tmp_path: Path) -> None:
         prepare_example_vault(tmp_path / "other", tmp_path / "nowhere")
 
 
+def test_the_copy_leaves_out_what_running_the_plugin_left(tmp_path: Path) -> None:
+    """In a source checkout the packaged example vault is the repository's: a run on it there
+    leaves caches, the memory database and locks, which a first copy must not take."""
+    source = tmp_path / "packaged"
+    memory = source / ".memory"
+    (memory / "smart_context" / "tools").mkdir(parents=True)
+    (source / ".vault.toml").write_text("[plugins.smart_context]\n", encoding="utf-8")
+    (memory / "demo.json").write_text('{"messages": []}', encoding="utf-8")
+    for left in (
+        "smart_context.sqlite",
+        "smart_context.sqlite-wal",
+        "demo.embeddings.json",
+        "demo.lock",
+        "demo.json.corrupt-20260101T000000Z",
+        "demo.json.recovered-20260101T000000Z",
+        "smart_context/tools/example.json",
+    ):
+        (memory / left).write_text("left by a run", encoding="utf-8")
+    copy = prepare_example_vault(tmp_path / "home", source)
+    made = sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*"))
+    assert made == [".memory", ".memory/demo.json", ".vault.toml"]
+
+
 def test_serve_runs_the_example_vault_until_interrupted(tmp_path: Path) -> None:
     if not (example_vault_dir() / ".vault.toml").exists():
         pytest.skip("the example vault is not written yet")
