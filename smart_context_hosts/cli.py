@@ -28,8 +28,7 @@ import contextlib
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -39,11 +38,17 @@ from smart_context.items.request import RequestContext
 from smart_context.messages import History, conversation
 from smart_context.paths import ChatId, check_chat_id
 from smart_context.record import included_ids
-from smart_context.services import Services
 from smart_context.shorten import shorten
 from smart_context.topics.refresh import refresh
-from smart_context_hosts.cli_checks import check_chat, check_topics
-from smart_context_hosts.cli_reports import check_vault_folder, show_memories, show_stats
+from smart_context_hosts.cli_checks import check_chat, check_loaded, check_topics
+from smart_context_hosts.cli_items import show_items
+from smart_context_hosts.cli_reports import (
+    check_vault_folder,
+    show_doctor,
+    show_memories,
+    show_stats,
+)
+from smart_context_hosts.cli_services import running_services
 
 PREVIEW = 60
 # 128 + SIGPIPE: the status a shell reports for `cat` when the reader of its output is gone, so
@@ -55,31 +60,6 @@ REPORTS = {"stats": show_stats, "memories": show_memories}  # read files only: n
 DESCRIPTION = __doc__.split("\n\n")[0].replace("``", "")
 VAULT_HELP = "the vault folder (the one with .vault.toml and .memory/)"
 CHAT_HELP = "the chat's id: its file in the vault is .memory/CHAT_ID.json"
-
-
-@asynccontextmanager
-async def running_services(vault: Path, list_tools: bool = False) -> AsyncIterator[Services]:
-    """The plugin's services, started inside the reference host for ``vault``; with
-    ``list_tools`` the MCP servers are asked for their tools first (a one-shot command should
-    show them as they are now, and say which server fails)."""
-    from smart_context.plugin import SmartContextPlugin
-    from smart_context_hosts.sidecar.runtime import Sidecar
-
-    check_vault_folder(vault)
-    sidecar = Sidecar(vault)
-    plugin = sidecar.pm.get_plugin("smart_context")
-    if not isinstance(plugin, SmartContextPlugin):
-        raise SmartContextError("The smart_context plugin is disabled in this vault's .vault.toml.")
-    await sidecar.start()
-    try:
-        assert plugin.services is not None
-        if plugin.services.config_error:
-            raise SmartContextError(plugin.services.config_error)
-        if list_tools:
-            await plugin.services.items.servers.refresh()
-        yield plugin.services
-    finally:
-        await sidecar.stop()
 
 
 def _preview(text: Any) -> str:
@@ -100,7 +80,7 @@ async def show_context(
     check_chat(vault, chat_id)  # before the models load
     async with running_services(vault, list_tools=message is not None) as services:
         data = await services.chats.load(chat_id)
-        check_chat(vault, chat_id)  # a damaged file is set aside as it is read
+        check_loaded(vault, services.host.vault_path, chat_id)
         if topics is not None:
             check_topics(await services.chats.view(chat_id), chat_id, topics)
         history = conversation(data.get("messages"))
@@ -184,13 +164,14 @@ def _print_notes(notes: Sequence[dict[str, Any]], out: TextIO) -> None:
         print(f"    {note['score']:.2f} {note['path']} ({passages})", file=out)
 
 
-async def show_topics(vault: Path, chat_id: ChatId, out: TextIO) -> None:
-    """Run topic extraction for ``chat_id`` now, write the topics, and print them."""
+async def show_topics(vault: Path, chat_id: ChatId, out: TextIO, save: bool = False) -> None:
+    """Run topic extraction for ``chat_id`` now and print the topics; with ``save``, also
+    write them to the chat (as the background pass does), else the vault stays as it was."""
     check_vault_folder(vault)
-    check_chat(vault, chat_id)  # extraction writes the chat file: never for a mistyped id
-    async with running_services(vault) as services:
+    check_chat(vault, chat_id)  # never extract for a mistyped id
+    async with running_services(vault, save=save) as services:
         await services.chats.load(chat_id)
-        check_chat(vault, chat_id)  # a damaged file is set aside as it is read
+        check_loaded(vault, services.host.vault_path, chat_id)
         await refresh(services.topic_pass, chat_id, full=True)  # the user asks: a new map
         view = await services.chats.view(chat_id)
     print(f"chat {chat_id}: {view.total_messages} messages", file=out)
@@ -200,42 +181,8 @@ async def show_topics(vault: Path, chat_id: ChatId, out: TextIO) -> None:
             print(f"  [sticky] {topic['label']}: {ids}", file=out)
         else:
             print(f"  {topic['label']:<32} {topic.get('count', 0):>4} messages", file=out)
-
-
-async def show_items(
-    vault: Path, query: str | None, as_json: bool, out: TextIO, chat_id: ChatId | None = None
-) -> None:
-    """Print the vault's items and their problems (with ``chat_id``: whether its session holds
-    each); with ``query``, what agent selection adds, within that chat's settings."""
-    from smart_context.commands import items as commands
-
-    async with running_services(vault, list_tools=True) as services:
-        result = await commands.list_items(services, chat_id)
-        if query is not None:
-            result["selected"] = (await commands.search_items(services, query, chat_id))["items"]
-    if as_json:
-        print(json.dumps(result, indent=2, ensure_ascii=False), file=out)
-        return
-    for row in result["items"]:
-        off = "" if row["enabled"] else "  (disabled)"
-        mark = "* " if row.get("in_session") else ""
-        name = f"{row['server_name']}.{row['name']}" if row["server_name"] else row["name"]
-        priority = "   " if row["type"] == "tool" else row["priority"]
-        print(
-            f"{priority} {row['type']:<9} {row['include']:<9} {mark}{name}{off}  [{row['source']}]",
-            file=out,
-        )
-    for problem in result["problems"]:
-        print(f"problem: {problem['source']}: {problem['message']}", file=out)
-    if chat_id is not None:
-        print(f"\n* in the session of chat {chat_id}", file=out)
-    if query is not None:
-        print(f"\nagent selection for {_preview(query)!r}:", file=out)
-        for row in result["selected"]:
-            name = f"{row['server_name']}.{row['name']}" if row["server_name"] else row["name"]
-            print(f"  {row['similarity_score']:.2f}  {row['type']:<9} {name}", file=out)
-        if not result["selected"]:
-            print("  nothing: no agent item is close enough", file=out)
+    if not save:
+        print("(not saved: --save writes them to the chat, where the panel shows them)", file=out)
 
 
 async def serve_memory(vault: Path) -> None:
@@ -248,42 +195,6 @@ async def serve_memory(vault: Path) -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, force=True)
     async with running_services(vault) as services:
         await serve_stdio(make_commands(services))
-
-
-def show_doctor(vault: Path, out: TextIO) -> int:
-    """Print the vault's damaged files and leftovers, changing nothing; 1 when there are any."""
-    from smart_context_hosts.sidecar.vault_check import check_vault
-
-    check_vault_folder(vault)
-    report = check_vault(vault)
-    sections = [
-        (
-            "Chat files that cannot be read (the sidecar sets each aside when the chat is opened)",
-            [f"{path}: {why}" for path, why in report.damaged],
-        ),
-        (
-            "Files set aside as damaged (their content is kept; recover what you need, then "
-            "delete them)",
-            report.set_aside,
-        ),
-        (
-            "Messages saved from an interrupted write (compare with the chat, then delete)",
-            report.recovered,
-        ),
-        (
-            "Leftovers of interrupted writes (the sidecar tidies them when it starts)",
-            report.leftovers,
-        ),
-    ]
-    if report.clean:
-        print(f"{vault}: no damaged files, no leftovers.", file=out)
-        return 0
-    for title, lines in sections:
-        if lines:
-            print(f"{title}:", file=out)
-            for line in lines:
-                print(f"  {line}", file=out)
-    return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     top = sub.add_parser("topics", help="extract and print a chat's topics")
     top.add_argument("vault", type=Path, help=VAULT_HELP)
     top.add_argument("chat_id", help=CHAT_HELP)
+    top.add_argument(
+        "--save", action="store_true", help="write the topics to the chat (default: only show)"
+    )
     ctx.add_argument(
         "--message", help="also show the rules, references and tools this message would get"
     )
@@ -394,7 +308,7 @@ def run_command(args: argparse.Namespace) -> int:
                 show_context(args.vault, chat_id, topics, sys.stdout, args.message, args.json)
             )
         else:
-            asyncio.run(show_topics(args.vault, chat_id, sys.stdout))
+            asyncio.run(show_topics(args.vault, chat_id, sys.stdout, args.save))
     except SmartContextError as exc:
         print(f"smart-context: {exc}", file=sys.stderr)
         return 2

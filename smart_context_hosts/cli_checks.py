@@ -38,6 +38,20 @@ def check_chat(vault: Path, chat_id: ChatId) -> None:
     raise SmartContextError(f"{vault} has no chat {chat_id}. {known}")
 
 
+def check_loaded(vault: Path, folder: Path, chat_id: ChatId) -> None:
+    """After the plugin read ``chat_id`` in ``folder``: refuse a chat whose file it had to set
+    aside as damaged. ``folder`` is ``vault`` itself (the file really was set aside) or the
+    scratch copy a showing command runs on (the vault's file was left as it is)."""
+    if folder == vault or chat_file(folder, chat_id).exists():
+        check_chat(vault, chat_id)
+        return
+    raise SmartContextError(
+        f"the file of chat {chat_id} is damaged: .memory/{chat_id}.json cannot be read. It was "
+        "left as it is; the sidecar sets it aside when it opens the chat "
+        "(smart-context doctor lists damaged files)."
+    )
+
+
 def check_topics(view: ChatView, chat_id: ChatId, topics: Sequence[str]) -> None:
     """Refuse topic labels the chat does not have, naming those it has (its regular topics:
     the sticky one is always in context, never a filter)."""

@@ -1,6 +1,7 @@
 """The command line's reports that read the vault's files and load no model:
-``smart-context stats VAULT [--json]`` (token usage per chat) and ``smart-context memories VAULT
-[--json]`` (the stored memories, the user's data, exported)."""
+``smart-context stats VAULT [--json]`` (token usage per chat), ``smart-context memories VAULT
+[--json]`` (the stored memories, the user's data, exported) and ``smart-context doctor VAULT``
+(damaged files and crash leftovers). None of them writes."""
 
 from __future__ import annotations
 
@@ -84,3 +85,39 @@ def show_memories(vault: Path, as_json: bool, out: TextIO, err: TextIO) -> int:
         )
     print(f"{len(rows)} memories", file=out)
     return 0
+
+
+def show_doctor(vault: Path, out: TextIO) -> int:
+    """Print the vault's damaged files and leftovers, changing nothing; 1 when there are any."""
+    from smart_context_hosts.sidecar.vault_check import check_vault
+
+    check_vault_folder(vault)
+    report = check_vault(vault)
+    sections = [
+        (
+            "Chat files that cannot be read (the sidecar sets each aside when the chat is opened)",
+            [f"{path}: {why}" for path, why in report.damaged],
+        ),
+        (
+            "Files set aside as damaged (their content is kept; recover what you need, then "
+            "delete them)",
+            report.set_aside,
+        ),
+        (
+            "Messages saved from an interrupted write (compare with the chat, then delete)",
+            report.recovered,
+        ),
+        (
+            "Leftovers of interrupted writes (the sidecar tidies them when it starts)",
+            report.leftovers,
+        ),
+    ]
+    if report.clean:
+        print(f"{vault}: no damaged files, no leftovers.", file=out)
+        return 0
+    for title, lines in sections:
+        if lines:
+            print(f"{title}:", file=out)
+            for line in lines:
+                print(f"  {line}", file=out)
+    return 1

@@ -84,7 +84,7 @@ def test_a_click_that_keeps_nothing_says_so_in_words(
 def test_topics_runs_the_offline_extractor_without_a_model(
     cli_vault: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["topics", str(cli_vault), "c1"]) == 0
+    assert main(["topics", str(cli_vault), "c1", "--save"]) == 0
     out = capsys.readouterr().out
     assert "[sticky] Instructions & Preferences: m2" in out
     stored = read_chat(cli_vault, "c1")["topics"]
@@ -128,13 +128,23 @@ def test_a_long_list_of_chats_is_cut_short(
     assert "chat19" not in err
 
 
-def test_a_damaged_chat_names_the_file_it_was_set_aside_as(
+def test_a_damaged_chat_is_named_and_left_as_it_is(
     cli_vault: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (cli_vault / ".memory" / "broken.json").write_text('{"messages": [', encoding="utf-8")
     assert main(["context", str(cli_vault), "broken"]) == 2
-    aside = [p.name for p in (cli_vault / ".memory").glob("broken.json.corrupt-*")]
-    assert len(aside) == 1 and f"set aside as .memory/{aside[0]}" in capsys.readouterr().err
+    assert "the file of chat broken is damaged" in capsys.readouterr().err
+    assert (cli_vault / ".memory" / "broken.json").read_text(encoding="utf-8") == '{"messages": ['
+    assert not list((cli_vault / ".memory").glob("broken.json.corrupt-*"))
+
+
+def test_a_chat_set_aside_earlier_names_the_file(
+    cli_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    aside = cli_vault / ".memory" / "broken.json.corrupt-20260101T000000Z"
+    aside.write_text('{"messages": [', encoding="utf-8")
+    assert main(["context", str(cli_vault), "broken"]) == 2
+    assert f"set aside as .memory/{aside.name}" in capsys.readouterr().err
 
 
 def test_an_unknown_topic_is_refused_naming_the_chats_topics(
