@@ -193,7 +193,8 @@ async def serve_memory(vault: Path) -> None:
 
     # stdout carries the protocol alone
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, force=True)
-    async with running_services(vault) as services:
+    # it stores memories and pins for the client: it works on the vault itself
+    async with running_services(vault, save=True) as services:
         await serve_stdio(make_commands(services))
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from smart_context.memory.db import MemoryDB
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -52,8 +54,17 @@ def example_vault(tmp_path: Path) -> Path:
     return vault
 
 
+def store_a_memory(vault: Path) -> None:
+    """A memory database as a sidecar leaves it when it stops: closed, no -wal or -shm."""
+    db = MemoryDB(vault)
+    db.add_memory("Rye needs more water than wheat.")
+    db.close()
+    assert not list((vault / ".memory").glob("*-wal"))
+
+
 def test_showing_commands_leave_the_vault_byte_identical(example_vault: Path) -> None:
     vault = str(example_vault)
+    store_a_memory(example_vault)
     before = snapshot(example_vault)
     topics = run("topics", vault, "sourdough").stdout
     assert "chat sourdough:" in topics and "messages" in topics
@@ -65,7 +76,8 @@ def test_showing_commands_leave_the_vault_byte_identical(example_vault: Path) ->
         "agent selection for"
         in run("items", vault, "--chat", "sourdough", "--query", "bread").stdout
     )
-    for report in (["stats", vault], ["memories", vault, "--json"], ["doctor", vault]):
+    assert "Rye needs more water" in run("memories", vault, "--json").stdout
+    for report in (["stats", vault], ["doctor", vault]):
         run(*report)
     assert changed(before, snapshot(example_vault)) == []
 

@@ -73,9 +73,7 @@ def open_read_only(path: Path) -> sqlite3.Connection:
             "the sidecar sets the file aside and starts a fresh one when it next opens it."
         ) from damaged
     try:
-        return sqlite3.connect(
-            f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000
-        )
+        return sqlite3.connect(_read_only_uri(path), uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
     except sqlite3.Error as exc:
         raise MemoryDBError(f"The memory database at {path} could not be read: {exc}") from exc
 
@@ -126,15 +124,30 @@ def _open_checked(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _read_only_uri(path: Path) -> str:
+    """The URI of a read-only connection to ``path`` that writes nothing beside it.
+
+    A read-only connection to a WAL database still creates its ``-wal`` and ``-shm`` files when
+    they are missing (a database closed cleanly has none), and cannot remove them again, so
+    reading would leave two new files in the vault. With no ``-wal`` file every committed page
+    is in the main file: it is opened as ``immutable`` then, which creates nothing. A ``-wal``
+    file means a writer is running (or crashed): its pages are needed, so the usual read-only
+    connection reads them, sharing the files that are already there.
+    """
+    uri = f"{path.absolute().as_uri()}?mode=ro"
+    if not path.with_name(path.name + "-wal").exists():
+        uri += "&immutable=1"
+    return uri
+
+
 def _inspect(path: Path) -> None:
     """Refuse a newer schema and raise ``_Damaged`` for bad bytes, without writing anything.
 
     Read-only on purpose: a read-write connection that finds the main file damaged deletes its
     ``-wal`` file on close, and that file may hold the most recent memories.
     """
-    uri = f"{path.absolute().as_uri()}?mode=ro"
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn = sqlite3.connect(_read_only_uri(path), uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
     except sqlite3.Error as exc:
         raise _open_error(path, exc) from exc
     try:
