@@ -237,10 +237,10 @@ def test_a_folder_that_is_not_a_vault_is_refused(
         assert "is not a vault" in capsys.readouterr().err
 
 
-def test_the_readme_says_what_memories_json_prints(
+def test_the_docs_say_what_memories_json_prints(
     vault: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["memories", str(vault), "--json"]) == 0
     printed = json.dumps(json.loads(capsys.readouterr().out))  # on one line, as quoted
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    assert f"exports `{printed}`" in " ".join(readme.split())
+    docs = Path(__file__).resolve().parents[1] / "docs" / "command-line.md"
+    assert f"exports `{printed}`" in " ".join(docs.read_text(encoding="utf-8").split())
