@@ -1,4 +1,4 @@
-"""The token budget at 100, 1,000 and 10,000 messages (CONTRACT §9, issue 11's figures).
+"""The token budget at 100, 1,000 and 10,000 messages (docs/contract.md §9).
 
 Prints, for generated long chats (``benchmarks/long_chats.py``) and a 4,000-token budget:
 

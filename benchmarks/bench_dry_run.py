@@ -1,4 +1,4 @@
-"""A dry run with hundreds of MCP tools in the vault (issue 10: 500 tools in under 250 ms).
+"""A dry run with hundreds of MCP tools in the vault (target: 500 tools in under 250 ms).
 
 Run: python benchmarks/bench_dry_run.py [--tools 500] [--runs 30]
 

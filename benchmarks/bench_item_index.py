@@ -1,4 +1,4 @@
-"""Indexing a large vault's items, and a warm search over them (issue 10).
+"""Indexing a large vault's items, and a warm search over them.
 
 Run: python benchmarks/bench_item_index.py [--items 1000] [--runs 100] [--vault DIR]
 

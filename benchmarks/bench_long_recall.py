@@ -1,4 +1,4 @@
-"""Does the budget keep what a question about an old part of a long chat needs? (issue 11)
+"""Does the budget keep what a question about an old part of a long chat needs?
 
 For each long chat of a set and each of its questions about old parts (each labelled with the
 messages that answer it), the question is sent as the current message with the whole chat as

@@ -1,4 +1,4 @@
-"""What the chat model's look back adds to the budget (issue 11, point 7).
+"""What the chat model's look back adds to the budget.
 
 For each generated long chat (``benchmarks/data/long_chats.json``) and each of its questions
 about old parts, the question is sent under a budget of 2%, 5% and 10% of the chat's tokens, as

@@ -1,4 +1,4 @@
-"""The sidecar's own time per message, against the length of the chat (issue 9, point 8).
+"""The sidecar's own time per message, against the length of the chat.
 
 Run: python benchmarks/bench_post.py [--sizes 100,1000,10000] [--posts 15]
 
@@ -9,7 +9,7 @@ what the page does to send one: ``POST /api/chats/{id}/messages`` through the HT
 process, no sockets), which stores the user message, runs the context hook, stores the reply
 and answers, then ``GET /api/chats`` for the chat list. The background topic pass each message
 schedules is waited for before the list is read, and timed apart (it maps the whole chat again,
-as seed 002 asks after every reply). The target: the per-message time at
+as a reply may ask). The target: the per-message time at
 10,000 messages is at most 3x the time at 100.
 """
 

@@ -1,4 +1,4 @@
-"""A tool call on the example MCP server: on a fresh connection against the kept one (issue 10).
+"""A tool call on the example MCP server: on a fresh connection against the kept one.
 
 Run: python benchmarks/bench_tool_call.py [--calls 10]
 

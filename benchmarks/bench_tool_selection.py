@@ -1,4 +1,4 @@
-"""Tool selection quality on a labelled set (issue 10): which parts of the method earn their place.
+"""Tool selection quality on a labelled set: which parts of the method earn their place.
 
 Run: python benchmarks/bench_tool_selection.py [--latency]
 
@@ -21,7 +21,7 @@ never looked at to choose anything). A default that only wins on *tune* is overf
   sentence chunks; the weight is the best of a sweep on *tune*, printed first; ``RRF`` is
   reciprocal rank fusion instead of the weighted sum;
 - ``+ expansion``: the default path, then context expansion (:mod:`smart_context.items.expand`)
-  with its CONTRACT defaults (one pass, 0.75, 3 items) and a few other settings: the picks are
+  with its documented defaults (one pass, 0.75, 3 items) and a few other settings: the picks are
   then more than 5, and recall and precision are over all of them.
 
 Then the dry-run-like latency of a selection over 500 tools (the 348, and 152 of them again

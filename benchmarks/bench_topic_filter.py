@@ -18,7 +18,7 @@ beside it), with the real local model and the real plugin:
 5. the same map from fresh vectors and from vectors read back from the int8 cache;
 6. standing-instruction detection on ``benchmarks/data/instructions.json`` and in the chats.
 
-Targets (issue 8): recall >= 0.90, precision >= 0.80, no fallback, bubbles within +-1 of the
+Targets: recall >= 0.90, precision >= 0.80, no fallback, bubbles within +-1 of the
 subjects, the union property, the same map twice, instruction precision and recall >= 0.90.
 """
 

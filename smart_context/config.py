@@ -28,7 +28,7 @@ SUMMARIZERS = ("llm", "offline")
 
 @dataclass(frozen=True)
 class Settings:
-    """The plugin's settings; defaults as CONTRACT.md §5 and ``vault.example.toml``.
+    """The plugin's settings; defaults as docs/contract.md §5 and ``vault.example.toml``.
 
     ``enabled`` is validated but not kept: whether the plugin is loaded at all is the host's
     decision, made before the plugin starts.
@@ -45,7 +45,7 @@ class Settings:
     extraction_category: str = "fast"
     extraction_max_chars: int = 12000
     extraction_timeout: float = 60.0
-    # context items (CONTRACT §8): agent selection for rules and references, then for tools
+    # context items (docs/contract.md §8): agent selection for rules and references, then for tools
     context_top_k: int = 20
     context_top_n: int = 5
     context_include_score: float = 0.7
@@ -57,7 +57,7 @@ class Settings:
     context_expansion_top_n: int = 3
     rules_dir: str = "rules"
     references_dir: str = "references"
-    # the token budget and long memory (CONTRACT §9, seeds 003 and 004)
+    # the token budget and long memory (docs/contract.md §9)
     budget_tokens: int = 8000
     token_model: str = ""  # the chat model, for its tokenizer, when the host does not say
     recent_messages: int = 10
@@ -73,10 +73,10 @@ class Settings:
     compression_detailed: float = 0.7
     compression_high_level: float = 0.85
     compression_key_facts: float = 0.95
-    # the chat model's own memory tools (issue 11, point 7)
+    # the chat model's own memory tools (docs/contract.md §9)
     memory_tools: bool = True
     memory_tools_auto_approve: bool = True
-    # the knowledge base (seed 004): the vault's own notes, searched per request
+    # the knowledge base: the vault's own notes, searched per request
     knowledge_folders: tuple[str, ...] = (".",)
     knowledge_top_n: int = 3
     knowledge_passages: int = 2
@@ -146,7 +146,8 @@ def _share(k: str, v: Any) -> float:
     return number
 
 
-# The selection settings a chat may override (``context_settings`` on the chat, CONTRACT §8).
+# The selection settings a chat may override (``context_settings`` on the chat,
+# docs/contract.md §8).
 SELECTION_CHECKS: dict[str, Any] = {
     "context_top_k": _count(500, 1),
     "context_top_n": _count(100),

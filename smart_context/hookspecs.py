@@ -1,4 +1,4 @@
-"""The sidecar host contract (CONTRACT.md §1) as pluggy hook specifications.
+"""The sidecar host contract (docs/contract.md §1) as pluggy hook specifications.
 
 A host does ``pm.add_hookspecs(smart_context.hookspecs)`` and
 ``pm.load_setuptools_entrypoints("sidecar")``; it calls every hook with keyword arguments and

@@ -1,4 +1,4 @@
-"""The services a host gives the plugin (CONTRACT.md §1), as Protocols any host can satisfy.
+"""The services a host gives the plugin (docs/contract.md §1), as Protocols any host can satisfy.
 
 Every method may be a plain function or a coroutine function; :func:`resolve` awaits what is
 awaitable so the plugin never cares which.

@@ -29,7 +29,7 @@ log = logging.getLogger("smart_context")
 
 
 class SmartContextPlugin:
-    """Smart Context as a sidecar plugin (CONTRACT.md §1)."""
+    """Smart Context as a sidecar plugin (docs/contract.md §1)."""
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         # ``embedder`` overrides the setting, for hosts and tests that bring their own model.

@@ -1,4 +1,4 @@
-"""The context record: what a request was sent with, and why (CONTRACT.md §6).
+"""The context record: what a request was sent with, and why (docs/contract.md §6).
 
 :class:`ContextRecord` is the topic rule's part of ``ctx.metadata["smart_context"]``: the rule
 builds one, a failure builds one with :meth:`ContextRecord.failed`, and :meth:`as_dict` writes the
@@ -90,7 +90,7 @@ class MemoryPart:
 
 @dataclass(frozen=True)
 class RequestRecord:
-    """The record of one request (CONTRACT §6-§9), one part per section."""
+    """The record of one request (docs/contract.md §6-§9), one part per section."""
 
     rule: ContextRecord  # the topic rule: mode, topics, sticky, scores
     # the shorter id list of what was sent, when the budget narrowed the rule's history

@@ -60,7 +60,7 @@ class Services:
         self.background: Coalescer[ChatId] = Coalescer(
             lambda chat_id: refresh(self.topic_pass, chat_id)
         )
-        # the vault's notes (seed 004's knowledge base), indexed in the background
+        # the vault's notes (the knowledge base), indexed in the background
         self.knowledge = KnowledgeIndex(
             host.vault_path,
             settings.knowledge_folders,
@@ -70,7 +70,8 @@ class Services:
         self.knowledge.on_stale = lambda: self.indexing.request("notes")
         self.indexing: Coalescer[str] = Coalescer(self._index)
         self.items.servers.on_listed = self.index_items
-        # long memory (CONTRACT §9): the SQLite store, the budget, and its pass after replies
+        # long memory (docs/contract.md §9): the SQLite store, the budget, and its pass after
+        # replies
         self.memory_db = MemoryDB(host.vault_path)
         # the token estimates of models without an offline tokenizer, as servers corrected them
         self.calibration = Calibration(host.vault_path)

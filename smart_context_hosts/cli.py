@@ -18,8 +18,8 @@ import os
 
 # Before numpy loads: the products on a request's path are small (a few sentences against a
 # few thousand chunks), and OpenBLAS splitting one over both cores of a busy machine made it
-# 10x slower (3 ms -> 34 ms, README). A user's own setting wins; hosts that import the plugin
-# keep theirs, this is only the reference sidecar and the command line.
+# 10x slower (3 ms -> 34 ms, docs/benchmarks.md). A user's own setting wins; hosts that import the
+# plugin keep theirs, this is only the reference sidecar and the command line.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
@@ -75,7 +75,8 @@ async def show_context(
     as_json: bool = False,
 ) -> None:
     """Print which messages the next request of ``chat_id`` would send, and why; with
-    ``message``, also the rules, references and tools it would be sent with (CONTRACT §8)."""
+    ``message``, also the rules, references and tools it would be sent with
+    (docs/contract.md §8)."""
     check_vault_folder(vault)
     check_chat(vault, chat_id)  # before the models load
     async with running_services(vault, list_tools=message is not None) as services:

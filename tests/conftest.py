@@ -28,7 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class Ctx:
-    """The pipeline context with exactly the fields of CONTRACT.md §1."""
+    """The pipeline context with exactly the fields of docs/contract.md §1."""
 
     def __init__(
         self, chat_id: str, history: list[dict[str, Any]], message: str = "next question"

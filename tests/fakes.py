@@ -208,8 +208,8 @@ def function_definition(name: str) -> dict[str, Any]:
 
 
 class ToolPlugin:
-    """The tool side of the Smart Context plugin (CONTRACT §8), in small: offers ``tools`` in
-    ``pipeline_context``, answers ``smart_context.call_tool`` and records each call."""
+    """The tool side of the Smart Context plugin (docs/contract.md §8), in small: offers ``tools``
+    in ``pipeline_context``, answers ``smart_context.call_tool`` and records each call."""
 
     def __init__(self, tools: Any = ("files__read", "web__fetch"), register: bool = True) -> None:
         self.tools = tools
@@ -234,7 +234,7 @@ class ToolPlugin:
     async def call_tool(
         self, server_name: str, name: str, arguments: dict[str, Any], chat_id: str | None = None
     ) -> dict[str, Any]:
-        """Like the plugin's command (CONTRACT §8): ``{"status", "result": {"ok", "text",
+        """Like the plugin's command (docs/contract.md §8): ``{"status", "result": {"ok", "text",
         "structured", "summary"}}``; ``chat_id`` is the chat the reply is for."""
         self.calls.append((server_name, name, arguments))
         self.chat_ids.append(chat_id)

@@ -26,7 +26,7 @@ def read_settings(vault: Path) -> Settings:
 
 def test_defaults_match_the_contract() -> None:
     s = parse_settings({})
-    # issue 8: the cut fits the embedding model unless a number overrides it
+    # the cut fits the embedding model unless a number overrides it
     assert (s.similarity_threshold, s.embedding_search) == ("auto", True)
     assert parse_settings({"similarity_threshold": 0.35}).similarity_threshold == 0.35
     assert parse_settings({"similarity_threshold": 1}).similarity_threshold == 1.0

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from smart_context.config import SETTING_KEYS, Settings
 
@@ -15,6 +18,17 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 MAX_LINES = 250
 ROW = re.compile(r"^\| `(?P<key>[a-z_]+)` \| `(?P<default>[^`]*)` \|", re.M)
+# References to material outside the repository: the design documents ("seed 003's", "seeds/"),
+# the tracker ("issue 10", "the issue notes"), the old contract ("../shared", "CONTRACT.md",
+# "CONTRACT §9"). A section sign must name the contract it points at (docs/contract.md).
+OUTSIDE = re.compile(
+    r"\.\./shared|(?-i:CONTRACT\.md|CONTRACT\s*§)"
+    r"|\bseeds?\s*#?\s*\d{3}|\bseeds?/|\bseed (?:document|doc)"
+    r"|\bissues?\s*#?\d+|\bissue notes?\b|\bthe issue\b|\bnotes? #\d+",
+    re.I,
+)
+SECTION = re.compile(r"(?<![0-9] )§\s*\d")  # "RFC 9110 §7.2" is no contract
+SKIPPED_SUFFIXES = {".png", ".json", ".onnx", ".sqlite"}
 
 
 def table_defaults() -> dict[str, Any]:
@@ -51,3 +65,35 @@ def test_the_readme_test_command_is_the_one_ci_runs() -> None:
     ran = next(line for line in ci.splitlines() if line.startswith("$PY -m venv"))
     readme = README.read_text(encoding="utf-8")
     assert ran.replace("$PY", "python3", 1) in readme.splitlines()
+
+
+def repository_files() -> list[Path]:
+    """The files git tracks or would track (untracked but not ignored), outside .git/.venv."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    paths = [ROOT / name for name in listed if not name.startswith((".venv/", ".git/"))]
+    return [p for p in paths if p.is_file() and p.suffix not in SKIPPED_SUFFIXES]
+
+
+def test_nothing_points_at_material_outside_the_repository() -> None:
+    found = []
+    for path in repository_files():
+        if path == Path(__file__):
+            continue  # it names the patterns it looks for
+        text = path.read_text(encoding="utf-8", errors="replace")
+        own = path.relative_to(ROOT).as_posix()
+        for number, line in enumerate(text.splitlines(), 1):
+            bad = OUTSIDE.search(line)
+            if bad is None and SECTION.search(line) and own != "docs/contract.md":
+                bad = None if "contract" in line.lower() else SECTION.search(line)
+            if bad is not None:
+                found.append(f"{own}:{number}: {bad.group(0)!r}")
+    assert found == [], "\n".join(found[:40]) + f"\n({len(found)} in all)"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data"
-# CONTRACT §8: the model sees each tool as "{server}__{tool}", at most 64 of [A-Za-z0-9_-].
+# docs/contract.md §8: the model sees each tool as "{server}__{tool}", at most 64 of [A-Za-z0-9_-].
 FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 

@@ -1,5 +1,5 @@
-"""The token budget applied to one request (CONTRACT §9): the history that fits, with summaries
-of what does not, and the record of what each part cost (the parts and their costs:
+"""The token budget applied to one request (docs/contract.md §9): the history that fits, with
+summaries of what does not, and the record of what each part cost (the parts and their costs:
 :mod:`smart_context.budget.parts`).
 
 The pure choice is :func:`smart_context.budget.plan.plan`; this module brings what it needs:
@@ -72,7 +72,7 @@ log = logging.getLogger(__name__)
 
 # BM25's share of relevance. Items use 0.3 (items/lexical.py); in a chat, questions about old
 # parts rarely reuse the answer's words, and 0.2 kept more answers on the hard recall set's
-# tuning chats (benchmarks/bench_long_recall.py --set hard --split tune; README)
+# tuning chats (benchmarks/bench_long_recall.py --set hard --split tune; docs/benchmarks.md)
 LEXICAL_WEIGHT = 0.2
 LEXICAL_HITS = 200  # messages the text index is asked for
 # A hit must share something with the message: a zero score is no reason to send a message

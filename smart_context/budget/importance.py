@@ -1,7 +1,7 @@
-"""Seed 003's importance score and the hybrid relevance it builds on. Pure numpy.
+"""The importance score and the hybrid relevance it builds on. Pure numpy.
 
 ``importance = recency_weight * recency + semantic_weight * relevance + entity_weight *
-entities + user_weight * marked`` (seed 003), each part in [0, 1]:
+entities + user_weight * marked``, each part in [0, 1]:
 
 - **recency**: ``0.5 ** (age / half_life)``, age in messages back from the newest;
 - **relevance**: the hybrid search score of the message for the current message: the best
@@ -39,7 +39,7 @@ _COMMON = frozenset(["I", "I'm", "OK", "Ok"])
 
 @dataclass(frozen=True)
 class Weights:
-    """Seed 003's weights (settings ``importance_*``) and the recency half-life in messages."""
+    """The weights (settings ``importance_*``) and the recency half-life in messages."""
 
     recency: float = 0.0
     semantic: float = 0.6
@@ -84,7 +84,7 @@ def recency(n: int, half_life: float) -> Floats:
 def importance(
     relevance_scores: Floats, overlap: Floats, marked: Flags, weights: Weights
 ) -> Floats:
-    """Seed 003's weighted sum (module docstring)."""
+    """The weighted sum (module docstring)."""
     n = len(relevance_scores)
     score = (
         weights.semantic * np.clip(relevance_scores, 0.0, 1.0)

@@ -1,4 +1,4 @@
-"""The parts of a request under a token budget (CONTRACT §9) and what each costs: what goes
+"""The parts of a request under a token budget (docs/contract.md §9) and what each costs: what goes
 with every request besides the history (:class:`Fixed`), the budget's answer (:class:`Fitted`),
 how summaries are sent at their place in time, and the record's ``budget`` part. Pure: the
 choice of messages is :mod:`smart_context.budget.budgeter`'s.
@@ -60,7 +60,7 @@ def budget_limit(settings: Settings, model: str | None) -> int:
 
 def summary_message(summary: Summary) -> dict[str, str]:
     """How a summary is sent: a system message at its place in time."""
-    kind = "Summary" if summary.level <= 2 else "Key facts"  # seed 003: key facts beyond 100
+    kind = "Summary" if summary.level <= 2 else "Key facts"  # key facts beyond 100 back
     return {
         "role": "system",
         "content": (

@@ -1,5 +1,5 @@
 """Which messages of a long history fit a token budget, and which summaries stand in for the
-rest (CONTRACT §9, seeds 003 and 004). Pure numpy: the caller brings counts and scores.
+rest (docs/contract.md §9). Pure numpy: the caller brings counts and scores.
 
 The history's room is what the budget leaves after the sections that always go (system prompt,
 memory, knowledge, tools, the current message). It is filled in this order:
@@ -11,7 +11,7 @@ memory, knowledge, tools, the current message). It is filled in this order:
    its *turn*: a question keeps its answer and an answer its question;
 5. summaries of the stretches left out, from a share of the room kept for them, chosen on the
    summary tree (:func:`choose_summaries`);
-6. whatever room is left: the remaining messages by seed 003's importance score, highest first,
+6. whatever room is left: the remaining messages by importance score, highest first,
    down to ``importance_threshold``.
 
 Nothing is ever taken that would pass the room: a message that does not fit is skipped and the
@@ -51,14 +51,14 @@ class Span:
 
 @dataclass(frozen=True)
 class Budget:
-    """How the history's room is shared (settings of CONTRACT §9)."""
+    """How the history's room is shared (settings of docs/contract.md §9)."""
 
     room: int  # tokens the history may use, summaries included
     recent: int = 10
     summary_share: float = 0.1  # of the room, kept for summaries until step 5
-    relevant_limit: int = 100  # older messages the search may add (seed 003's search limit)
+    relevant_limit: int = 100  # older messages the search may add (search_limit)
     importance_threshold: float = 0.0
-    detailed_age: int = 50  # seed 003: summaries of the last 50 messages are its detailed ones
+    detailed_age: int = 50  # summaries of the last 50 messages are its detailed ones
     high_level_age: int = 100  # ...up to 100 back high-level ones; older: key facts only
 
 
@@ -69,7 +69,7 @@ class Inputs:
     tokens: IntArray  # what the message costs in the prompt, framing included
     pinned: Flags
     relevance: Floats  # the search's score; 0 where the search found nothing
-    importance: Floats  # seed 003's score, for step 6
+    importance: Floats  # the importance score, for step 6
     partner: IntArray  # the other message of its turn, -1 if none
     hits: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))  # best first
 
@@ -160,7 +160,7 @@ def choose_summaries(
 
     Top-down on the tree: start from the largest spans over left-out messages, then, while room
     allows, replace a span by its children, newest and most relevant first, down to the level
-    seed 003 gives its age (detailed for the last ``detailed_age`` messages, high-level up to
+    its age calls for (detailed for the last ``detailed_age`` messages, high-level up to
     ``high_level_age``, key facts beyond). A span whose messages are all sent is dropped; when
     even the largest spans do not fit, the oldest are dropped first.
     """

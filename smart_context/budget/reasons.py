@@ -1,5 +1,5 @@
-"""Why each message a token budget kept is sent: the record's ``reasons`` (CONTRACT §9), so that
-View context can say it in words instead of guessing.
+"""Why each message a token budget kept is sent: the record's ``reasons`` (docs/contract.md §9), so
+that View context can say it in words instead of guessing.
 
 ``reasons`` maps a message id to ``{"why": ...}`` for every kept message that is not one of the
 last ``recent_messages`` (``recent_ids`` names those):
@@ -8,7 +8,7 @@ last ``recent_messages`` (``recent_ids`` names those):
 - ``"relevant"`` with ``score``: the search's relevance to the current message;
 - ``"turn"`` with ``of``: the other half of the turn of a relevant message (its question or
   answer), so an answer keeps its question;
-- ``"important"`` with ``score``: seed 003's importance filled the room that was left.
+- ``"important"`` with ``score``: the importance score filled the room that was left.
 
 Only the kept messages are named and scores are rounded to three decimals, so the record stays
 as small as the budget, however long the chat grows.

@@ -1,4 +1,4 @@
-"""Counting tokens the way the chat model will (CONTRACT §9: "counted with the model's
+"""Counting tokens the way the chat model will (docs/contract.md §9: "counted with the model's
 tokenizer where it is known").
 
 Exact where the model's tokenizer ships offline: ``quicktok`` bundles the BPE vocabularies of

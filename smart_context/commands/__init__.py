@@ -20,7 +20,7 @@ COMMANDS: dict[str, Command] = {
     "smart_context.search_items": items.search_items,
     "smart_context.set_session_settings": items.set_session_settings,
     "smart_context.call_tool": items.call_tool,
-    # long memory (CONTRACT §9)
+    # long memory (docs/contract.md §9)
     "smart_context.store_memory": memory.store_memory,
     "smart_context.retrieve_context": memory.retrieve_context,
     "smart_context.summarize_conversation": memory.summarize_conversation,
@@ -33,7 +33,7 @@ COMMANDS: dict[str, Command] = {
     "smart_context.list_marks": memory.list_marks,
     "smart_context.list_direct_messages": memory.list_direct_messages,
     "smart_context.list_summaries": memory.list_summaries,
-    # usage you can see (seed 003, phase 5)
+    # usage you can see (the panel's Budget and usage)
     "smart_context.usage_stats": usage.usage_stats,
 }
 

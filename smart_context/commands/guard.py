@@ -1,7 +1,7 @@
 """What every command handler shares: argument checks, and errors as results, never a raise.
 
 Handlers take keyword arguments and always return a dict: ``{"status": "success", ...}`` or
-``{"status": "error", "error": "<what to do>"}`` (CONTRACT.md §3).
+``{"status": "error", "error": "<what to do>"}`` (docs/contract.md §3).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The item commands of CONTRACT §8: ``list_items``, ``add_item``, ``remove_item``,
+"""The item commands of docs/contract.md §8: ``list_items``, ``add_item``, ``remove_item``,
 ``search_items``, ``set_session_settings`` and ``call_tool``."""
 
 from __future__ import annotations

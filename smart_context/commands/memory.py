@@ -1,5 +1,5 @@
-"""Long memory commands (CONTRACT §9): stored memories, pins, direct messages, and looking back
-further than a request's budget reached. The MCP server serves the same functions as tools.
+"""Long memory commands (docs/contract.md §9): stored memories, pins, direct messages, and looking
+back further than a request's budget reached. The MCP server serves the same functions as tools.
 
 Stored memories are user data: listed, edited and deleted here, never dropped by the plugin.
 """
@@ -137,7 +137,7 @@ async def post_direct_message(
     ttl_seconds: Any = None,
     source: Any = None,
 ) -> Result:
-    """A note for the chat's next requests from another plugin or agent (seed 004): sent in the
+    """A note for the chat's next requests from another plugin or agent: sent in the
     memory section by priority until ``ttl_seconds`` pass."""
     chat = chat_id_argument(services, chat_id)
     message = await _db(

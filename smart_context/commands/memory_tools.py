@@ -1,5 +1,5 @@
-"""The chat model's own memory tools (issue 11, point 7; seed 003's phase 4, seed 004's lazy
-access to older layers): it may look further back than the budget reached, and keep a fact for
+"""The chat model's own memory tools (a lazy look back at
+what the budget left out): it may look further back than the budget reached, and keep a fact for
 the rest of the chat.
 
 The tools are offered as ``smart_context__retrieve_context`` and ``smart_context__store_memory``

@@ -1,4 +1,5 @@
-"""The topic commands of CONTRACT.md §3: ``set_filter``, ``get_topics``, ``set_similarity_mode``."""
+"""The topic commands of docs/contract.md §3: ``set_filter``, ``get_topics``,
+``set_similarity_mode``."""
 
 from __future__ import annotations
 

@@ -1,2 +1,2 @@
 """What a request sends: :mod:`.assemble` builds it, section by section; :mod:`.topic_filter` is
-the topic rule of CONTRACT.md §6."""
+the topic rule of docs/contract.md §6."""

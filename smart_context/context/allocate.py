@@ -1,4 +1,4 @@
-"""What gives way when a request's fixed parts do not fit its token budget (CONTRACT §9).
+"""What gives way when a request's fixed parts do not fit its token budget (docs/contract.md §9).
 
 Rules, references and tools come in two kinds: those the user asked for (``always`` and
 ``manual`` items: the session's) and those the search chose for this message (``agent`` items and

@@ -1,7 +1,8 @@
 """A request's context, built in one place.
 
-CONTRACT.md §9 fixes the order of what is sent: system prompt, memory, knowledge, tools, history,
-current message. This module is the only one that knows it. Today the plugin shapes one section,
+docs/contract.md §9 fixes the order of what is sent: system prompt, memory, knowledge, tools,
+history, current message. This module is the only one that knows it. Today the plugin shapes one
+section,
 the history: the chat's sticky messages, and, when topics are selected, the messages close to
 them (the topic filter). The sections the next systems add (context items, memory, a token
 budget) are built here in that order, each from its own module.
@@ -128,8 +129,9 @@ def plan_request(
 
 
 async def request_items(services: Services, plan: RequestPlan, decision: Decision) -> Prepared:
-    """The request as sent: the rules and references (CONTRACT §8) as the system message before
-    the history, and the history within the token budget (CONTRACT §9); with the record of
+    """The request as sent: the rules and references (docs/contract.md §8) as the system message
+    before the history, and the history within the token budget (docs/contract.md §9); with the
+    record of
     both, written once. ``decision`` is the topic rule's history and record."""
     chat_id, message, counter, limit = plan.chat_id, plan.message, plan.counter, plan.limit
     view = await services.chats.view(chat_id)

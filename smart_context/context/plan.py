@@ -7,7 +7,7 @@ done yet" and ask for the budget's limit on its own. The plan holds them once:
 
 - the chat and its history as the host sent it (one :class:`~smart_context.messages.History`,
   its ids read once);
-- the message, its sentences (seed 000's query chunking) and their vectors, embedded on first
+- the message, its sentences (query chunking) and their vectors, embedded on first
   use and shared by every section that searches (:class:`MessageQuery`);
 - the chat model's token counter and the budget's limit (0: no budget), and whether the host's
   model takes tools;

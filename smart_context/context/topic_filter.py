@@ -1,4 +1,4 @@
-"""The context-injection rule of CONTRACT.md §6, as one pure function.
+"""The context-injection rule of docs/contract.md §6, as one pure function.
 
 Given the history the host would send, the chat's sticky messages, the selected topics and
 each message's best similarity to them, decide which messages go to the model and write the
@@ -94,7 +94,7 @@ def _finder(ids: list[Any], present: set[Any]) -> Callable[[Any], int | None]:
 
 
 def fallback_note(topics: Sequence[str]) -> str:
-    """The words for a click that kept nothing (CONTRACT §6): never "N of N in context"."""
+    """The words for a click that kept nothing (docs/contract.md §6): never "N of N in context"."""
     names = " or ".join(f"'{t}'" for t in topics)
     return f"no message is close enough to {names}: the full history is sent"
 

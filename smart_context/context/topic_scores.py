@@ -17,7 +17,7 @@ spread; a fixed number is right for one of them at most, while "as close as the 
 messages" holds for all three. A topic without members (a label typed at the command line, a
 map made before members were stored) is cut where its scores stand :data:`SPREAD` standard
 deviations above the chat's mean, also relative to the model. A number given as
-``similarity_threshold`` replaces both cuts: the rule of CONTRACT §6 on the topic vectors.
+``similarity_threshold`` replaces both cuts: the rule of docs/contract.md §6 on the topic vectors.
 
 Clicking several topics keeps the union of what each keeps, so it never keeps less.
 """

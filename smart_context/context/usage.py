@@ -1,4 +1,4 @@
-"""What a request cost against what the chat's whole history would have cost (seed 003, phase 5:
+"""What a request cost against what the chat's whole history would have cost (the usage you can see:
 usage analytics, compression ratio), kept in the record as ``usage``:
 
 - ``sent_tokens``: the request as sent (system, memory, knowledge, tools, history, summaries,

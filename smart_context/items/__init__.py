@@ -1,4 +1,4 @@
-"""Context items (seeds 000, 001; CONTRACT.md §8): the vault's rules and references, and MCP tools.
+"""Context items (docs/contract.md §8): the vault's rules and references, and MCP tools.
 
 - :mod:`.model`: :class:`Item` and :class:`ItemProblem`;
 - :mod:`.files`: rules and references read from the vault's Markdown files, and the stamp that

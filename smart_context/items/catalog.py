@@ -5,7 +5,7 @@ Rules and references come from the vault's folders (:mod:`.files`); an edit on d
 the next call (one ``stat`` per file). Tools come from the MCP servers' last known tool
 lists (:mod:`.servers`), which are refreshed in the background. Chunk vectors are the store's
 ``items`` collection, saved in ``.memory/smart_context/items.embeddings.json`` and keyed by
-chunk content, so an edited item is embedded again and nothing else is (seed 000's
+chunk content, so an edited item is embedded again and nothing else is (
 incremental updates).
 """
 
@@ -184,7 +184,7 @@ class ItemCatalog:
         catalog: Catalog | None = None,
         skip: Collection[str] = (),
     ) -> list[Found]:
-        """Seed 000's second pass: the items closest to what the first pass ``found`` (of any
+        """The second pass: the items closest to what the first pass ``found`` (of any
         type: a reference about authentication leads to the HTTP tool), ``limits.
         expansion_depth`` passes deep, among enabled items whose mode is in ``modes`` or
         ``expansion``, leaving out the keys in ``skip`` (items the request has anyway: they
@@ -220,7 +220,7 @@ class ItemCatalog:
 
     async def index(self, store: VectorStore) -> int:
         """Embed, ahead of any request, the chunks of the items agent selection can pick that
-        have no vectors yet (seed 000's incremental updates, off the request path). Returns
+        have no vectors yet (incremental updates, off the request path). Returns
         how many chunks the catalog has; a vault with nothing to select costs nothing."""
         catalog = await self.current()
         if not catalog.where(("agent", "expansion")):
@@ -229,7 +229,7 @@ class ItemCatalog:
 
     @staticmethod
     async def query_vectors(store: VectorStore, message: str) -> Matrix:
-        """The vectors of the message's sentences (seed 000's query chunking), one row each."""
+        """The vectors of the message's sentences (query chunking), one row each."""
         sentences = MessageQuery(message).sentences  # one rule for a message's sentences
         if not sentences:
             return np.zeros((0, 0), dtype=np.float32)

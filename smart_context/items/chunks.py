@@ -1,4 +1,4 @@
-"""Text cut into chunks for embedding, and a message cut into query chunks (seed 000).
+"""Text cut into chunks for embedding, and a message cut into query chunks.
 
 - :func:`chunk`: paragraphs, then lines and sentences, merged back up to about 500 characters:
   a chunk is a few related sentences, short enough that one subject is not averaged away, and

@@ -1,17 +1,17 @@
-"""Context-based expansion (seed 000): the items the found items lead to, pure numpy.
+"""Context-based expansion: the items the found items lead to, pure numpy.
 
 A message does not always name everything its answer needs: "how do I authenticate?" finds
 the authentication rule, and the rule says to fetch an endpoint, which the message never
 mentioned. After agent selection (the first pass), expansion adds the items whose chunks are
 close to the chunks of what was found:
 
-- **The relationship graph** (seed 000's "pre-computed context relationships", option 2):
+- **The relationship graph** ("pre-computed context relationships"):
   ``graph[a, b]`` is the best cosine between any chunk of item ``a`` and any chunk of item
   ``b`` (max pooling, as the first pass pools query chunks). It is computed once per catalog
   from the chunk vectors the search already holds, block by block so 5,000 chunks never make a
   5,000 x 5,000 matrix, and kept with them (``benchmarks/bench_item_index.py`` times it); a
   request only reads rows of it. Reading row ``a``
-  gives exactly what seed 000's two-pass search computes for a found item ``a`` (its chunks as
+  gives exactly what a two-pass search computes for a found item ``a`` (its chunks as
   queries, max-pooled over every other chunk), without scoring a chunk again.
 - **Passes**: pass 1 starts from the items the message found; each item not yet chosen scores
   its best link to them; those at or above ``expansion_threshold`` are added, at most
@@ -23,8 +23,9 @@ close to the chunks of what was found:
   for the tool or reference that matters *because of* another item, not because of the words of
   a message.
 
-Limits are :class:`smart_context.items.select.Limits` (CONTRACT §8: ``context_expansion_depth``
-0, ``context_expansion_threshold`` 0.75, ``context_expansion_top_n`` 3). Measured on the
+Limits are :class:`smart_context.items.select.Limits` (docs/contract.md §8:
+``context_expansion_depth`` 0, ``context_expansion_threshold`` 0.75, ``context_expansion_top_n`` 3).
+Measured on the
 labelled tool set (``benchmarks/bench_tool_selection.py``) after the default selection: one
 pass at 0.75 / 3 adds 0.97 tools per message and takes recall 0.623 -> 0.632 (multi-tool
 messages 0.498 -> 0.527; held-out third 0.675 -> 0.678) while precision falls 0.163 -> 0.147.

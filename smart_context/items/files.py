@@ -1,4 +1,4 @@
-"""Rules and references: the Markdown files of ``rules/`` and ``references/`` (CONTRACT.md §8).
+"""Rules and references: the Markdown files of ``rules/`` and ``references/`` (docs/contract.md §8).
 
 A file is Markdown with optional YAML front matter, as Obsidian writes its properties::
 

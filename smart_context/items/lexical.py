@@ -1,4 +1,4 @@
-"""Keyword scores for item chunks (BM25) and their fusion with the embedding scores: seed 000's
+"""Keyword scores for item chunks (BM25) and their fusion with the embedding scores:
 "hybrid search", pure numpy.
 
 - :func:`words`: a text as lower-case words; ``createIssue``, ``create_issue`` and

@@ -1,7 +1,7 @@
-"""Rules, references and tools: the items a request's context is built from (CONTRACT.md §8).
+"""Rules, references and tools: the items a request's context is built from (docs/contract.md §8).
 
 An item is known by its :attr:`Item.key` (type, server, name): sessions and request records store
-only that, and look the item up again when they need its text (seed 000, "store references, not
+only that, and look the item up again when they need its text ("store references, not
 objects"). Everything else is what the vault says about it today. :attr:`Item.content_hash`
 covers only the indexed text, so a new priority or include mode never costs an embedding.
 An ``expansion`` item is never found by a message itself, only through the items agent
@@ -25,7 +25,9 @@ MIN_PRIORITY, MAX_PRIORITY = 0, 999  # the UI shows three digits: 001
 # person says "this one first", and saying nothing should never push another item down.
 DEFAULT_PRIORITY = MAX_PRIORITY
 FILE_INCLUDE: IncludeMode = "manual"  # a rule or reference reaches a chat only when asked for
-TOOL_INCLUDE: IncludeMode = "always"  # a tool's mode is tool -> server -> always (CONTRACT §8)
+TOOL_INCLUDE: IncludeMode = (
+    "always"  # a tool's mode is tool -> server -> always (docs/contract.md §8)
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class Item:
 
     def sort_key(self) -> tuple[int, str, int, str, str]:
         """Rules, then references, then tools; files by priority then name, tools by server then
-        name (seed 000). Case is ignored, then breaks ties, so the order is total."""
+        name. Case is ignored, then breaks ties, so the order is total."""
         return (
             ITEM_TYPES.index(self.type),
             self.server_name or "",

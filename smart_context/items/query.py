@@ -1,4 +1,4 @@
-"""The message a request answers, as its searches read it: its text, its sentences (seed 000's
+"""The message a request answers, as its searches read it: its text, its sentences (
 query chunking: each sentence embedded on its own, scores max-pooled) and their vectors,
 embedded once per request for every section that searches (agent items, the vault's notes,
 the budget's look for relevant history)."""

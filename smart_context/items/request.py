@@ -1,11 +1,11 @@
-"""The request context of one message (CONTRACT §8): which rules and references it is sent with,
-the record of them, and the text the model receives.
+"""The request context of one message (docs/contract.md §8): which rules and references it is sent
+with, the record of them, and the text the model receives.
 
 Built fresh per request from the chat's session items, the ``agent`` items that agent
 selection finds for this message, and the items expansion adds to those (``expansion``). The
 record is what the host stores on the assistant message as ``request_context``; the model
-receives exactly the rules and references the record names, as one system message (CONTRACT
-§9: before the history), and nothing else of the vault.
+receives exactly the rules and references the record names, as one system message
+(docs/contract.md §9: before the history), and nothing else of the vault.
 The session (``context_items`` on the chat, :mod:`.session`) gives the ``always`` and ``manual``
 items; a chat that never changed its session has the vault's ``always`` items.
 """
@@ -53,7 +53,7 @@ class RequestContext:
     timestamp: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     def record(self) -> dict[str, Any]:
-        """``request_context`` as CONTRACT §8 names it."""
+        """``request_context`` as docs/contract.md §8 names it."""
         items = []
         for chosen in self.items:
             entry: dict[str, Any] = {
@@ -72,7 +72,7 @@ class RequestContext:
         return out
 
     def tools(self) -> list[dict[str, Any]]:
-        """The tools the record names, as OpenAI-format function definitions (CONTRACT §8):
+        """The tools the record names, as OpenAI-format function definitions (docs/contract.md §8):
         ``{server}__{tool}``, the description, and the server's schema when it is an object
         schema (anything else would make the endpoint refuse the whole request)."""
         out = []
@@ -105,7 +105,7 @@ class RequestContext:
 
     def system_text(self, memory: str = "", notes: str = "") -> str:
         """The system message: rules, then ``memory``, then the knowledge, references and
-        ``notes`` (CONTRACT §9's order)."""
+        ``notes`` (docs/contract.md §9's order)."""
         sections = self.sections()
         parts = [sections.get("rule", ""), memory, sections.get("reference", ""), notes]
         return "\n\n".join(p for p in parts if p)

@@ -1,9 +1,9 @@
-"""Which vault items a request adds on its own: the agent selection of seed 000, pure numpy.
+"""Which vault items a request adds on its own: agent selection, pure numpy.
 
 The inputs are similarities between the message's *query chunks* (its sentences, see
 :func:`smart_context.items.chunks.query_chunks`) and every indexed *item chunk*, one row per
-query chunk; ``owner[c]`` says which item chunk ``c`` belongs to. The rule, seed 000's and then
-its open issue solved:
+query chunk; ``owner[c]`` says which item chunk ``c`` belongs to. The rule, with the
+relative floor added:
 
 1. **Max pooling over query chunks.** A chunk's score is its best similarity to any sentence
    of the message, so a long message does not blur into one average vector.
@@ -24,8 +24,8 @@ its open issue solved:
    labelled tool set (``benchmarks/bench_tool_selection.py``) it gains nothing over max pooling
    alone (recall@5 0.506 vs 0.508), so it is off by default (``per_query = 0``).
 
-Scores are cosine similarities of unit vectors, whatever the model; the defaults (CONTRACT §8)
-are in :class:`Limits`.
+Scores are cosine similarities of unit vectors, whatever the model; the defaults
+(docs/contract.md §8) are in :class:`Limits`.
 """
 
 from __future__ import annotations
@@ -42,13 +42,15 @@ IntArray = npt.NDArray[np.intp]
 @dataclass(frozen=True)
 class Limits:
     """How many items the selection may add: ``context_top_k``, ``context_top_n``,
-    ``context_include_score`` and the ``context_expansion_*`` settings of CONTRACT §8, and the
-    per-sentence minimum."""
+    ``context_include_score`` and the ``context_expansion_*`` settings of docs/contract.md §8, and
+    the per-sentence minimum."""
 
     top_k: int = 20
     top_n: int = 5
     include_score: float = 0.7
-    per_query: int = 0  # measured: no gain on the tool set (README), so off unless asked
+    per_query: int = (
+        0  # measured: no gain on the tool set (docs/benchmarks.md), so off unless asked
+    )
     floor: float = 0.3
     relative_floor: float = 0.4  # a topN place needs this share of the best item's score
     # context expansion (:mod:`.expand`): passes (0: off), link score, items added per pass

@@ -1,12 +1,12 @@
 """A chat's selection settings: the vault's defaults, the chat's overrides, and the presets.
 
-The vault sets ``context_*`` in ``[plugins.smart_context]`` (CONTRACT §8); a chat may override
-any of them under ``context_settings`` in its file, and a key it does not set inherits the
+The vault sets ``context_*`` in ``[plugins.smart_context]`` (docs/contract.md §8); a chat may
+override any of them under ``context_settings`` in its file, and a key it does not set inherits the
 vault's value, now and after the vault's value changes. Rules and references are selected with
 ``context_top_k``/``top_n``/``include_score``, tools with the ``context_tools_`` ones: a
 message that needs two tools should not lose a rule to them, or the other way round.
 
-The presets of seed 000's "future" list are names for three points on one scale, applied to
+The presets are names for three points on one scale, applied to
 documents and tools alike (an explicit key given with a preset wins):
 
 ============  =====  =====  =============

@@ -1,4 +1,5 @@
-"""The vault's MCP servers (CONTRACT §8): their tools as items, kept current, and tool calls.
+"""The vault's MCP servers (docs/contract.md §8): their tools as items, kept current, and tool
+calls.
 
 A request never waits for a server. Tool items come from the last known tool list of each
 server (``.memory/smart_context/tools/{server}.json``, :mod:`smart_context.mcp.client`), so the

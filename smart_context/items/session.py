@@ -1,4 +1,5 @@
-"""A chat's session context (CONTRACT §8): ``context_items`` on the chat file, pure functions.
+"""A chat's session context (docs/contract.md §8): ``context_items`` on the chat file, pure
+functions.
 
 An entry is ``{"type", "name", "server_name" (tools only), "include_mode": "always" |
 "manual"}``. A chat without the key has the vault's ``always`` items, as a new session is

@@ -1,5 +1,5 @@
 """The knowledge index: the vault's notes, their passages and the passages' vectors, kept
-current incrementally (seed 004's knowledge base).
+current incrementally (the knowledge base).
 
 - Each request looks at the notes with one ``stat`` per file (:func:`.notes.scan`); only a note
   whose stamp changed is read and cut again, and a deleted note leaves the index. Past

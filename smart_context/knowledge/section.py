@@ -1,10 +1,10 @@
-"""The knowledge section of a request (CONTRACT §9's order: system, memory, **knowledge**, tools,
-history, message): the notes agent selection finds for the message, as their best passages,
+"""The knowledge section of a request (docs/contract.md §9's order: system, memory, **knowledge**,
+tools, history, message): the notes agent selection finds for the message, as their best passages,
 each under its path in the vault so the model can cite it.
 
 - :func:`find` is the references' search on the notes' passages: the message's sentences
   against every passage, max pooled, cosine fused with BM25 (:func:`~smart_context.items.
-  lexical.hybrid_scores`), then seed 000's top-k / top-n / include score / relative floor
+  lexical.hybrid_scores`), then the items' top-k / top-n / include score / relative floor
   (:func:`~smart_context.items.select.select`), with one more rule: a note under ``min_score``
   is never sent (a message about nothing in particular gets no notes).
 - :func:`knowledge_section` writes the text within a token allowance: each note with its best

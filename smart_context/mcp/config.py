@@ -1,4 +1,4 @@
-"""MCP servers declared in ``.vault.toml`` (CONTRACT.md §8), validated into frozen configs.
+"""MCP servers declared in ``.vault.toml`` (docs/contract.md §8), validated into frozen configs.
 
 ```toml
 [mcp.servers.files]

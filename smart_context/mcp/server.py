@@ -1,5 +1,5 @@
-"""``smart-context mcp VAULT``: the vault's long memory as an MCP server over stdio (seed 003's
-phase 4, CONTRACT §9), written with the official SDK.
+"""``smart-context mcp VAULT``: the vault's long memory as an MCP server over stdio
+(docs/contract.md §9), written with the official SDK.
 
 Its tools are the memory commands under their names without the ``smart_context.`` prefix:
 ``store_memory``, ``retrieve_context``, ``summarize_conversation``, ``mark_important``,

@@ -1,7 +1,7 @@
 """Summaries without a model: the sentences of a stretch that carry the most (extractive).
 
 Used when no fast model is configured or its call fails, so every stretch left out of a request
-has *some* summary (seed 003's levels, made by picking rather than writing):
+has *some* summary (its levels, made by picking rather than writing):
 
 - a sentence scores by how central its words are to the stretch (term frequency over the
   stretch, each word counted once per sentence, divided by the sentence's length so long

@@ -176,7 +176,7 @@ Keyed = tuple[list[str], list[str]]  # the messages' ids as text, and their cont
 
 
 def message_keys(messages: Sequence[Mapping[str, Any]]) -> Keyed:
-    """Each message's id as text and its key (``{id}:{content hash}``, CONTRACT §2)."""
+    """Each message's id as text and its key (``{id}:{content hash}``, docs/contract.md §2)."""
     ids = [str(m.get("id")) for m in messages]
     return ids, [cache_key(i, message_text(m)) for i, m in zip(ids, messages, strict=True)]
 

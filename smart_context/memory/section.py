@@ -1,7 +1,7 @@
-"""The memory section of a request (CONTRACT §9's order: system, **memory**, knowledge, tools,
-history, message): direct messages other plugins posted for the chat, then stored memories.
+"""The memory section of a request (docs/contract.md §9's order: system, **memory**, knowledge,
+tools, history, message): direct messages other plugins posted for the chat, then stored memories.
 
-- Live direct messages first, highest priority first (seed 004: "prioritized in L1 context");
+- Live direct messages first, highest priority first (they are the most current word);
   expired ones are never read.
 - Then stored memories, the chat's and the vault's global ones, most important first.
 - Within ``max_tokens``, each line counted by the chat model's ``counter`` (as the notes and the

@@ -1,5 +1,5 @@
 """The summary tree of a chat: which stretches have a summary, which are still valid, which to
-make next (seed 003's hierarchical summaries). Pure: no I/O, no model.
+make next (hierarchical summaries). Pure: no I/O, no model.
 
 - A **leaf** (level 1) summarises up to :data:`LEAF` consecutive messages; a node of level
   ``L + 1`` summarises up to :data:`FANOUT` consecutive nodes of level ``L`` (its children), so

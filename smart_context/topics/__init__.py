@@ -1,4 +1,4 @@
-"""The topic map (seed 002): what each chat is about, and which messages are standing instructions.
+"""The topic map: what each chat is about, and which messages are standing instructions.
 
 - :mod:`.model`: the result of an extraction and its shape on the chat file;
 - :mod:`.prompt`, :mod:`.transcript`: what the fast model is asked;

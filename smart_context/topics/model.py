@@ -31,7 +31,7 @@ class ExtractedTopics:
     notes: tuple[str, ...] = field(default=(), compare=False)  # what was dropped, and why
 
     def to_chat_topics(self) -> list[dict[str, Any]]:
-        """The flat ``topics`` list stored on the chat file (CONTRACT.md §2)."""
+        """The flat ``topics`` list stored on the chat file (docs/contract.md §2)."""
         out: list[dict[str, Any]] = [
             {"label": t.label, "count": t.count}
             | ({"message_ids": list(t.message_ids)} if t.message_ids else {})

@@ -1,6 +1,6 @@
 """A chat's message vectors: rows found by message id and content, fast on a warm history.
 
-The key of a message is ``{message_id}:{content_hash}`` (CONTRACT.md §2), so an edited message
+The key of a message is ``{message_id}:{content_hash}`` (docs/contract.md §2), so an edited message
 gets a new vector. Hashing 10,000 messages per request would dominate the request, so two memos
 avoid it: the last few histories located (the next one is usually one of them plus a few
 messages, which the history's lineage or two list comparisons in C confirm), and per message id

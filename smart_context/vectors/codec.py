@@ -10,7 +10,7 @@ import numpy as np
 
 from smart_context.vectors.ops import Matrix
 
-HASH_HEX_DIGITS = 32  # CONTRACT.md §2 asks for at least 16; 128 bits makes collisions moot
+HASH_HEX_DIGITS = 32  # docs/contract.md §2 asks for at least 16; 128 bits makes collisions moot
 
 
 def content_hash(text: str) -> str:

@@ -1,4 +1,4 @@
-"""The HTTP API of the reference sidecar (CONTRACT.md §7), as a Starlette application.
+"""The HTTP API of the reference sidecar (docs/contract.md §7), as a Starlette application.
 
 Every error is a JSON body ``{"status": "error", "error": "..."}`` with a 4xx or 5xx status;
 a stack trace goes to the log, never to the client. Every response carries the security headers
@@ -244,7 +244,7 @@ async def run_command(request: Request) -> JSONResponse:
         return error_response(f"Command {name!r} returned a result that is not JSON.", 500)
 
 
-# A command reports failure in its result (CONTRACT §3); over HTTP it also gets a status.
+# A command reports failure in its result (docs/contract.md §3); over HTTP it also gets a status.
 _ERROR_STATUS = {
     "bad_arguments": 400,
     "not_found": 404,

@@ -1,6 +1,6 @@
 """The bytes of one chat file: a layout that lets a new message be appended in place, safely.
 
-A chat file is one JSON object (CONTRACT.md §2). Rewriting all of it for every message makes
+A chat file is one JSON object (docs/contract.md §2). Rewriting all of it for every message makes
 the cost of a message grow with the chat (4.6 MB and ~250 ms of parsing and serialising at
 10,000 messages). So the sidecar writes its files in one *layout*, still plain JSON::
 

@@ -1,6 +1,6 @@
 """What plugins receive from this sidecar: the ``host`` services, ``commands`` and ``ui``.
 
-Each satisfies the matching Protocol in :mod:`smart_context.host` (CONTRACT.md §1).
+Each satisfies the matching Protocol in :mod:`smart_context.host` (docs/contract.md §1).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from smart_context_hosts.sidecar.memory import ChatMemory
 log = logging.getLogger(__name__)
 
 CHAT_DAMAGED_EVENT = "sidecar.chat_damaged"
-CHAT_UPDATED_EVENT = "chat.updated"  # CONTRACT §7: every open page stays current
+CHAT_UPDATED_EVENT = "chat.updated"  # docs/contract.md §7: every open page stays current
 
 
 class SidecarHost:

@@ -1,4 +1,4 @@
-"""Chat persistence: one JSON file per chat in ``.memory/`` (CONTRACT.md §2).
+"""Chat persistence: one JSON file per chat in ``.memory/`` (docs/contract.md §2).
 
 Guarantees, since several writers share a chat (the pipeline appending messages, a plugin
 writing topics, maybe a second sidecar process on the same vault):

@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class PipelineContext:
-    """``ctx``: the fields of CONTRACT.md §1, as in the Tailor sidecar's ``PipelineContext``."""
+    """``ctx``: the fields of docs/contract.md §1, as in the Tailor sidecar's
+    ``PipelineContext``."""
 
     message: str
     original_message: str
@@ -198,7 +199,8 @@ class Pipeline:
 
     def _tokens(self, messages: list[dict[str, Any]], tools: list[Any]) -> dict[str, Any]:
         """What the request would cost, counted with the chat model's tokenizer when it ships
-        offline (else estimated), against its context window when known (CONTRACT §7, §9)."""
+        offline (else estimated), against its context window when known
+        (docs/contract.md §7, §9)."""
         from smart_context.budget.tokens import context_window, counter_for, prompt_tokens
 
         model = self.llm.model_name("chat")
@@ -283,7 +285,7 @@ class Pipeline:
             "smart_context": json_safe(_record_of(ctx)),
         }
         request = ctx.metadata.get("request_context") if isinstance(ctx.metadata, dict) else None
-        if request is not None:  # the items the reply was sent with (CONTRACT §8)
+        if request is not None:  # the items the reply was sent with (docs/contract.md §8)
             message["request_context"] = json_safe(request)
         if reply.tool_calls:  # shown by the page; prompt_messages never sends them again
             message["tool_calls"] = json_safe(reply.tool_calls)

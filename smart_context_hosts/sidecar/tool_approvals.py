@@ -1,4 +1,4 @@
-"""Tool calls waiting for the user's yes or no (CONTRACT.md §7, ``POST .../tool-calls/{id}``).
+"""Tool calls waiting for the user's yes or no (docs/contract.md §7, ``POST .../tool-calls/{id}``).
 
 A call is registered *before* its ``tool_call`` event goes out, so a quick click can never
 arrive ahead of it. An answer is only taken for the chat the call belongs to. A call nobody

@@ -1,8 +1,8 @@
 """The model phase with tools: stream a turn, run the tool calls it asks for, ask again.
 
 The plugin offers tools as OpenAI function definitions in ``ctx.metadata["tools"]`` (named
-``{server}__{tool}``) and runs them through its command ``smart_context.call_tool`` (CONTRACT
-§8). For each call the model asks for, :class:`ToolLoop`:
+``{server}__{tool}``) and runs them through its command ``smart_context.call_tool``
+(docs/contract.md §8). For each call the model asks for, :class:`ToolLoop`:
 
 1. resolves the name to a server and tool among those offered and parses the arguments; a call
    it cannot make becomes an error result the model reads and can correct, never a crash;
@@ -16,7 +16,7 @@ The plugin offers tools as OpenAI function definitions in ``ctx.metadata["tools"
 
 The assistant's ``tool_calls`` message and the ``tool`` results go into the *in-flight* prompt
 only: the stored chat keeps a clipped record on the assistant message, and later prompts are
-built from role and content alone, so a tool's output is never sent again (seed 004). At most
+built from role and content alone, so a tool's output is never sent again. At most
 :data:`MAX_TOOL_ROUNDS` rounds of calls per reply; then the model is asked once without tools.
 """
 

@@ -13,7 +13,7 @@ Two things about Tailor's pipeline shape this module:
   wraps that one method of the running pipeline so our context phase runs there too (only ours:
   other plugins see Tailor's streaming path as before), and restores it on unload.
 - on that path the ``pipeline.output`` context is built afresh, without the request's metadata,
-  so the record of what the reply was sent with (CONTRACT §6) is kept aside per chat
+  so the record of what the reply was sent with (docs/contract.md §6) is kept aside per chat
   (:class:`StreamedRecords`) until the output phase asks for it. Either way, at the output
   phase, after Tailor's memory plugin has saved the turn, the record is stored on the saved
   reply, as our sidecar stores it: the panel's usage chart, ``smart-context stats`` and a later
@@ -42,11 +42,11 @@ CONTEXT = "pipeline.context"
 PROMPT = "pipeline.prompt"
 POST_PROCESS = "pipeline.post_process"
 OUTPUT = "pipeline.output"
-RECORD = "smart_context"  # our record in ctx.metadata (CONTRACT §6): the phase has run
+RECORD = "smart_context"  # our record in ctx.metadata (docs/contract.md §6): the phase has run
 STASH = "smart_context_history"  # the rewritten history, from the context to the prompt phase
 # Tailor's memory plugin saves the turn at priority 10; our topic pass must read it saved
 OUTPUT_PRIORITY = 0
-CHAT_UPDATED = "chat.updated"  # CONTRACT §7: the reply now carries its record
+CHAT_UPDATED = "chat.updated"  # docs/contract.md §7: the reply now carries its record
 KEPT_STREAMS = 64  # records of streamed requests waiting for their output phase, at most
 
 

@@ -1,4 +1,4 @@
-// The sidecar's HTTP API (CONTRACT.md §7), and a reader for server-sent events over fetch.
+// The sidecar's HTTP API (docs/contract.md §7), and a reader for server-sent events over fetch.
 
 export class ApiError extends Error {
   /** `data`: the error payload, which may carry the stored user and assistant messages. */

@@ -1,5 +1,5 @@
 // "View context", the items part: the rules, references and tools a reply was sent with (its
-// stored request_context, CONTRACT §8), as seed 001's request context modal shows them.
+// stored request_context, docs/contract.md §8), as View context shows them.
 
 import { h } from "./dom.js";
 
@@ -39,7 +39,7 @@ export function formatScore(value) {
 }
 
 /**
- * Seed 001's selection summary: "5 rules (3 agent, 2 always), 2 references (1 agent, 1 manual),
+ * The selection summary: "5 rules (3 agent, 2 always), 2 references (1 agent, 1 manual),
  * 3 tools (all manual)".
  */
 export function summaryLine(items) {
@@ -56,7 +56,7 @@ export function summaryLine(items) {
   }).join(", ");
 }
 
-/** Seed 001's order: rules and references by priority then name, tools by server then name. */
+/** The order: rules and references by priority then name, tools by server then name. */
 export function sortItems(items, details) {
   const info = (item) => details.get(itemKey(item)) || {};
   return items.slice().sort((a, b) => {

@@ -1,4 +1,4 @@
-// The palette's context item commands (CONTRACT §8): list the chat's rules, references and
+// The palette's context item commands (docs/contract.md §8): list the chat's rules, references and
 // tools, add or remove one, see what agent selection would add for a message, pick the chat's
 // selection preset, and run one of the vault's MCP tools by hand. Through the Smart Context
 // panel when it offers an API, so the panel stays in step; else as commands.

@@ -309,7 +309,7 @@ def test_view_context_shows_the_summary_the_three_sections_and_an_items_text(
         ["Rules (5)", "References (2)", "Tools (2)"]
     )
     rules = dialog.locator('[data-group="rule"] .ctx-ci__item')
-    # once the vault's details came: by priority, then name (seed 001)
+    # once the vault's details came: by priority, then name
     expect(rules.locator(".ctx-ci__prefix")).to_have_text(["001", "002", "005", "009", "030"])
     expect(rules.locator(".ctx-ci__name")).to_have_text(
         ["British Spelling", "Metric Units", "Concise Answers", HOSTILE, "Baking in Grams"]

@@ -1,4 +1,4 @@
-"""Issue 9 in the browser: a chat file that cannot be read is named on the page, never lost."""
+"""In the browser: a chat file that cannot be read is named on the page, never lost."""
 
 from __future__ import annotations
 

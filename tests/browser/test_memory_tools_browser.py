@@ -1,4 +1,4 @@
-"""Issue 11.7 in the browser: the chat model's memory tool call shows in the chat like any tool
+"""In the browser: the chat model's memory tool call shows in the chat like any tool
 call. The real sidecar runs under uvicorn with the installed Smart Context plugin and the loopback
 OpenAI stub scripting a ``store_memory`` call, which runs unasked (the default)."""
 

@@ -1,4 +1,4 @@
-"""Issue 10.5 in the browser: a tool call waits for the user's Approve, then its result and the
+"""In the browser: a tool call waits for the user's Approve, then its result and the
 final reply show, and the stored call shows again after a reload.
 
 The real sidecar runs under uvicorn with one small plugin (``tests.fakes.ToolPlugin``, the tool

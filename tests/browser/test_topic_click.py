@@ -1,4 +1,4 @@
-"""Issue 8 in the browser: a click on a bubble keeps that topic, a click that keeps nothing says
+"""In the browser: a click on a bubble keeps that topic, a click that keeps nothing says
 so, and every open page follows messages written elsewhere.
 
 The real sidecar (uvicorn in a thread) with the real plugin on the offline default, driven in

@@ -1,4 +1,4 @@
-"""Seed 003's importance score: the parts and their weights, and the default that leaves the
+"""The importance score: the parts and their weights, and the default that leaves the
 recency curve out (the last messages are sent by the plan's first step anyway)."""
 
 from __future__ import annotations

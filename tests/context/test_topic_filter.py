@@ -1,4 +1,4 @@
-"""The context-injection rule (CONTRACT.md §6), case by case, on the pure function."""
+"""The context-injection rule (docs/contract.md §6), case by case, on the pure function."""
 
 from __future__ import annotations
 

@@ -123,7 +123,7 @@ async def test_an_item_expansion_adds_is_recorded_as_expansion(tmp_path: Path) -
 
 
 async def test_expansion_crosses_kinds_a_reference_leads_to_its_tool(tmp_path: Path) -> None:
-    """Seed 000's own example: the message finds the authentication reference, whose text
+    """The design's own example: the message finds the authentication reference, whose text
     leads to the HTTP tool the message never mentioned."""
     from smart_context.mcp.client import ToolInfo, save_tool_list
 

@@ -1,4 +1,4 @@
-"""Every route of the HTTP API (CONTRACT.md §7), including the errors, in-process."""
+"""Every route of the HTTP API (docs/contract.md §7), including the errors, in-process."""
 
 from __future__ import annotations
 

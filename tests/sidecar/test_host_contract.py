@@ -1,4 +1,4 @@
-"""The sidecar's host objects against what the plugin expects of any host (CONTRACT.md §1)."""
+"""The sidecar's host objects against what the plugin expects of any host (docs/contract.md §1)."""
 
 from __future__ import annotations
 

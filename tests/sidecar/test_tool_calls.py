@@ -1,6 +1,6 @@
 """Tool calls in the reply: the real app, the real ``openai`` client against the loopback stub,
 and a small plugin that offers tools and registers ``smart_context.call_tool`` as the Smart
-Context plugin does (CONTRACT §8)."""
+Context plugin does (docs/contract.md §8)."""
 
 from __future__ import annotations
 

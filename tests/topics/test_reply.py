@@ -311,7 +311,7 @@ def test_result_fits_the_chat_file_shape() -> None:
     assert stored[-1]["label"] == STICKY_LABEL and stored[-1]["message_ids"] == ["m2", "m4"]
 
 
-# --- members of a topic (issue 8) ----------------------------------------------------------------
+# --- members of a topic ----------------------------------------------------------------------
 
 ALL_IDS = {"m0", "m1", "m2", "m3", "m4", "m5"}
 

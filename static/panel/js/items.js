@@ -12,7 +12,7 @@ const ITEM_GROUPS = [
   { type: "tool", title: "Tools" },
 ];
 const MODE_NAMES = { always: "Always", manual: "Manual", agent: "Agent", expansion: "Expansion" };
-// The vault's defaults of CONTRACT §8, shown while the host reports no effective settings.
+// The vault's defaults of docs/contract.md §8, shown while the host reports no effective settings.
 const DEFAULT_SETTINGS = {
   context_top_k: 20,
   context_top_n: 5,
@@ -24,7 +24,7 @@ const DEFAULT_SETTINGS = {
 };
 const PRESETS = ["aggressive", "normal", "conservative"];
 
-/** An item's identity: type, server and name (CONTRACT §8), as one Map key. */
+/** An item's identity: type, server and name (docs/contract.md §8), as one Map key. */
 const itemKey = (item) => JSON.stringify([asText(item.type), asText(item.server_name), asText(item.name)]);
 
 /** A row of list_items, checked and with only what the panel shows; null when unusable. */
@@ -51,7 +51,7 @@ const itemPrefix = (item) => {
   return item.priority ? item.priority : "";
 };
 
-/** Seed 000's order: files by priority then name, tools by server then name. */
+/** The order: files by priority then name, tools by server then name. */
 const compareItems = (a, b) =>
   a.type === "tool"
     ? asText(a.server_name).localeCompare(asText(b.server_name)) || a.name.localeCompare(b.name)
