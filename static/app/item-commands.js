@@ -255,6 +255,7 @@ export function itemCommands(app, { needsChat, inBackground }) {
         id: `preset:${preset.id}`,
         label: preset.label,
         hint: preset.hint,
+        changesSetting: true,
         run: (palette) =>
           inBackground(palette, app, async () => settingsText(await setPreset(app.chatId(), preset.id))),
       }));
