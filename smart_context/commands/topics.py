@@ -65,7 +65,8 @@ async def set_similarity_mode(services: Services, enabled: Any = None) -> Result
         )
     except (OSError, SmartContextError) as exc:
         warning = (
-            f"Similarity mode changed for this session, but .vault.toml was not updated: {exc}"
+            "The similarity filter changed for this session, but .vault.toml was not "
+            f"updated: {exc}"
         )
     if services.current_chat_id:
         await announce_filter(services, services.current_chat_id)

@@ -43,6 +43,7 @@ import anyio.to_thread
 from smart_context.atomic import write_atomic
 from smart_context.errors import ToolServerError
 from smart_context.mcp.config import McpServer, valid_server_name
+from smart_context.mcp.tool_errors import explain_tool_error
 from smart_context.paths import memory_dir
 from smart_context.shorten import shorten
 
@@ -152,8 +153,8 @@ class McpSession:
             except MCPError as exc:
                 if exc.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
                     raise
-                return _failed(name, f"{exc.message} (MCP error {exc.code})")
-        return _tool_result(name, result)
+                return _failed(name, f"{exc.message} (MCP error {exc.code})", arguments)
+        return _tool_result(name, result, arguments)
 
 
 @contextmanager
@@ -343,17 +344,22 @@ def _tool_info(tool: mcp_types.Tool) -> ToolInfo:
     return ToolInfo(tool.name, tool.description or tool.title or "", dict(tool.input_schema))
 
 
-def _tool_result(name: str, result: mcp_types.CallToolResult) -> ToolResult:
+def _tool_result(
+    name: str, result: mcp_types.CallToolResult, arguments: Mapping[str, Any] | None = None
+) -> ToolResult:
     text = "\n".join(part for part in map(_content_text, result.content) if part)
     structured = result.structured_content if isinstance(result.structured_content, dict) else None
     if not text and structured is not None:
         text = json.dumps(structured, ensure_ascii=False)
     if result.is_error:
-        return _failed(name, text or "the tool reported an error without a message")
+        return _failed(name, text or "the tool reported an error without a message", arguments)
     return ToolResult(True, text, structured, _summary(f"{name}: ", text))
 
 
-def _failed(name: str, text: str) -> ToolResult:
+def _failed(name: str, text: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
+    # A server's report of bad arguments (pydantic's, with its links) becomes words that say
+    # which argument to fix: the page shows this text, and the model reads it to retry.
+    text = explain_tool_error(name, text, arguments or ())
     return ToolResult(False, text, None, _summary(f"{name} failed: ", text))
 
 

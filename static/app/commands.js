@@ -35,7 +35,7 @@ function similarityToggle() {
   return document.getElementById("sc-similarity-toggle");
 }
 
-/** Whether similarity mode is on, as the panel shows it (or as last reported). */
+/** Whether the similarity filter is on, as the panel shows it (or as last reported). */
 export function similarityEnabled(fallback) {
   const toggle = similarityToggle();
   return toggle ? toggle.checked : fallback;
@@ -162,6 +162,7 @@ export function rootView(app) {
           id: "clear",
           label: "Clear filter",
           keywords: "smart context all messages reset",
+          changesSetting: true,
           run: needsChat((palette) =>
             inBackground(palette, app, () => setFilter([], app.chatId()).then(statusText)),
           ),
@@ -174,13 +175,15 @@ export function rootView(app) {
         },
         {
           id: "similarity",
-          label: on ? "Turn similarity mode off" : "Turn similarity mode on",
+          // The panel's name for it; the title starts with it, so "similarity" + Enter is clear.
+          label: on ? "Similarity filter: turn off" : "Similarity filter: turn on",
           keywords: "smart context embedding search toggle",
+          changesSetting: true, // it rewrites embedding_search in .vault.toml
           run: (palette) =>
             inBackground(palette, app, async () => {
               await setSimilarity(!on);
               state.embeddingSearch = !on;
-              return `Similarity mode ${on ? "off" : "on"}.`;
+              return `Similarity filter ${on ? "off" : "on"}.`;
             }),
         },
         {

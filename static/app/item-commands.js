@@ -210,7 +210,8 @@ export function itemCommands(app, { needsChat, inBackground }) {
               const args = { server_name: tool.server_name, name: tool.name, arguments: parsed.value };
               const result = check(await command("smart_context.call_tool", args)).result || {};
               const text = String(result.text || result.summary || "no output");
-              app.notify(`${itemName(tool)}: ${result.ok ? "" : "failed: "}${text}`.slice(0, 600), !result.ok);
+              const said = result.ok ? `${itemName(tool)}: ${text}` : `${itemName(tool)} failed: ${text}`;
+              app.notify(said.slice(0, 600), !result.ok);
             } catch (err) {
               app.notify(err.message || String(err), true);
             }
@@ -255,6 +256,7 @@ export function itemCommands(app, { needsChat, inBackground }) {
         id: `preset:${preset.id}`,
         label: preset.label,
         hint: preset.hint,
+        changesSetting: true,
         run: (palette) =>
           inBackground(palette, app, async () => settingsText(await setPreset(app.chatId(), preset.id))),
       }));

@@ -1,11 +1,14 @@
 // The command palette (Ctrl/Cmd+K): a dialog with a filterable listbox, driven by the keyboard.
 //
 // A "view" is {title, placeholder, load?(), items(query) -> [{id, label, hint?, checked?, keywords?,
-// run(palette)}], filters?}. The palette keeps the rows whose label or keywords hold every word
-// typed, unless the view says `filters: false` (its rows answer the query themselves). Commands
-// may push a sub-view (the topic picker) or close the palette.
+// changesSetting?, run(palette)}], filters?}. The palette keeps the rows that match what was
+// typed, best title match first (palette-match.js), unless the view says `filters: false` (its
+// rows answer the query themselves). Enter runs the highlighted row; a row that changes a setting
+// is highlighted by itself only when the typing names it clearly, else the user picks it with the
+// arrow keys or the mouse. Commands may push a sub-view (the topic picker) or close the palette.
 
 import { h, restoreFocus } from "./dom.js";
+import { rankItems, runsUnpicked } from "./palette-match.js";
 
 export class Palette {
   constructor(dialog, rootView) {
@@ -18,9 +21,13 @@ export class Palette {
     this.view = rootView;
     this.items = [];
     this.active = 0;
+    this.picked = false; // whether the user chose the highlighted row (arrow keys, mouse)
     this.opener = null;
 
-    this.input.addEventListener("input", () => this.#refresh(0));
+    this.input.addEventListener("input", () => {
+      if (!this.message.classList.contains("is-error")) this.setMessage("");
+      this.#refresh();
+    });
     this.input.addEventListener("keydown", (event) => this.#onKey(event));
     this.list.addEventListener("click", (event) => {
       const option = event.target.closest("[role='option']");
@@ -29,7 +36,7 @@ export class Palette {
     this.list.addEventListener("mousemove", (event) => {
       const option = event.target.closest("[role='option']");
       const index = option ? Number(option.dataset.index) : -1;
-      if (option && index !== this.active) this.#setActive(index);
+      if (option && index !== this.active) this.#setActive(index, true);
     });
     dialog.addEventListener("click", (event) => {
       if (event.target === dialog) this.close();
@@ -73,7 +80,7 @@ export class Palette {
       }
       if (this.view !== view) return; // the user moved on meanwhile
     }
-    this.#refresh(0);
+    this.#refresh();
   }
 
   /** A status line under the list; `isError` makes it an alert. */
@@ -90,13 +97,12 @@ export class Palette {
     this.#refresh(this.active);
   }
 
-  #refresh(active) {
+  /** Show the view's rows for the query; `kept`: the row to keep highlighted (a rerender). */
+  #refresh(kept) {
     const query = this.input.value;
-    const words = this.view.filters === false ? [] : query.toLowerCase().split(/\s+/).filter(Boolean);
-    this.items = this.view.items(query).filter((item) => {
-      const hay = `${item.label} ${item.keywords || ""}`.toLowerCase();
-      return words.every((w) => hay.includes(w));
-    });
+    const rows = this.view.items(query);
+    const ranked = this.view.filters === false ? rows.map((item) => ({ item })) : rankItems(rows, query);
+    this.items = ranked.map(({ item }) => item);
     const fragment = document.createDocumentFragment();
     this.items.forEach((item, index) => {
       const option = h(
@@ -124,13 +130,19 @@ export class Palette {
       fragment.append(h("li", { class: "palette__empty", text: this.view.empty || "No matching commands" }));
     }
     this.list.replaceChildren(fragment);
-    this.#setActive(Math.min(active, Math.max(0, this.items.length - 1)));
+    if (kept !== undefined && kept >= 0 && this.items.length) {
+      this.#setActive(Math.min(kept, this.items.length - 1), this.picked);
+    } else {
+      this.#setActive(ranked.findIndex((row) => runsUnpicked(row, query)), false);
+    }
   }
 
-  #setActive(index) {
+  /** Highlight row `index` (-1: none); `picked`: the user chose it (arrow keys, mouse). */
+  #setActive(index, picked) {
     const previous = this.list.querySelector("[aria-selected='true']");
     if (previous) previous.setAttribute("aria-selected", "false");
     this.active = index;
+    this.picked = picked;
     const option = this.list.querySelector(`#palette-opt-${index}`);
     if (!option) {
       this.input.removeAttribute("aria-activedescendant");
@@ -145,6 +157,7 @@ export class Palette {
     const item = this.items[index];
     if (!item) return;
     this.active = index;
+    this.picked = true;
     try {
       await item.run(this);
     } catch (err) {
@@ -156,19 +169,21 @@ export class Palette {
     const count = this.items.length;
     if (event.key === "ArrowDown" && count) {
       event.preventDefault();
-      this.#setActive((this.active + 1) % count);
+      this.#setActive((this.active + 1) % count, true);
     } else if (event.key === "ArrowUp" && count) {
       event.preventDefault();
-      this.#setActive((this.active - 1 + count) % count);
+      this.#setActive(this.active < 0 ? count - 1 : (this.active - 1 + count) % count, true);
     } else if (event.key === "Home" && count && !this.input.value) {
       event.preventDefault();
-      this.#setActive(0);
+      this.#setActive(0, true);
     } else if (event.key === "End" && count && !this.input.value) {
       event.preventDefault();
-      this.#setActive(count - 1);
+      this.#setActive(count - 1, true);
     } else if (event.key === "Enter") {
       event.preventDefault();
-      this.#run(this.active);
+      if (this.active < 0 && count) {
+        this.setMessage(`Choose with ↑ ↓, then Enter: “${this.items[0].label}” changes a setting.`);
+      } else this.#run(this.active);
     } else if (event.key === "Backspace" && !this.input.value && this.view !== this.rootView) {
       event.preventDefault();
       this.show(this.rootView);

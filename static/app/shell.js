@@ -43,7 +43,21 @@ export function setUpDrawers() {
 
 let toastTimer = 0;
 
-/** A short message at the bottom of the window; errors are alerts and stay longer. */
+/**
+ * Put the toast at the top of the chat column, under its header: never over the composer and
+ * its Send button, which must stay usable while a message shows.
+ */
+function placeToast(toast) {
+  const chat = document.getElementById("chat");
+  const header = chat && chat.querySelector(".chat__header");
+  if (!chat || !header) return;
+  const column = chat.getBoundingClientRect();
+  toast.style.top = `${Math.round(header.getBoundingClientRect().bottom + 12)}px`;
+  toast.style.left = `${Math.round(column.left + column.width / 2)}px`;
+  toast.style.maxWidth = `${Math.max(Math.min(560, column.width - 32), 200)}px`;
+}
+
+/** A short message under the chat's header; errors are alerts and stay longer. */
 export function notify(text, isError = false) {
   const toast = document.getElementById("toast");
   clearTimeout(toastTimer);
@@ -56,6 +70,12 @@ export function notify(text, isError = false) {
   );
   toast.classList.toggle("toast--error", isError);
   toast.setAttribute("role", isError ? "alert" : "status");
+  placeToast(toast);
   toast.hidden = false;
   toastTimer = setTimeout(dismiss, isError ? 10000 : 4000);
 }
+
+window.addEventListener("resize", () => {
+  const toast = document.getElementById("toast");
+  if (toast && !toast.hidden) placeToast(toast);
+});

@@ -1,7 +1,9 @@
-"""static/panel/js/layout.js on its own in Chromium: the bubble cloud's pure geometry and colours.
+"""The bubble cloud's layout in Chromium: layout.js on its own (pure geometry and colours), and
+the rendered panel, whose bubbles must never cover the status line below the cloud.
 
-The file is loaded by itself, wrapped in a function as render_panel() wraps it, with no DOM
-around it: numbers and labels in, circles, hues and font sizes out.
+layout.js is loaded by itself, wrapped in a function as render_panel() wraps it, with no DOM
+around it: numbers and labels in, circles, hues and font sizes out. The panel tests render the
+whole panel in a harness page with a fake sidecar (``tests/browser/harness.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,11 @@ from typing import Any
 
 import pytest
 
+from smart_context.panel import render_panel
 from smart_context.resources import static_dir
+from tests.browser.harness import chat_fixture, harness_page, running_server
+
+expect = pytest.importorskip("playwright.sync_api").expect
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
@@ -89,3 +95,92 @@ def test_labels_shrink_to_fit_then_clip(layout: Any) -> None:
     assert small == {"size": pytest.approx(1.6 * 35 * 100 / 540), "clip": False}  # fits the word
     tiny = layout.evaluate(fit, ["Supercalifragilistic", 12])
     assert tiny == {"size": 9, "clip": True}
+
+
+# ---- the rendered cloud --------------------------------------------------------------------------
+
+LONG_LABELS = [
+    "Sourdough starter acetone smell and feeding schedule",
+    "Hydration percentages for an open crumb",
+    "Dutch oven baking temperature and steam",
+    "Cold retard overnight fermentation in the fridge",
+    "Flour types and protein",
+    "Wholemeal versus white bread flour",
+    "Scoring the loaf with a lame",
+    "Shaping boules and batards by hand",
+    "Salt and autolyse timing in the mix",
+    "Oven spring and an ear on the crust",
+]
+MANY = list(zip(LONG_LABELS, [40, 30, 22, 12, 9, 7, 5, 3, 2, 1], strict=True))
+FEW = [("Bulk fermentation", 6), ("Starter in the fridge", 2)]
+
+# Emit the chat's new topics, then walk every transition this starts through its timeline,
+# paused at each step: the most any bubble (or its label) reaches below the top of the status
+# line, in px (negative while they stay clear of it). A paused timeline is the same on a busy
+# machine as on an idle one.
+UPDATE_AND_WORST_OVERLAP = """(topics) => {
+  window.__fake.emit("smart_context.topics_updated", {chat_id: "c", topics, total_messages: 12});
+  const footer = document.querySelector("#smart-context-panel .sc-footer");
+  const animations = document.getAnimations();
+  let worst = -Infinity;
+  for (let t = 0; t <= 600; t += 50) {
+    for (const a of animations) {
+      a.pause();
+      a.currentTime = Math.min(t, a.effect.getComputedTiming().endTime);
+    }
+    const top = footer.getBoundingClientRect().top;
+    for (const el of document.querySelectorAll(
+        "#sc-cloud [data-topic]:not(.sc-leaving), #sc-cloud [data-topic]:not(.sc-leaving) > *")) {
+      const box = el.getBoundingClientRect();
+      if (box.height > 0) worst = Math.max(worst, box.bottom - top);
+    }
+  }
+  for (const a of animations) a.finish();
+  return worst;
+}"""
+
+
+@pytest.fixture(scope="module")
+def harness() -> Iterator[Any]:
+    with running_server() as server:
+        yield server
+
+
+def panel_page(chromium: Any, harness: Any, topics: list[tuple[str, int]], width: int) -> Any:
+    """A page with the panel (``width`` px wide) over a chat of ``topics``, animations on."""
+    chats = {"c": chat_fixture(topics, total=12)}
+    html = harness_page(render_panel(None), chat_id="c", fake={"chats": chats, "current": "c"})
+    html = html.replace("#panel-host { width: 320px;", f"#panel-host {{ width: {width}px;")
+    context = chromium.new_context(viewport={"width": 1000, "height": 800})
+    page = context.new_page()
+    page.goto(harness.add_page(f"/cloud-{width}-{len(topics)}", html))
+    return page
+
+
+def worst_overlap_after(page: Any, topics: list[tuple[str, int]]) -> float:
+    payload = [{"label": label, "count": count} for label, count in topics]
+    worst: float = page.evaluate(UPDATE_AND_WORST_OVERLAP, payload)
+    return worst
+
+
+@pytest.mark.parametrize("width", [240, 320, 420])
+def test_bubbles_never_cover_the_status_line_below_the_cloud(
+    chromium: Any, harness: Any, width: int
+) -> None:
+    page = panel_page(chromium, harness, [], width)  # no topics until the first reply
+    try:
+        expect(page.locator("#sc-empty")).to_be_visible()
+        assert worst_overlap_after(page, MANY) <= 0  # the first topics come in
+        status = page.locator("#sc-status")
+        expect(status).to_have_text("All messages in context")
+        assert worst_overlap_after(page, FEW) <= 0  # fewer: the cloud shrinks
+        assert worst_overlap_after(page, MANY) <= 0  # and grows again
+        page.wait_for_timeout(600)  # the shrink's wait, were one left
+        status_box = status.bounding_box()
+        assert status_box is not None
+        for bubble in page.locator("#sc-cloud [data-topic]").all():
+            box = bubble.bounding_box()
+            assert box is not None
+            assert box["y"] + box["height"] <= status_box["y"], bubble.get_attribute("data-topic")
+    finally:
+        page.context.close()

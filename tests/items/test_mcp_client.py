@@ -167,9 +167,16 @@ async def test_a_bad_argument_is_a_tool_error_not_an_exception(http_server: McpS
     no_sense = await call_tool(http_server, "time_in", {"timezone": "Mars/Olympus_Mons"})
     not_an_object = await call_tool(http_server, "word_count", ["text"])  # type: ignore[arg-type]
 
-    assert not wrong_type.ok and "valid number" in wrong_type.text
+    assert (wrong_type.ok, wrong_type.text) == (False, "“yen” must be a number.")
     assert not no_sense.ok and "Unknown time zone 'Mars/Olympus_Mons'" in no_sense.text
     assert not not_an_object.ok and "arguments must be a JSON object" in not_an_object.text
+
+
+async def test_a_missing_argument_is_named_in_words(http_server: McpServer) -> None:
+    result = await call_tool(http_server, "time_in", {"zone": "Asia/Tokyo"})
+    assert not result.ok
+    assert result.text == "time_in needs the argument “timezone” (it was given “zone”)."
+    assert result.summary.startswith("time_in failed: time_in needs the argument “timezone”")
 
 
 async def test_the_callers_own_error_passes_through_unchanged(http_server: McpServer) -> None:

@@ -1,6 +1,6 @@
 /*
  * The panel's actions: the commands it sends the host (load the topics, set the filter, switch
- * the similarity mode), what it does with the replies and with the host's events, and the DOM
+ * the similarity filter), what it does with the replies and with the host's events, and the DOM
  * filter event it dispatches for the chat view. Each reply carries a ticket: a reply overtaken by
  * a later request of its kind, or by a chat switch, changes nothing.
  */

@@ -5,6 +5,7 @@
  */
 
 const LEAVE_MS = 420; // a leaving bubble fades out for this long, then goes
+const MOVE_MS = 500; // a bubble glides to its new place for this long (panel.css)
 // Arrow keys walk the bubbles from the largest to the smallest; Home and End jump to the ends.
 const ARROW_STEPS = {
   ArrowRight: 1,
@@ -112,6 +113,7 @@ class PanelView {
     } else if (current !== "loading") {
       // "loading" keeps the old bubbles only while refreshing the same chat
       this.clearBubbles();
+      clearTimeout(this.shrinkTimer);
       el.cloud.style.height = "0px";
     }
     this.#renderBubbleStates();
@@ -181,11 +183,23 @@ class PanelView {
         this.#retireBubble(bubble);
       }
     }
-    el.cloud.style.height = `${plan.height.toFixed(1)}px`;
+    this.#setCloudHeight(plan.height);
     if (entering.length) {
       void el.cloud.offsetWidth; // commit the entering style so the entrance transitions
       for (const bubble of entering) bubble.node.classList.remove("sc-entering");
     }
+  }
+
+  /**
+   * The cloud's height, so that no bubble ever hangs over the status line below it: at once
+   * when the cloud grows, and only once the bubbles have glided to their places when it shrinks.
+   */
+  #setCloudHeight(height) {
+    const { cloud } = this.el;
+    clearTimeout(this.shrinkTimer);
+    const px = `${height.toFixed(1)}px`;
+    if (height >= cloud.offsetHeight || reducedMotion()) cloud.style.height = px;
+    else this.shrinkTimer = setTimeout(() => (cloud.style.height = px), MOVE_MS);
   }
 
   #createBubble(label) {
