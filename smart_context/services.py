@@ -50,12 +50,14 @@ class Services:
         self.chats = ChatViews(host.memory)
         self.items = ItemCatalog(host.vault_path, settings.rules_dir, settings.references_dir)
         self.current_chat_id: ChatId | None = None
+        self.histories = HistoryIndexes()  # each chat's history as its requests brought it
         self.topic_pass = TopicPass(
             chats=self.chats,
             store=self.store,
             settings=lambda: self.settings,  # set_similarity_mode replaces them
             llm=host.llm,
             emit=host.emit,
+            history=self.histories.read,
         )
         self.background: Coalescer[ChatId] = Coalescer(
             lambda chat_id: refresh(self.topic_pass, chat_id)
@@ -78,7 +80,6 @@ class Services:
         self.calibration.load()
         self.budget = Budgeter(settings, self.memory_db, self.calibration.estimates)
         self.usage = UsageMeter(self.budget)
-        self.histories = HistoryIndexes()  # each chat's history as its requests brought it
         self.memory_pass = MemoryPass(
             chats=self.chats,
             db=self.memory_db,

@@ -176,9 +176,10 @@ class VectorStore:
         stays locked while the caller scores it (no prune may renumber)."""
         return ChatRows(self, chat_id, history)
 
-    async def sync_chat(self, chat_id: ChatId, messages: Sequence[Message]) -> Matrix:
-        """Embed what is new, drop what was deleted or edited, save; returns the rows in order."""
-        history = History(messages)
+    async def sync_chat(self, chat_id: ChatId, messages: Sequence[Message] | History) -> Matrix:
+        """Embed what is new, drop what was deleted or edited, save; returns the rows in order.
+        ``messages`` may come as a :class:`History` read through the chat's index."""
+        history = messages if isinstance(messages, History) else History(messages)
         name = f"chat:{chat_id}"
         async with self.lock(name):
             vectors, rows = await self._chat_rows(name, chat_id, history)

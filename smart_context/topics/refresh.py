@@ -10,7 +10,7 @@ It works with the :class:`TopicPass` it is given, nothing else: the composition 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ from smart_context.config import Settings
 from smart_context.errors import SmartContextError
 from smart_context.events import TOPICS_UPDATED
 from smart_context.host import LLM, ChatData, Emit, resolve
-from smart_context.messages import turn_positions
+from smart_context.messages import History, Message, turn_positions
 from smart_context.paths import ChatId
 from smart_context.topics.extract import extract
 from smart_context.topics.grow import MAP_KEY, MapState, join_new, needs_full_map, read_state
@@ -43,6 +43,11 @@ class TopicPass:
     settings: Callable[[], Settings]  # read per pass: a command may replace them meanwhile
     llm: LLM  # the fast model that names the topics
     emit: Emit  # tells the UI (``topics_updated``)
+    # reads the chat's messages as a History; through the chat's index (history_index), the
+    # pass after a reply reads only what the reply added
+    history: Callable[[ChatId, Sequence[Message]], History] = lambda _chat, messages: History(
+        messages
+    )
 
 
 async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None:
@@ -59,7 +64,7 @@ async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None
         store = await parts.store()
         # Sync every message the host may put in a history (its notices too), so none is
         # embedded again on the request path; topics come from the real turns only.
-        vectors = (await store.sync_chat(chat_id, everything))[at]
+        vectors = (await store.sync_chat(chat_id, parts.history(chat_id, everything)))[at]
     except SmartContextError as exc:
         log.warning("Smart Context: could not embed chat %s: %s", chat_id, exc)
     view = await parts.chats.view(chat_id)
