@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from smart_context.resources import static_dir
 from smart_context_hosts.sidecar.llm import NO_MODEL_MESSAGE
 from smart_context_hosts.sidecar.markdown import (
     HtmlCache,
@@ -285,3 +286,20 @@ async def test_the_api_serves_html_beside_the_text_and_stores_only_the_text(
     assert len(stored) == 4
     assert not [m for m in stored if "content_html" in m]
 
+
+SINKS = ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(")
+SINKS += ("createContextualFragment", "DOMParser", "new Function", "setHTMLUnsafe")
+
+
+def test_the_page_inserts_markup_in_one_place_only() -> None:
+    """The sidecar's cleaned HTML of a message is the only markup the page's scripts insert."""
+    found = []
+    for script in sorted((static_dir() / "app").glob("*.js")):
+        for number, line in enumerate(script.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.strip()
+            if code.startswith(("//", "*", "/*")):
+                continue
+            found += [(script.name, number, code) for sink in SINKS if sink in code]
+    assert [(name, code) for name, _, code in found] == [
+        ("messages.js", "template.innerHTML = html;")
+    ]
