@@ -37,7 +37,7 @@ ALIGNMENTS = ("left", "center", "right")
 # A message's fields with text to show, and the field its HTML goes in.
 HTML_FIELDS = {"content": "content_html", "partial_content": "partial_content_html"}
 # Opening a chat again renders nothing again: the HTML of recent texts is kept, up to this many
-# characters of text and HTML together (a 10,000-message chat holds about 5 million).
+# characters of text and HTML together (10,000 short chat messages hold about 2 million).
 CACHE_CHARS = 20_000_000
 
 TAGS = {
