@@ -34,6 +34,7 @@ from smart_context_hosts.sidecar.events import format_sse, to_json
 from smart_context_hosts.sidecar.guard import LocalGuard
 from smart_context_hosts.sidecar.host import CommandError
 from smart_context_hosts.sidecar.inline_hashes import inline_hashes
+from smart_context_hosts.sidecar.markdown import chat_with_html, event_with_html
 from smart_context_hosts.sidecar.pipeline import PipelineEvent
 from smart_context_hosts.sidecar.runtime import MessageRun, Sidecar
 from smart_context_hosts.sidecar.security_headers import (
@@ -166,6 +167,8 @@ async def get_chat(request: Request) -> JSONResponse:
     ]
     if not exists and not warnings:
         return error_response(f"There is no chat {chat_id!r}.", 404)
+    # in a thread: a long chat's first rendering must not stall the other requests
+    data = await asyncio.to_thread(chat_with_html, data)
     try:
         return JSONResponse({**data, "warnings": warnings} if warnings else data)
     except ValueError:  # NaN or Infinity, written by a hand or another program: JSON has none
@@ -188,10 +191,11 @@ async def post_message(request: Request) -> Response:
             _message_stream(run), media_type="text/event-stream", headers=SSE_HEADERS
         )
     final = await run.result()
+    data = await asyncio.to_thread(event_with_html, final.data)
     if final.name == "done":
-        return JSONResponse(final.data)
-    status = 502 if "assistant_message" in final.data else 500
-    extra = {key: value for key, value in final.data.items() if key != "error"}
+        return JSONResponse(data)
+    status = 502 if "assistant_message" in data else 500
+    extra = {key: value for key, value in data.items() if key != "error"}
     return error_response(str(final.data.get("error")), status, **extra)
 
 
@@ -226,7 +230,10 @@ async def answer_tool_call(request: Request) -> JSONResponse:
 async def _message_stream(run: MessageRun) -> AsyncIterator[str]:
     event: PipelineEvent
     async for event in run.events():
-        yield format_sse(event.name, to_json(event.data))
+        data = event.data
+        if event.name in ("done", "error"):  # the stored messages, with their HTML
+            data = await asyncio.to_thread(event_with_html, data)
+        yield format_sse(event.name, to_json(data))
 
 
 async def run_command(request: Request) -> JSONResponse:

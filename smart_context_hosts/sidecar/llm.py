@@ -9,6 +9,7 @@ never invents a reply. Every failure is an :class:`LLMError` whose message says 
 from __future__ import annotations
 
 import logging
+import textwrap
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -30,7 +31,9 @@ EXAMPLE_LLM_TABLE = (
 NO_MODEL_MESSAGE = (
     f"No chat model is configured: add an [llm] table to {SETTINGS_FILE} in the vault folder "
     "with the base_url of an OpenAI-compatible server (OpenAI, Ollama, vLLM, LM Studio, "
-    "llama.cpp) and the model names, then restart. For example:\n\n" + EXAMPLE_LLM_TABLE
+    "llama.cpp) and the model names, then restart. For example:\n\n"
+    # indented: set apart as an example in a terminal, and a code block where shown as Markdown
+    + textwrap.indent(EXAMPLE_LLM_TABLE, "    ")
 )
 
 _TEXT_FALLBACKS = {"chat": ("chat", "fast"), "fast": ("fast", "chat")}
@@ -223,7 +226,7 @@ class LLMService:
             return NO_MODEL_MESSAGE
         return (
             f"No model is configured for '{category}': add it under [llm.models] in "
-            f'{SETTINGS_FILE}, for example:  {category} = "llama3.2"  (then restart).'
+            f'{SETTINGS_FILE}, for example `{category} = "llama3.2"` (then restart).'
         )
 
     def _text_model(self, category: str) -> str:

@@ -1,4 +1,5 @@
-// The message list: rendering (text only, never innerHTML), the streaming bubble, highlights.
+// The message list: rendering (the sidecar's cleaned HTML of each text, else text nodes), the
+// streaming bubble, highlights.
 
 import { h, shortTime, longTime, toDate } from "./dom.js";
 import { finishToolCall, liveToolCall, toolCallList } from "./tool-calls.js";
@@ -6,50 +7,19 @@ import { pinIcon, showPin } from "./pins.js";
 
 const ROLE_NAMES = { user: "You", assistant: "Assistant", system: "System", tool: "Tool" };
 
-/** Render `text` into `parent`: paragraphs, ``` fenced code blocks and `inline code`. */
-export function renderText(parent, text) {
-  const source = String(text ?? "");
-  const fence = /```([^\n`]*)\n?([\s\S]*?)(?:```|$)/g;
-  let last = 0;
-  for (const match of source.matchAll(fence)) {
-    paragraphs(parent, source.slice(last, match.index));
-    const lang = match[1].trim();
-    const code = h("code", { text: match[2].replace(/\n$/, "") });
-    const pre = h("pre", { class: "code", attrs: { tabindex: "0" } }, code);
-    if (lang) pre.dataset.lang = lang;
-    parent.append(pre);
-    last = match.index + match[0].length;
-  }
-  paragraphs(parent, source.slice(last));
-}
-
-// A paragraph that is all indented lines, or all settings lines (`[table]`, `key = value`,
-// `# comment`), reads best as code: the sidecar's own notices show .vault.toml snippets so.
-const INDENTED = /^(?: {4}|\t)/;
-const SETTING = /^\s*(?:\[[\w.-]+\]|[\w.-]+\s*=\s*\S|#)/;
-
-function looksLikeCode(lines) {
-  return lines.every((l) => INDENTED.test(l)) || (lines.length > 1 && lines.every((l) => SETTING.test(l)));
-}
-
-function paragraphs(parent, text) {
-  for (const chunk of text.split(/\n{2,}/)) {
-    const trimmed = chunk.replace(/^\n+|\n+$/g, "");
-    if (!trimmed.trim()) continue;
-    const lines = trimmed.split("\n");
-    if (looksLikeCode(lines)) {
-      const indent = lines.every((l) => INDENTED.test(l));
-      const code = indent ? lines.map((l) => l.replace(INDENTED, "")).join("\n") : trimmed;
-      parent.append(h("pre", { class: "code", attrs: { tabindex: "0" } }, h("code", { text: code })));
-      continue;
-    }
-    const p = document.createElement("p");
-    const parts = trimmed.split(/`([^`\n]+)`/);
-    for (let i = 0; i < parts.length; i++) {
-      if (!parts[i]) continue;
-      p.append(i % 2 ? h("code", { text: parts[i] }) : document.createTextNode(parts[i]));
-    }
-    parent.append(p);
+/**
+ * Show a message's text in `parent`: `html` is the sidecar's rendering of it from Markdown,
+ * already cleaned there against an allowlist (smart_context_hosts/sidecar/markdown.py), and the
+ * only markup this page ever inserts. A <template> parses it inert: nothing in it runs or loads
+ * while it is parsed. Without `html` (a message still being sent) the text shows as text.
+ */
+export function renderText(parent, text, html) {
+  if (typeof html === "string") {
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    parent.append(h("div", { class: "md" }, template.content));
+  } else if (text) {
+    parent.append(h("p", { class: "msg__plain", text: String(text) }));
   }
 }
 
@@ -78,10 +48,10 @@ export function messageElement(message, { pin = false } = {}) {
   if (tools) body.append(tools);
   if (failed) {
     // A stored failed reply: what arrived before the failure, then the error itself.
-    if (message.partial_content) renderText(body, message.partial_content);
+    if (message.partial_content) renderText(body, message.partial_content, message.partial_content_html);
     body.append(h("div", { class: "msg__alert", text: message.error }));
   } else {
-    renderText(body, message.content);
+    renderText(body, message.content, message.content_html);
   }
   if (role === "assistant" && message.model && !notice && !failed) {
     meta.append(h("span", { class: "msg__model", text: message.model }));

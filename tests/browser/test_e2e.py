@@ -444,6 +444,7 @@ RENDER_PROBE = """async () => {
     const { renderText } = await import("/static/app/messages.js");
     const { contextOf } = await import("/static/app/context-dialog.js");
     const box = document.createElement("div");
+    // without the sidecar's HTML of it (a message still being sent), a text stays text
     const text = "Hi <img src=x onerror=alert(1)> and `code`\\n\\n```py\\nx = '<b>'\\n```\\ntail";
     renderText(box, text);
     const m = (id, role) => ({ id, role, content: id });
@@ -485,8 +486,8 @@ def test_message_text_is_never_markup_and_records_are_rebuilt(
     result = page.evaluate(RENDER_PROBE)
     assert result["images"] == 0
     assert "<img src=x onerror=alert(1)>" in result["text"]
-    assert result["code"] == ["code", "x = '<b>'"]
-    assert result["pre"] == 1
+    assert "x = '<b>'" in result["text"]
+    assert result["code"] == [] and result["pre"] == 0
     # A record keeps the shorter id list; both expand to the same kind of answer.
     assert result["excluded"] == {"prompt": "q", "sent": ["a", "c", "d"], "total": 4}
     assert result["included"] == {"prompt": "q", "sent": ["c"], "total": 4}

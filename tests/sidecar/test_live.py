@@ -55,7 +55,10 @@ async def test_reply_streams_as_tokens_and_is_stored(
     assert "".join(data["text"] for name, data in events if name == "token") == reply
     done = events[-1][1]
     stored = chat_on_disk(vault, "live1")["messages"]
-    assert stored == [done["user_message"], done["assistant_message"]]
+    shown = [done["user_message"], done["assistant_message"]]
+    html = [m.pop("content_html") for m in shown]
+    assert html == ["<p>Why filter context?</p>\n", f"<p>{reply}</p>\n"]
+    assert stored == shown  # the file holds the text; its HTML is only ever served
     assert stored[1]["content"] == reply and stored[1]["model"] == "stub-chat"
     assert '"model_configured": true' in page.text and '"model_name": "stub-chat"' in page.text
 
