@@ -355,7 +355,9 @@ function applyFilter(detail) {
   const start = performance.now();
   list.setHighlight(ids);
   performance.measure("sc:highlight", { start }); // how long the DOM work took (benchmarks)
-  const note = detail.mode === "fallback" && typeof detail.note === "string" ? detail.note : "";
+  // a click that kept nothing, or that the embedding model could not score, says why
+  const unfiltered = detail.mode === "fallback" || detail.mode === "full";
+  const note = unfiltered && typeof detail.note === "string" ? detail.note : "";
   renderFilterSummary(topics, ids, detail.total_messages, note);
 }
 

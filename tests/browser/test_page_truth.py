@@ -7,26 +7,33 @@ headless Chromium; replies come from the loopback OpenAI-compatible stub or from
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import re
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.browser.conftest import running_sidecar, subject_chat
 from tests.browser.test_e2e import (
     SLOW,
     OpenPage,
     api,
     bubble,
     in_context_status,
+    shot,
     wait_messages,
     wait_settled,
 )
+from tests.openai_server import OpenAIStub
 
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
 
 ServeVault = Callable[[list[str]], AbstractContextManager[str]]
+NO_KEY_ENV = "SMART_CONTEXT_E2E_NO_KEY"  # never set: the stub refuses the placeholder key
 
 
 def topics_of(base: str, chat_id: str) -> dict[str, Any]:
@@ -70,3 +77,56 @@ def test_after_a_send_the_status_follows_the_new_map_and_counts_real_messages(
         expect(status).to_have_text(f"{kept} of {total} messages in context", timeout=SLOW)
         expect(page.locator("#chat-subtitle")).to_have_text(f"{total} messages")
         page.close()  # before the server stops, so its event stream is not cut under it
+
+
+@pytest.fixture
+def refused_site(tmp_path: Path, openai_server: OpenAIStub) -> Iterator[str]:
+    """A vault whose embeddings go to an OpenAI-compatible server that refuses the key (a user
+    without an OpenAI key), with no chat model."""
+    vault = tmp_path / "vault"
+    (vault / ".memory").mkdir(parents=True)
+    (vault / ".vault.toml").write_text(
+        '[plugins.smart_context]\nembedder = "openai"\ntopic_extractor = "offline"\n'
+        f'openai_base_url = "{openai_server.base_url}"\nopenai_api_key_env = "{NO_KEY_ENV}"\n',
+        encoding="utf-8",
+    )
+    chat = json.dumps(subject_chat())
+    (vault / ".memory" / "subjects.json").write_text(chat, encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(NO_KEY_ENV, raising=False)
+        with running_sidecar(vault) as base:
+            yield base
+
+
+def test_a_click_the_embedding_model_refuses_says_so_and_that_everything_is_sent(
+    refused_site: str, open_page: OpenPage
+) -> None:
+    page = open_page(f"{refused_site}/?chat=subjects")
+    wait_messages(page, 31)
+    bubble(page, "Python Asyncio").click()
+    wait_settled(page)
+    expect(bubble(page, "Python Asyncio")).to_have_attribute("aria-pressed", "true")
+    status = page.locator("#sc-status")
+    expect(status).to_contain_text("Embeddings failed")
+    expect(status).to_contain_text("the whole history is sent")
+    expect(status).to_contain_text("rejected the API key (HTTP 401)")
+    expect(status).not_to_have_text(re.compile(r"\d+ of \d+ messages in context"))
+    expect(status).to_have_attribute("data-fallback", "")
+    hint = page.locator("#sc-hint")
+    expect(hint).not_to_contain_text("Only messages about the selected topics")
+    expect(hint).to_contain_text("every message is sent")
+    summary = page.locator("#filter-summary")
+    expect(summary).to_contain_text("Embeddings failed")
+    expect(summary).not_to_contain_text("in context")
+    shot(page, "embeddings-refused", "#panels")
+
+    # the reply's record says the same (no model here: the notice carries it)
+    page.locator("#composer-input").fill("How do I cancel a Python asyncio task?")
+    page.locator("#composer-input").press("Enter")
+    expect(page.locator("#messages .msg--notice")).to_have_count(1, timeout=SLOW)
+    page.locator("#messages .msg--notice").get_by_role("button", name="View context").click()
+    dialog = page.locator("#context-dialog")
+    expect(dialog.locator(".ctx-error")).to_contain_text("Embeddings failed")
+    expect(dialog.locator(".ctx-error")).to_contain_text("HTTP 401")
+    page.keyboard.press("Escape")
+    page.close()
