@@ -186,6 +186,7 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
         if memory.text
         else None,
         knowledge=notes.notes if notes.notes or notes.left_out else None,
+        tools=tuple(str(t["function"]["name"]) for t in fixed.tools),
     )
     offered = list(fixed.tools)
     if fitted is None:

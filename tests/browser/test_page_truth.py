@@ -20,6 +20,7 @@ from tests.browser.conftest import running_sidecar, subject_chat
 from tests.browser.test_e2e import (
     SLOW,
     OpenPage,
+    Site,
     api,
     bubble,
     in_context_status,
@@ -77,6 +78,50 @@ def test_after_a_send_the_status_follows_the_new_map_and_counts_real_messages(
         expect(status).to_have_text(f"{kept} of {total} messages in context", timeout=SLOW)
         expect(page.locator("#chat-subtitle")).to_have_text(f"{total} messages")
         page.close()  # before the server stops, so its event stream is not cut under it
+
+
+def test_view_context_of_a_filtered_reply_says_only_what_is_true(
+    site: Site, open_page: OpenPage
+) -> None:
+    api(
+        site["base"],
+        "/api/commands/smart_context.set_filter",
+        {"chat_id": "subjects", "topics": ["Python Asyncio"]},
+    )
+    page = open_page(f"{site['base']}/?chat=subjects")
+    wait_messages(page, 31)
+    page.locator("#composer-input").fill("How do I cancel a Python asyncio task?")
+    page.locator("#composer-input").press("Enter")
+    wait_messages(page, 33)
+    assistant = page.locator("#messages .msg--assistant").last
+    expect(assistant).to_contain_text("echo:", timeout=SLOW)
+
+    chat = json.loads((site["vault"] / ".memory" / "subjects.json").read_text(encoding="utf-8"))
+    record = chat["messages"][-1]["smart_context"]
+    assert record["mode"] == "filtered" and record["threshold"] == "auto"
+    assert record["budget"]["by_section"]["tools"] > 0  # the memory tools went with it
+
+    assistant.get_by_role("button", name="View context").click()
+    dialog = page.locator("#context-dialog")
+    expect(dialog).to_contain_text("Filtered by topic")
+    # the budget cut nothing, but the filter did: never "sent whole"
+    expect(dialog).not_to_contain_text("sent whole")
+    expect(dialog).to_contain_text("What the topic filter kept fits the token budget")
+    # the cut the filter used under "auto", as `smart-context context` prints it
+    cut = record["cuts"]["Python Asyncio"]
+    threshold = dialog.locator(".ctx-fact", has_text="Threshold").locator("dd")
+    expect(threshold).to_have_text(f"auto: {cut:.2f}")
+    expect(dialog).to_contain_text(f"reached {cut:.2f}")
+    # every tool sent and counted is listed: here the plugin's own two
+    tools = dialog.locator('details[data-group="tool"]')
+    expect(tools.locator("summary").first).to_have_text("Tools (2)")
+    for name in ("retrieve_context", "store_memory"):
+        row = tools.locator(".ctx-ci__item", has_text=name)
+        expect(row).to_contain_text("smart_context.")
+        expect(row).to_contain_text("Built in")
+    expect(dialog.locator(".ctx-ci__summary")).to_contain_text("2 tools (all built in)")
+    shot(page, "context-dialog-filtered-truth")
+    page.keyboard.press("Escape")
 
 
 @pytest.fixture

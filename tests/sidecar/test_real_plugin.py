@@ -228,6 +228,8 @@ async def test_tools_of_the_vaults_mcp_server_are_chosen_previewed_and_called(
         assert shown["tools"][0]["function"]["parameters"]["type"] == "object"
         chosen = [i for i in shown["request_context"]["items"] if i["type"] == "tool"]
         assert chosen[0]["server_name"] == "example" and chosen[0]["include_mode"] == "agent"
+        # the record names every tool its budget counted, the memory tools too (View context)
+        assert shown["smart_context"]["tools"] == [t["function"]["name"] for t in shown["tools"]]
 
         called = await command(
             "call_tool", server_name="example", name="yen_to_euro", arguments={"yen": 16000}
