@@ -142,6 +142,8 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
     request = await build(
         services.items, services.store, plan.query, documents, view.session, tools, looked.items
     )
+    if not plan.takes_tools:  # none is sent, so none is listed as sent with the reply
+        request = replace(request, items=tuple(c for c in request.items if c.item.type != "tool"))
     memory = await memory_of(services, plan)
     memory_tools = services.settings.memory_tools
     fixed = fixed_parts(request, memory.text, message, plan.takes_tools, memory_tools)
