@@ -101,7 +101,7 @@ def _describe_status(
     model_name = f"'{model}'" if model else "the configured model"
     if status == 401:
         fix = f"set the environment variable {api_key_env}" if api_key_env else "check the API key"
-        return f"{_cap(where)} rejected the API key{said}; {fix}."
+        return f"{_cap(where)} rejected the API key (HTTP 401){said}; {fix}."
     if status == 403:
         return f"{_cap(where)} refused access to {model_name}{said}; check the key's permissions."
     if status == 404:

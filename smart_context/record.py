@@ -101,10 +101,15 @@ class RequestRecord:
     # ``summaries``, ``reasons`` (budget/parts.budget_record, budget/reasons)
     budget: Mapping[str, Any] | None = None
     usage: Mapping[str, Any] | None = None
+    # the function names sent as the request's tools: the items' and the plugin's own (the
+    # memory tools), all counted in the budget's ``tools``; none for a model that takes none
+    tools: tuple[str, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The host's shape, JSON-ready."""
         out = self.rule.as_dict()
+        if self.tools is not None:
+            out["tools"] = list(self.tools)
         if self.sent_ids is not None:
             out.pop("included_ids", None)
             out.pop("excluded_ids", None)

@@ -104,6 +104,10 @@ def chat_usage(chat_id: str, data: Mapping[str, Any]) -> ChatUsage:
     for message in messages if isinstance(messages, list) else []:
         if not isinstance(message, Mapping) or message.get("role") != "assistant":
             continue
+        if "notice" in message:
+            # the host's word that no model was called ("no_model", "aborted"): its record says
+            # what would have been sent, but nothing was, so it is no reply and costs nothing
+            continue
         totals.replies += 1
         reply = _reply_usage(message)
         if reply is None:

@@ -136,23 +136,31 @@ async def show_context(
         )
     if request is not None:
         print(f"\nsent with, for {_preview(message)!r}:", file=out)
-        _print_request(request, out)
+        _print_request(request, out, [str(t["function"]["name"]) for t in tools])
         _print_notes(record.get("knowledge") or [], out)
 
 
-def _print_request(request: RequestContext, out: TextIO) -> None:
-    """The request context's items by type, as View context groups them."""
+def _print_request(request: RequestContext, out: TextIO, sent_tools: Sequence[str]) -> None:
+    """The request context's items by type, as View context groups them; with the tools, the
+    plugin's own of ``sent_tools`` (the function names sent, which no item names)."""
     headings = {"rule": "rules", "reference": "references", "tool": "tools"}
     for kind, heading in headings.items():
         chosen = sorted(
             (c for c in request.items if c.item.type == kind), key=lambda c: c.item.sort_key()
         )
-        print(f"  {heading}:" + ("" if chosen else " none"), file=out)
+        lines = []
         for c in chosen:
             name = f"{c.item.server_name}.{c.item.name}" if c.item.server_name else c.item.name
             score = f"  {c.score:.2f}" if c.score is not None else ""
             priority = "   " if kind == "tool" else c.item.priority_label
-            print(f"    {priority} {c.mode:<9} {name}{score}", file=out)
+            lines.append(f"    {priority} {c.mode:<9} {name}{score}")
+        if kind == "tool":
+            named = {f"{c.item.server_name}__{c.item.name}" for c in chosen}
+            own = [n.replace("__", ".", 1) for n in sent_tools if n not in named]
+            lines += [f"        {'built in':<9} {name}" for name in own]
+        print(f"  {heading}:" + ("" if lines else " none"), file=out)
+        for line in lines:
+            print(line, file=out)
     if request.error:
         print(f"  note: {request.error}", file=out)
 

@@ -187,7 +187,11 @@ def test_context_with_a_message_shows_its_rules_references_and_tools(
     message = "My sourdough starter smells like acetone. What should I feed it?"
     assert main(["context", str(cli_vault), "c1", "--message", message]) == 0
     out = capsys.readouterr().out.split("sent with, for")[1]
-    assert "003 always    grams" in out and "agent     starter" in out and "tools: none" in out
+    assert "003 always    grams" in out and "agent     starter" in out
+    # no vault tools, but the memory tools are sent (and counted): listed, not "none"
+    assert "tools: none" not in out
+    assert "built in  smart_context.retrieve_context" in out
+    assert "built in  smart_context.store_memory" in out
     assert main(["context", str(cli_vault), "c1", "--message", message, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["messages"][0]["role"] == "system" and "grams" in shown["messages"][0]["content"]

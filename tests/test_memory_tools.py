@@ -104,6 +104,10 @@ async def test_when_the_tools_are_offered_and_run_unasked(
     await call(running.pm.hook.pipeline_context, ctx=ctx)
 
     assert names(ctx) == (MEMORY_TOOLS if offered else [])
+    # the record lists every tool sent, the plugin's own included: what its budget counted
+    record = ctx.metadata["smart_context"]
+    assert record["tools"] == names(ctx)
+    assert (record["budget"]["by_section"]["tools"] > 0) is offered
     assert ("auto_approve_servers" in ctx.metadata) is unasked
     if settings.get("memory_tools") is False:
         refused = await tool(running, "retrieve_context", {"query": "lock code"})

@@ -14,6 +14,7 @@ import smart_context.hookspecs
 from smart_context.plugin import SmartContextPlugin
 from tests.conftest import Ctx, Running, call, read_chat, write_chat
 from tests.fakes import FakeEmbedder, FakeUI, make_messages
+from tests.openai_server import OpenAIStub
 
 TEXTS = [
     "How do I cancel an asyncio task in Python?",  # m0
@@ -177,6 +178,32 @@ async def test_embedding_failure_keeps_full_history_with_a_reason(
     assert ctx.history == history
     record = ctx.metadata["smart_context"]
     assert record["mode"] == "full" and "Cannot reach" in record["error"]
+
+
+async def test_a_click_the_embedding_model_refuses_says_so_and_filters_nothing(
+    start: Any, chat: list, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An embedding endpoint that refuses the key (no OpenAI key): the click's result must not
+    read as a filter; it names the failure and its reason, and every message stays."""
+    monkeypatch.delenv("SC_TEST_NO_KEY", raising=False)  # loopback: a placeholder key, refused
+    settings = {
+        "embedder": "openai",
+        "openai_base_url": openai_server.base_url,
+        "openai_api_key_env": "SC_TEST_NO_KEY",
+    }
+    running: Running = await start(settings=settings, use_embedder=False)
+    result = await running.command("set_filter", topics=["Python Asyncio"], chat_id="c1")
+    assert result["status"] == "success" and result["mode"] == "full"
+    assert result["included_ids"] == ids(chat) and result["total_messages"] == 8
+    note = result["note"]
+    assert note.startswith("Embeddings failed") and "whole history is sent" in note
+    assert "rejected the API key (HTTP 401)" in note and "SC_TEST_NO_KEY" in note
+    emitted = [data for name, data in running.host.events if name.endswith("filter_changed")]
+    assert emitted[-1]["note"] == note  # the panel hears the same words
+    again = await running.command("get_topics", chat_id="c1")
+    assert again["mode"] == "full" and again["note"] == note  # and so does a reload
+    ctx = await running.context("c1", list(chat))
+    assert ctx.metadata["smart_context"]["error"] == note  # the stored record says it too
 
 
 async def test_hostile_chat_id_leaves_history_alone(start: Any, vault: Path) -> None:

@@ -107,6 +107,23 @@ def test_stats_json_is_machine_readable(
     assert [d["file"].endswith("broken.json") for d in result["damaged"]] == [True]
 
 
+def test_a_reply_that_never_went_to_a_model_sent_nothing(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reference sidecar without a chat model stores a notice with the record of what would
+    have been sent (View context shows it); and a plugin may stop a message (``aborted``).
+    Neither reached a model: stats counts neither as a reply nor its tokens."""
+    no_model = reply(1, 1777, 1777) | {"notice": "no_model", "content": "No chat model..."}
+    aborted = reply(2, 900, 900) | {"notice": "aborted", "content": "A plugin stopped this"}
+    write_chat(vault, "c", conversation(reply(0, 100, 400), no_model, aborted))
+    assert main(["stats", str(vault)]) == 0
+    lines = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
+    assert lines["c"][-5:] == ["1", "100", "400", "4.00x", "-"]
+    usage = usage_result(chat_usage("c", json.loads((vault / ".memory" / "c.json").read_text())))
+    assert (usage["replies"], usage["sent_tokens"]) == (1, 100)  # the panel's figures too
+    assert [r["id"] for r in usage["series"]] == ["a0"]
+
+
 @pytest.mark.parametrize(
     "hostile",
     ["12", None, True, -4, float("nan"), [1], {"n": 1}, "</script><img src=x onerror=alert(1)>"],

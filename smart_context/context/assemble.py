@@ -42,7 +42,7 @@ from smart_context.memory.model_tools import memory_tool_definitions
 from smart_context.memory.section import MemorySection, memory_section
 from smart_context.messages import History, Message
 from smart_context.paths import ChatId
-from smart_context.record import FILTERED, MemoryPart, RequestRecord, shorter_ids
+from smart_context.record import FILTERED, FULL, MemoryPart, RequestRecord, shorter_ids
 from smart_context.services import Services
 
 log = logging.getLogger(__name__)
@@ -75,8 +75,10 @@ async def assemble(
             queries = [*grouped, *(TopicQuery(t) for t in active if t not in known)]
             fixed = None if threshold == "auto" else threshold
             scores = await _click(services, chat_id, history, queries, active, fixed)
+        except EmbeddingError as exc:
+            error = embeddings_failed(exc)
         except SmartContextError as exc:
-            error = f"Topic filter skipped: {exc}"
+            error = f"Topic filter skipped, so the whole history is sent: {exc}"
     selection = Selection(active, threshold, settings.embedding_search, error)
     return decide(history, view.sticky, selection, scores)
 
@@ -140,6 +142,8 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
     request = await build(
         services.items, services.store, plan.query, documents, view.session, tools, looked.items
     )
+    if not plan.takes_tools:  # none is sent, so none is listed as sent with the reply
+        request = replace(request, items=tuple(c for c in request.items if c.item.type != "tool"))
     memory = await memory_of(services, plan)
     memory_tools = services.settings.memory_tools
     fixed = fixed_parts(request, memory.text, message, plan.takes_tools, memory_tools)
@@ -184,6 +188,7 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
         if memory.text
         else None,
         knowledge=notes.notes if notes.notes or notes.left_out else None,
+        tools=tuple(str(t["function"]["name"]) for t in fixed.tools),
     )
     offered = list(fixed.tools)
     if fitted is None:
@@ -340,12 +345,21 @@ async def _click(
         return score_topics(vectors, rows, queries, label_vectors, selected, threshold)
 
 
+def embeddings_failed(exc: EmbeddingError) -> str:
+    """The record's words for a click the embedding model could not score: what it means for
+    the request first (nothing is filtered), then the model's reason."""
+    return f"Embeddings failed, so nothing is filtered and the whole history is sent. {exc}"
+
+
 async def included(
     services: Services, chat_id: ChatId, messages: Sequence[Message]
 ) -> tuple[list[Any], dict[str, Any]]:
     """Ids of the messages that a request would send now, and how they were chosen: ``mode``,
-    and a ``note`` in words when a click kept nothing."""
+    and a ``note`` in words when a click kept nothing or could not run (the record's error: a
+    selection that filtered nothing must never read as a filter)."""
     decision = await assemble(services, chat_id, History(messages))
     record = decision.record
-    how = {"mode": record.mode} | ({"note": record.note} if record.note else {})
+    unfiltered = record.mode == FULL and record.active_topics
+    note = record.note or (record.error if unfiltered else None)
+    how = {"mode": record.mode} | ({"note": note} if note else {})
     return [m.get("id") for m in decision.history], how

@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from smart_context.messages import conversation
 from smart_context.paths import ChatId, chat_file, check_chat_id, memory_dir
 from smart_context_hosts.sidecar import chatfile, vault_check
 from smart_context_hosts.sidecar.chatfile import DamagedChatError, Parsed
@@ -405,12 +406,13 @@ def _messages_mark(data: ChatData) -> tuple[int, str]:
 
 
 def summarize(chat_id: str, data: ChatData, updated_fallback: str) -> dict[str, Any]:
-    """The chat-list entry of a chat."""
+    """The chat-list entry of a chat. Its ``message_count`` counts the conversation's messages,
+    as the panel's "N of M in context" does: a notice of ours ("no model is configured") or a
+    failed reply is stored on the chat but is no message of it."""
     title = data.get("title")
-    messages = data.get("messages", [])
     return {
         "id": chat_id,
         "title": title if isinstance(title, str) and title.strip() else DEFAULT_TITLE,
-        "message_count": len(messages) if isinstance(messages, list) else 0,
+        "message_count": len(conversation(data.get("messages"))),
         "updated_at": data.get("updated_at") or updated_fallback,
     }

@@ -43,6 +43,7 @@ PROMPT = "pipeline.prompt"
 POST_PROCESS = "pipeline.post_process"
 OUTPUT = "pipeline.output"
 RECORD = "smart_context"  # our record in ctx.metadata (docs/contract.md §6): the phase has run
+TOOLS_SUPPORTED = "tools_supported"  # the host's word on its model (smart_context.plugin)
 STASH = "smart_context_history"  # the rewritten history, from the context to the prompt phase
 # Tailor's memory plugin saves the turn at priority 10; our topic pass must read it saved
 OUTPUT_PRIORITY = 0
@@ -72,6 +73,10 @@ class PipelineHooks:
         if not self.is_on() or RECORD in ctx.metadata:
             return
         original = ctx.history
+        # Tailor calls its model with the messages alone, on both paths: no tool is sent, so
+        # none may be counted in the budget or listed in the record (a Tailor that says
+        # otherwise is believed)
+        ctx.metadata.setdefault(TOOLS_SUPPORTED, False)
         try:
             await self.plugin.pipeline_context(ctx)
             if ctx.history is not original:

@@ -113,11 +113,21 @@ function showChatWarnings(warnings) {
 
 // ---- opening a chat --------------------------------------------------------------------------
 
+/**
+ * How many of `messages` are the chat's own: what the user wrote and the model answered. The
+ * sidecar's notices ("no model is configured") and failed replies are shown but were never part
+ * of the conversation; the panel's "N of M in context" counts the same way.
+ */
+function chatMessageCount(messages) {
+  const real = (m) => (m.role === "user" || m.role === "assistant") && !("notice" in m) && !("error" in m);
+  return messages ? messages.filter((m) => m && real(m)).length : 0;
+}
+
 function setChatHeader(chat, messages) {
   const title = (chat && chat.title) || (state.chatId ? "Untitled chat" : "Smart Context");
   ui.title.textContent = title;
   document.title = state.chatId ? `${title} · Smart Context` : "Smart Context";
-  const n = messages ? messages.length : 0;
+  const n = chatMessageCount(messages);
   ui.subtitle.textContent = state.chatId ? `${n} message${n === 1 ? "" : "s"}` : "No chat open";
 }
 
@@ -345,7 +355,9 @@ function applyFilter(detail) {
   const start = performance.now();
   list.setHighlight(ids);
   performance.measure("sc:highlight", { start }); // how long the DOM work took (benchmarks)
-  const note = detail.mode === "fallback" && typeof detail.note === "string" ? detail.note : "";
+  // a click that kept nothing, or that the embedding model could not score, says why
+  const unfiltered = detail.mode === "fallback" || detail.mode === "full";
+  const note = unfiltered && typeof detail.note === "string" ? detail.note : "";
   renderFilterSummary(topics, ids, detail.total_messages, note);
 }
 

@@ -54,7 +54,10 @@ export function explainBudget(record) {
     : "";
   if (typeof budget.note === "string" && budget.note) return budget.note + trimmed;
   if (!budgetCut(record)) {
-    return `The chat fits the token budget of ${budget.limit} tokens, so it was sent whole.${trimmed}`;
+    // the budget cut nothing; what it was given is the topic filter's choice when one applied
+    const given = record.mode === "filtered" && !record.error ? "What the topic filter kept" : "The chat";
+    const whole = given === "The chat" ? "it was sent whole" : "all of it was sent";
+    return `${given} fits the token budget of ${budget.limit} tokens, so ${whole}.${trimmed}`;
   }
   const kinds = { pinned: 0, relevant: 0, turn: 0, important: 0 };
   for (const reason of Object.values(record.reasons || {})) {

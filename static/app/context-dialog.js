@@ -47,9 +47,22 @@ export function contextOf(messages, replyIndex, record) {
   return { prompt, included, total, missing };
 }
 
+/**
+ * The similarity cut the record's filter used, in words: the fixed `threshold`, or under "auto"
+ * the cut each selected topic computed (`cuts`); "" when the record has neither.
+ */
+export function cutText(record) {
+  if (typeof record.threshold === "number") return record.threshold.toFixed(2);
+  const cuts = record.cuts && typeof record.cuts === "object" ? Object.entries(record.cuts) : [];
+  const known = cuts.filter(([, cut]) => typeof cut === "number" && Number.isFinite(cut));
+  if (!known.length) return "";
+  if (known.length === 1) return known[0][1].toFixed(2);
+  return known.map(([label, cut]) => `${label} ${cut.toFixed(2)}`).join(", ");
+}
+
 /** A sentence a person understands for the record's mode. */
 export function explainMode(record, sent, total) {
-  const threshold = typeof record.threshold === "number" ? record.threshold.toFixed(2) : "the threshold";
+  const threshold = cutText(record) || "the threshold";
   if (record.error) {
     return "Smart Context ran into a problem, so the full history was sent unchanged.";
   }
@@ -107,13 +120,14 @@ export class ContextDialog {
     this.opener = opener || document.activeElement;
     const showing = ++this.showing;
     this.dialog.querySelector("#context-dialog-title").textContent = title;
-    const items = requestContextSection(reply.request_context);
+    const sentTools = reply.smart_context ? reply.smart_context.tools : null;
+    const items = requestContextSection(reply.request_context, { sentTools });
     const parts = [items];
     if (reply.smart_context) parts.push(this.#content(messages, index, reply.smart_context));
     this.body.replaceChildren(...parts);
     this.dialog.showModal();
     this.dialog.querySelector("[data-close]").focus();
-    if (reply.request_context) this.#fillItems(showing, reply.request_context, items);
+    if (reply.request_context) this.#fillItems(showing, reply.request_context, items, sentTools);
     if (this.body.querySelector("[data-summary-text], [data-memory-kind]")) this.#fillMemory(showing);
   }
 
@@ -131,7 +145,7 @@ export class ContextDialog {
   }
 
   /** Draw the items again with the vault's descriptions, priorities and texts once they come. */
-  async #fillItems(showing, record, section) {
+  async #fillItems(showing, record, section, sentTools) {
     let result;
     try {
       result = this.loadItems ? await this.loadItems() : null;
@@ -149,7 +163,7 @@ export class ContextDialog {
     const focused = section.contains(document.activeElement)
       ? document.activeElement.closest(".ctx-ci__item")
       : null;
-    const fresh = requestContextSection(record, { details: details || new Map(), error, opened });
+    const fresh = requestContextSection(record, { details: details || new Map(), error, opened, sentTools });
     section.replaceWith(fresh);
     if (focused) {
       // the same item's summary in the new drawing keeps the keyboard's place
@@ -173,7 +187,7 @@ export class ContextDialog {
       fact("Mode", h("span", { class: `mode-badge mode-badge--${mode}`, text: MODE_NAMES[mode] || mode })),
       fact("Sent", `${included.length} of ${total} earlier messages`),
       ...budgetFacts(record, fact),
-      fact("Threshold", typeof record.threshold === "number" ? record.threshold.toFixed(2) : "—"),
+      fact("Threshold", thresholdFact(record)),
       fact(
         "Topics",
         topics.length
@@ -234,6 +248,13 @@ export class ContextDialog {
     fragment.append(...parts);
     return fragment;
   }
+}
+
+/** "0.40" for a fixed threshold; under "auto", the cut it chose ("auto: 0.56"). */
+function thresholdFact(record) {
+  const cut = cutText(record);
+  if (record.threshold === "auto") return cut ? `auto: ${cut}` : "auto";
+  return cut || "—";
 }
 
 function fact(label, value) {

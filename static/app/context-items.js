@@ -8,9 +8,11 @@ const GROUPS = [
   { type: "reference", title: "References", one: "reference", many: "references" },
   { type: "tool", title: "Tools", one: "tool", many: "tools" },
 ];
-// The summary names the modes in this order: what search chose first, then what the session held.
-const MODES = ["agent", "expansion", "always", "manual"];
-const MODE_NAMES = { always: "Always", manual: "Manual", agent: "Agent", expansion: "Expansion" };
+// The summary names the modes in this order: what search chose first, then what the session
+// held, then the plugin's own tools (the memory tools), which no vault item names.
+const MODES = ["agent", "expansion", "always", "manual", "builtin"];
+const MODE_NAMES = { always: "Always", manual: "Manual", agent: "Agent", expansion: "Expansion", builtin: "Built in" };
+const BUILT_IN = "Smart Context's own tool: sent with every request while memory_tools is on.";
 const NO_PRIORITY = "999";
 
 const str = (value) => (typeof value === "string" ? value : "");
@@ -32,6 +34,27 @@ export function recordItems(record) {
   );
 }
 
+/**
+ * The tools the reply's record says were sent (`sentTools`: the smart_context record's `tools`,
+ * function names `{server}__{tool}`) that no item of `record` names: the plugin's own, counted
+ * in the budget's tools like the rest, so listed like the rest.
+ */
+export function builtInTools(record, sentTools) {
+  if (!Array.isArray(sentTools)) return [];
+  const named = new Set(
+    recordItems(record)
+      .filter((i) => i.type === "tool")
+      .map((i) => `${i.server_name}__${i.name}`),
+  );
+  return sentTools
+    .filter((name) => typeof name === "string" && name && !named.has(name))
+    .map((name) => {
+      const at = name.indexOf("__");
+      const [server, tool] = at > 0 ? [name.slice(0, at), name.slice(at + 2)] : ["", name];
+      return { type: "tool", server_name: server, name: tool, include_mode: "builtin" };
+    });
+}
+
 /** A similarity score to two decimals ("0.87"), or "" when there is none. */
 export function formatScore(value) {
   if (typeof value !== "number" || !Number.isFinite(value)) return "";
@@ -50,8 +73,9 @@ export function summaryLine(items) {
       ([, n]) => n,
     );
     const noun = mine.length === 1 ? group.one : group.many;
-    let modes = counts.map(([mode, n]) => `${n} ${mode}`).join(", ");
-    if (counts.length === 1) modes = mine.length === 1 ? counts[0][0] : `all ${counts[0][0]}`;
+    const word = (mode) => (mode === "builtin" ? "built in" : mode);
+    let modes = counts.map(([mode, n]) => `${n} ${word(mode)}`).join(", ");
+    if (counts.length === 1) modes = mine.length === 1 ? word(counts[0][0]) : `all ${word(counts[0][0])}`;
     return modes ? `${mine.length} ${noun} (${modes})` : `${mine.length} ${noun}`;
   }).join(", ");
 }
@@ -73,9 +97,13 @@ export function sortItems(items, details) {
  * The items section for `record` (a reply's request_context, or undefined). `details`: a Map
  * from itemKey to the vault's row (description, priority, text), or null while it loads;
  * `error`: why the vault's items could not be read; `opened`: the keys of items whose text was
- * open (kept when the section is drawn again).
+ * open (kept when the section is drawn again); `sentTools`: the names of every tool sent (the
+ * smart_context record's `tools`), so the plugin's own are listed too.
  */
-export function requestContextSection(record, { details = null, error = "", opened = new Set() } = {}) {
+export function requestContextSection(
+  record,
+  { details = null, error = "", opened = new Set(), sentTools = null } = {},
+) {
   const section = h("section", { class: "ctx-ci", attrs: { "aria-labelledby": "ctx-ci-heading" } });
   const title = "Rules, references and tools";
   section.append(h("h3", { class: "ctx-heading", id: "ctx-ci-heading", text: title }));
@@ -83,7 +111,7 @@ export function requestContextSection(record, { details = null, error = "", open
     section.append(h("p", { class: "ctx-empty", text: "No context data available" }));
     return section;
   }
-  const items = recordItems(record);
+  const items = [...recordItems(record), ...builtInTools(record, sentTools)];
   section.append(h("p", { class: "ctx-ci__summary", text: summaryLine(items) }));
   if (str(record.error)) {
     const error = h("p", { class: "ctx-error", attrs: { role: "note" } }, h("strong", { text: "Error: " }));
@@ -149,6 +177,7 @@ function itemEntry(item, details, opened, error) {
 }
 
 function itemBody(item, details, info, error) {
+  if (item.include_mode === "builtin") return h("p", { class: "ctx-empty", text: BUILT_IN });
   if (!details) return h("p", { class: "ctx-empty", text: "Loading…" });
   if (!info) {
     const why = error ? "Its text could not be read." : "This item is no longer in the vault.";

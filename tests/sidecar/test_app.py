@@ -52,7 +52,8 @@ async def test_message_as_json_and_as_events(api: ClientFactory, vault: Path) ->
     assert streamed.headers["content-type"].startswith("text/event-stream")
     assert "event: done\ndata: {" in streamed.text
     listed = (await client.get("/api/chats")).json()["chats"]
-    assert listed[0]["message_count"] == 4 and listed[0]["title"] == "Hello"
+    # the two notices are stored, but the chat has the two messages the user wrote
+    assert listed[0]["message_count"] == 2 and listed[0]["title"] == "Hello"
     assert len(chat_on_disk(vault, chat_id)["messages"]) == 4
 
 

@@ -160,7 +160,7 @@ async def test_list_and_create(vault: Path) -> None:
     await asyncio.sleep(0.01)
     second = await memory.create_chat()
     assert first["title"] == "First" and second["title"] == "New chat"
-    await memory.save_chat("zzz", {"messages": [{"id": "1"}]})
+    await memory.save_chat("zzz", {"messages": [{"id": "1", "role": "user", "content": "hi"}]})
     (vault / ".memory" / "zzz.embeddings.json").write_text("{}", encoding="utf-8")
     listed = await memory.list_chats()
     assert {c["id"] for c in listed} == {first["id"], second["id"], "zzz"}

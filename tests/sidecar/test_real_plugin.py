@@ -228,6 +228,8 @@ async def test_tools_of_the_vaults_mcp_server_are_chosen_previewed_and_called(
         assert shown["tools"][0]["function"]["parameters"]["type"] == "object"
         chosen = [i for i in shown["request_context"]["items"] if i["type"] == "tool"]
         assert chosen[0]["server_name"] == "example" and chosen[0]["include_mode"] == "agent"
+        # the record names every tool its budget counted, the memory tools too (View context)
+        assert shown["smart_context"]["tools"] == [t["function"]["name"] for t in shown["tools"]]
 
         called = await command(
             "call_tool", server_name="example", name="yen_to_euro", arguments={"yen": 16000}
@@ -245,6 +247,29 @@ async def test_tools_of_the_vaults_mcp_server_are_chosen_previewed_and_called(
             "set_session_settings", chat_id=created, settings={"context_top_n": "all"}
         )
         assert bad_settings.status_code == 400 and "context_top_n" in bad_settings.json()["error"]
+
+
+async def test_a_model_that_takes_no_tools_is_sent_none_and_the_record_lists_none(
+    vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STUB_KEY", openai_server.api_key)
+    table = llm_table(openai_server.base_url, "STUB_KEY", chat="stub-chat")
+    write_settings(
+        vault, PLUGIN_TABLE + table.replace("[llm.models]", "tools = false\n[llm.models]")
+    )
+    sidecar, plugin = with_example_server(vault)
+    async with running_app(create_app(sidecar)) as client:
+        assert plugin.services is not None
+        await plugin.services.items.servers.settle()
+        created = (await client.post("/api/chats", json={"title": "Money"})).json()["id"]
+        preview = await client.post(
+            f"/api/chats/{created}/context", json={"content": "How much is 16000 yen in euro?"}
+        )
+        shown = preview.json()
+        assert shown["tools"] == []
+        assert [i for i in shown["request_context"]["items"] if i["type"] == "tool"] == []
+        record = shown["smart_context"]
+        assert record["tools"] == [] and record["budget"]["by_section"]["tools"] == 0
 
 
 async def test_the_model_calls_a_tool_of_the_vaults_mcp_server_end_to_end(

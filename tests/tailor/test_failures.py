@@ -47,12 +47,16 @@ async def test_no_embedding_model_keeps_the_history_and_says_why(start_tailor: S
     tailor = await start_tailor(categories={"fast": "standin/fast"})
     for text in HISTORY:
         await tailor.send("c1", text)
-    await tailor.brain.execute_command(
+    clicked = await tailor.brain.execute_command(
         "smart_context.set_filter", topics=["Paris Trip"], chat_id="c1"
     )
+    # the click's answer (what Tailor's panel shows) must not read as a filter
+    assert clicked["status"] == "success" and clicked["mode"] == "full"
+    assert clicked["note"].startswith("Embeddings failed") and "whole history" in clicked["note"]
+    assert clicked["included_ids"] == [m["id"] for m in tailor.chat_file("c1")["messages"]]
     ctx = await tailor.send("c1", "Anything else?")
     record = ctx.metadata["smart_context"]
-    assert record["mode"] in ("full", "fallback") and "embedding" in json.dumps(record).lower()
+    assert record["mode"] == "full" and record["error"] == clicked["note"]
     assert len([m for m in tailor.last_chat_prompt() if m["role"] == "user"]) == 3
     assert ctx.response.startswith("Noted:")
 

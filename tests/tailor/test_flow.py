@@ -222,6 +222,21 @@ async def test_each_reply_is_stored_with_what_it_was_sent_with(
     assert usage["measured"] == 5 and len(usage["series"]) == 5
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_tailor_sends_no_tools_so_none_is_counted_or_listed(
+    start_tailor: StartTailor, stream: bool
+) -> None:
+    """Tailor calls its model with the messages alone: the memory tools in its registry are
+    never sent with a chat request, so the record neither counts nor lists them."""
+    tailor = await start_tailor()
+    ctx = await tailor.send("c1", ASYNC_1, stream=stream)
+    assert ctx.response.startswith("Noted:")
+    record = tailor.chat_file("c1")["messages"][-1]["smart_context"]
+    assert record["budget"]["by_section"]["tools"] == 0
+    assert record["tools"] == []
+    assert record["usage"]["sent_tokens"] == record["budget"]["used"]
+
+
 async def test_a_record_that_cannot_be_stored_costs_nothing_else(
     start_tailor: StartTailor, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -164,6 +164,9 @@ class PanelController {
     state.applyTopics(payload);
     state.loaded = true;
     this.view.render();
+    // A new map moves messages between topics: what the selection keeps changes with it, so
+    // the count and the highlight are asked for again (the event carries only the topics).
+    if (state.activeTopics.length && state.topics.length) this.refreshSoon();
   }
 
   /** smart_context.filter_changed: the filter was set elsewhere (the palette, another page). */
@@ -182,6 +185,11 @@ class PanelController {
   onMessageAdded(event) {
     const detail = detailOf(event);
     if (detail.chat_id && detail.chat_id !== this.state.chatId) return;
+    this.refreshSoon();
+  }
+
+  /** Load the topics and the filter again shortly; a burst of reasons makes one request. */
+  refreshSoon() {
     window.clearTimeout(this.refreshTimer);
     this.refreshTimer = window.setTimeout(() => {
       if (this.state.chatId) this.loadTopics();

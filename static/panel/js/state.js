@@ -14,7 +14,7 @@ class PanelState {
     this.activeTopics = []; // as confirmed by the host
     this.includedIds = [];
     this.mode = ""; // "full", "filtered" or "fallback", as the host last said
-    this.note = ""; // on a fallback, the host's words for it
+    this.note = ""; // on a fallback or a failed click, the host's words for it
     this.embeddingSearch = true;
     this.selection = null; // the selection asked for while set_filter is in flight
     this.modeRequested = null; // the mode asked for while set_similarity_mode is in flight
@@ -117,9 +117,14 @@ class PanelState {
     }
   }
 
-  /** A click that kept nothing: the full history is sent, and the panel must say so. */
+  /**
+   * A selection that filters nothing: a click that kept nothing ("fallback"), or one that could
+   * not run (the embedding model failed: "full" with the host's note). The full history is
+   * sent, and the panel must say so and why.
+   */
   get fellBack() {
-    return this.mode === "fallback" && this.activeTopics.length > 0;
+    const unfiltered = this.mode === "fallback" || (this.mode === "full" && this.note !== "");
+    return unfiltered && this.activeTopics.length > 0;
   }
 
   /** Forget the previous chat's data (replies still in flight for it will be ignored). */

@@ -36,6 +36,9 @@ const hintText = (state, current) => {
   if (!state.similarityOn) {
     return "Similarity filter is off: every message is sent. Topics are shown for reference.";
   }
+  if (state.filterOn && state.fellBack && state.selection === null) {
+    return "Nothing is filtered: every message is sent with your next message.";
+  }
   if (state.filterOn) {
     return "Only messages about the selected topics are sent with your next message.";
   }
