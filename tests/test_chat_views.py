@@ -1,0 +1,65 @@
+"""The in-memory chat views: reads that start together share one read of the file."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from smart_context.chats import ChatViews
+from smart_context.paths import check_chat_id
+
+CHAT = check_chat_id("c")
+
+
+class SlowMemory:
+    """A host's chat store that counts its reads and takes a moment for each."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {"messages": [{"id": "m0", "role": "user", "content": "hi"}]}
+        self.reads = 0
+
+    async def load_chat(self, chat_id: str) -> dict[str, Any]:
+        self.reads += 1
+        snapshot = dict(self.data)
+        await asyncio.sleep(0.01)
+        return snapshot
+
+    def save_chat(self, chat_id: str, data: dict[str, Any]) -> None:
+        self.data = data
+
+    async def update_chat(
+        self, chat_id: str, fn: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> dict[str, Any]:
+        self.data = fn(self.data)
+        return self.data
+
+
+async def test_reads_that_start_together_share_one() -> None:
+    memory = SlowMemory()
+    views = ChatViews(memory)
+    first, second = await asyncio.gather(views.load(CHAT), views.load(CHAT))
+    assert memory.reads == 1 and first is second
+    await views.load(CHAT)  # a read after they ended reads again
+    assert memory.reads == 2
+
+
+async def test_a_read_never_joins_one_that_began_before_our_write() -> None:
+    memory = SlowMemory()
+    views = ChatViews(memory)
+    early = asyncio.ensure_future(views.load(CHAT))
+    await asyncio.sleep(0.005)  # the first read is under way
+    await views.update(CHAT, lambda data: {**data, "topics": [{"label": "New"}]})
+    late = await views.load(CHAT)
+    assert "topics" not in await early and late["topics"] == [{"label": "New"}]
+    assert memory.reads == 2
+
+
+async def test_a_failed_read_fails_every_caller_and_the_next_reads_again() -> None:
+    memory = SlowMemory()
+    views = ChatViews(memory)
+    memory.data = None  # type: ignore[assignment]  # the host's read fails
+    results = await asyncio.gather(views.load(CHAT), views.load(CHAT), return_exceptions=True)
+    assert all(isinstance(r, Exception) for r in results) and memory.reads == 1
+    memory.data = {"messages": []}
+    assert (await views.load(CHAT))["messages"] == []
