@@ -38,6 +38,7 @@ from smart_context.messages import conversation
 from smart_context.paths import ChatId, chat_file, check_chat_id, memory_dir
 from smart_context_hosts.sidecar import chatfile, vault_check
 from smart_context_hosts.sidecar.chatfile import DamagedChatError, Parsed
+from smart_context_hosts.sidecar.turn_counts import TurnCounts
 
 ChatData = dict[str, Any]
 ChatUpdate = Callable[[ChatData], ChatData]
@@ -116,6 +117,7 @@ class ChatMemory:
         # is parsed again only when its stamp shows another writer changed it.
         self._known: OrderedDict[str, _Known] = OrderedDict()
         self._summaries: dict[str, tuple[Stamp, dict[str, Any]]] = {}  # for the chat list
+        self._turns = TurnCounts()  # each chat's count of real turns, kept as it grows
         self._known_lock = threading.Lock()  # worker threads of different chats share both
 
     # -- the Memory protocol -------------------------------------------------------------
@@ -361,7 +363,8 @@ class ChatMemory:
             timespec="milliseconds"
         )
         with file_lock(self._ensure_dir(chat_id)):
-            summary = summarize(chat_id, self._current(chat_id).data, fallback)
+            data = self._current(chat_id).data
+            summary = summarize(chat_id, data, fallback, self._turns.count(chat_id, data))
             stamp = _stamp(path)  # the read may have finished a journal or set the file aside
         if stamp is not None:
             with self._known_lock:
@@ -405,14 +408,18 @@ def _messages_mark(data: ChatData) -> tuple[int, str]:
     return (len(messages), f"{last.get('id')}\x00{last.get('content')}")
 
 
-def summarize(chat_id: str, data: ChatData, updated_fallback: str) -> dict[str, Any]:
+def summarize(
+    chat_id: str, data: ChatData, updated_fallback: str, turns: int | None = None
+) -> dict[str, Any]:
     """The chat-list entry of a chat. Its ``message_count`` counts the conversation's messages,
     as the panel's "N of M in context" does: a notice of ours ("no model is configured") or a
-    failed reply is stored on the chat but is no message of it."""
+    failed reply is stored on the chat but is no message of it. ``turns``: that count, when
+    the caller keeps it (:class:`TurnCounts`)."""
     title = data.get("title")
+    count = len(conversation(data.get("messages"))) if turns is None else turns
     return {
         "id": chat_id,
         "title": title if isinstance(title, str) and title.strip() else DEFAULT_TITLE,
-        "message_count": len(conversation(data.get("messages"))),
+        "message_count": count,
         "updated_at": data.get("updated_at") or updated_fallback,
     }
