@@ -52,6 +52,14 @@ def test_the_readme_is_short() -> None:
     assert lines <= MAX_LINES, f"README.md has {lines} lines; move detail to docs/"
 
 
+def test_the_first_walk_is_on_the_first_screen() -> None:
+    """A first-time reader meets the two commands and then the walk, before any picture."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    walk = lines.index("## A first walk")
+    assert walk < 40, f"the walk starts on line {walk + 1}"
+    assert not any(line.startswith("![") for line in lines[:walk])
+
+
 def test_the_settings_table_has_every_key_with_its_default() -> None:
     table, code = table_defaults(), code_defaults()
     assert sorted(table) == sorted(code), "the README's settings table and config.py differ"
