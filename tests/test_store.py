@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,3 +52,35 @@ async def test_an_empty_chat_embeds_nothing_and_writes_no_file(tmp_path: Path) -
         assert len(rows) == 0 and len(vectors) == 0
     store.flush()
     assert embedder.calls == [] and not (tmp_path / ".memory").exists()
+
+
+async def test_a_chat_without_vectors_is_looked_for_again_only_after_a_while(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A chat not embedded yet costs a request no look at the disk each time; once the store
+    makes its vectors (or the while is over), they are found."""
+    from smart_context import store as store_module
+    from smart_context.vectors import files
+
+    looks: list[Path] = []
+    load = files.load
+
+    def counted(path: Path, *args: Any) -> Any:
+        looks.append(path)
+        return load(path, *args)
+
+    monkeypatch.setattr(files, "load", counted)
+    store = VectorStore(tmp_path, FakeEmbedder())
+    chat = check_chat_id("c")
+    history = History([{"id": "m0", "role": "user", "content": "hello there"}])
+    queries = await store.embed(["hello"])
+    for _ in range(3):
+        assert not (await store.known_scores(chat, history, queries)).any()
+    assert len(looks) == 1
+    await store.sync_chat(chat, history.messages)  # the background pass embeds the chat
+    assert (await store.known_scores(chat, history, queries)).any()
+    other = check_chat_id("other")
+    await store.known_scores(other, history, queries)
+    monkeypatch.setattr(store_module, "ABSENT_SECONDS", 0.0)
+    await store.known_scores(other, history, queries)
+    assert looks.count(looks[-1]) == 2  # looked for again once the while was over

@@ -73,6 +73,7 @@ async def test_a_warm_request_makes_one_trip_off_the_loop(
     write_chat(vault, "long", chat)
     running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o"})
     await running.context("long", chat)
+    await call(running.pm.hook.pipeline_output, ctx=Ctx("long", chat))  # the chat embedded
     await running.settle()
     await call(running.pm.hook.pipeline_context, ctx=Ctx("long", chat, MESSAGE))  # all caught up
     trips: list[str] = []
