@@ -122,12 +122,11 @@ class ChatViews:
         running = self._reading.get(chat_id)
         if running is not None and running[0] == self._writes:
             return await asyncio.shield(running[1])
-        read = asyncio.ensure_future(self._read(chat_id))
-        self._reading[chat_id] = (self._writes, read)
+        entry = self._reading[chat_id] = (self._writes, asyncio.ensure_future(self._read(chat_id)))
         try:
-            return await asyncio.shield(read)
+            return await asyncio.shield(entry[1])
         finally:
-            if self._reading.get(chat_id, (0, None))[1] is read:
+            if self._reading.get(chat_id) is entry:  # not a later read's
                 del self._reading[chat_id]
 
     async def _read(self, chat_id: ChatId) -> ChatData:

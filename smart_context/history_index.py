@@ -24,11 +24,12 @@ then, at most the requests in between work with the old text of that one message
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
+from smart_context.errors import SmartContextError
 from smart_context.messages import History, Message
 
 PROBE = 256  # shared messages compared per request, besides the first and the last
@@ -74,6 +75,7 @@ class HistoryIndex:
             known = 0
         if n > known:
             fresh = messages[known:]
+            _check_messages(fresh, known)  # before the lists grow: they stay in step
             self.ids.extend(map(_id, fresh))
             self.contents.extend(map(_content, fresh))
             self._place(known)
@@ -129,12 +131,26 @@ class HistoryIndex:
         self._doubt = False
 
 
+_NOT_A_MESSAGE = object()  # what a sample reads where the host put something else
+
+
 def _id(message: Message) -> Any:
-    return message.get("id")
+    return message.get("id") if isinstance(message, Mapping) else _NOT_A_MESSAGE
 
 
 def _content(message: Message) -> Any:
-    return message.get("content")
+    return message.get("content") if isinstance(message, Mapping) else _NOT_A_MESSAGE
+
+
+def _check_messages(messages: Sequence[Any], start: int) -> None:
+    """Refuse a history holding something other than messages, saying where: the plugin then
+    leaves the request as the host made it (a step per new message only)."""
+    for i, message in enumerate(messages, start):
+        if not isinstance(message, Mapping):
+            raise SmartContextError(
+                f"the host's history holds a {type(message).__name__} at position {i}, where "
+                "a message (a mapping with a role and content) should be"
+            )
 
 
 class HistoryIndexes:

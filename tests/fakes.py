@@ -6,9 +6,10 @@ import asyncio
 import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -55,6 +56,17 @@ def word_vector(text: str, dim: int = 64) -> np.ndarray:
         h = int.from_bytes(hashlib.blake2b(stem.encode(), digest_size=4).digest(), "little")
         v[h % dim] += 1.0
     return v
+
+
+class LookedAt(dict[str, Any]):
+    """A message that counts, for all such messages together, how often each key is read with
+    ``get``: a test of "only the new messages are read" counts them (clear ``reads`` first)."""
+
+    reads: ClassVar[Counter[str]] = Counter()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        LookedAt.reads[key] += 1
+        return super().get(key, default)
 
 
 class FakeEmbedder:

@@ -5,38 +5,31 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from smart_context.budget.facts import MessageFacts
 from smart_context.budget.tokens import Estimate
+from smart_context.errors import SmartContextError
 from smart_context.history_index import PROBE, HistoryIndex, HistoryIndexes
 from smart_context.messages import History
 from tests.conftest import Ctx, call, write_chat
+from tests.fakes import LookedAt
 
 
 def chat(n: int, start: int = 0) -> list[dict[str, Any]]:
     return [{"id": f"m{i}", "role": "user", "content": f"text {i}"} for i in range(start, n)]
 
 
-class Counting(dict[str, Any]):
-    """A message that counts how often its id is read."""
-
-    reads = 0
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if key == "id":
-            Counting.reads += 1
-        return super().get(key, default)
-
-
 def test_an_append_reads_only_the_new_messages_and_keeps_the_lineage() -> None:
     index = HistoryIndex()
     first = index.read(chat(1000))
-    more = [Counting(m) for m in chat(1002)]  # a fresh copy, as a host sends it
-    Counting.reads = 0
+    more = [LookedAt(m) for m in chat(1002)]  # a fresh copy, as a host sends it
+    LookedAt.reads.clear()
     second = index.read(more)
     assert second.ids == [f"m{i}" for i in range(1002)]
     assert second.contents[-1] == "text 1001"
     assert second.lineage == first.lineage
-    assert Counting.reads <= 2 + PROBE + 2  # the new two, the first, the last, one window
+    assert LookedAt.reads["id"] <= 2 + PROBE + 2  # the new two, the first, the last, a window
 
 
 def test_a_shorter_history_is_a_cut_of_the_index() -> None:
@@ -169,3 +162,28 @@ def test_an_id_that_cannot_be_hashed_is_read_the_slow_way() -> None:
     index = HistoryIndex()
     odd = index.read([{"id": ["a"], "role": "user", "content": "x"}, *chat(2)])
     assert odd.first is None and odd.ids[0] == ["a"]
+
+
+def test_something_other_than_a_message_is_refused_and_the_index_stays_whole() -> None:
+    index = HistoryIndex()
+    good = index.read(chat(3))
+    with pytest.raises(SmartContextError, match="holds a str at position 4"):
+        index.read([*chat(4), "not a message"])
+    assert len(index.ids) == len(index.contents) == 3  # nothing of the refused history kept
+    assert index.read(chat(5)).lineage == good.lineage
+    swapped: list[Any] = [*chat(5)]
+    swapped[0] = 42  # where a message was: a sample sees it, the history is read again
+    with pytest.raises(SmartContextError, match="holds a int at position 0"):
+        index.read(swapped)
+
+
+async def test_a_history_with_something_odd_in_it_is_sent_as_the_host_made_it(
+    start: Any, vault: Path
+) -> None:
+    messages: list[Any] = [*chat(3), "stray text", *chat(5, start=3)]
+    write_chat(vault, "odd", [m for m in messages if isinstance(m, dict)])
+    running = await start()
+    ctx = await running.context("odd", list(messages))
+    record = ctx.metadata["smart_context"]
+    assert ctx.history == messages and record["mode"] == "full"
+    assert "holds a str at position 3" in record["error"]

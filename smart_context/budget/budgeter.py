@@ -16,7 +16,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from functools import partial
 from typing import Any, overload
 
 import numpy as np
@@ -161,12 +160,11 @@ class Budgeter:
             record = budget_record(limit, costs, total, 0, [], [], [], [], counter)
             return Fitted([dict(m) for m in candidates], kept, record)
         added = await self._index(chat_id, facts, history.messages)
-        search = partial(self._guarded, [], self.db.search, chat_id, fixed.message, LEXICAL_HITS)
-        if reads is None:
-            reads = ChatReads(marks=await self._guarded(set(), self.db.marks, chat_id))
-            reads = replace(reads, hits=await search())
+        if reads is None:  # a caller without the request's reads (the benchmarks)
+            marks = await self._guarded(set(), self.db.marks, chat_id)
+            reads = ChatReads(marks=marks, hits=await self._search(chat_id, fixed.message))
         elif added:  # the request's reads searched before these messages were in the index
-            reads = replace(reads, hits=await search())
+            reads = replace(reads, hits=await self._search(chat_id, fixed.message))
         dense = await self.dense(chat_id, history, fixed.message, store, queries, query)
         lexical = _lexical(reads.hits, facts.position, facts.n)
         rel = part.of(relevance(dense, lexical, LEXICAL_WEIGHT))
@@ -258,9 +256,7 @@ class Budgeter:
         (left out, with a log line, when there is no embedder) fused with BM25 from the text
         index. Nothing is embedded but the message, and only when ``queries`` is not given."""
         # the text search runs in a thread while the vectors are scored here
-        found = asyncio.ensure_future(
-            self._guarded([], self.db.search, chat_id, message, LEXICAL_HITS)
-        )
+        found = asyncio.ensure_future(self._search(chat_id, message))
         try:
             dense = await self.dense(chat_id, history, message, store, queries)
         finally:
@@ -322,6 +318,13 @@ class Budgeter:
         ends = max((span.end for span in spans), default=0)
         self._spans[chat_id] = (version, spans, rows, ends)
         return spans, rows
+
+    async def _search(self, chat_id: ChatId, message: str) -> list[tuple[str, float]]:
+        """The text index's best :data:`LEXICAL_HITS` for ``message`` (none when it fails)."""
+        hits: list[tuple[str, float]] = await self._guarded(
+            [], self.db.search, chat_id, message, LEXICAL_HITS
+        )
+        return hits
 
     async def _guarded(self, default: Any, call: Callable[..., Any], *args: Any) -> Any:
         """A store call off the loop; when the store fails (locked by another process for

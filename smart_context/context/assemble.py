@@ -1,11 +1,12 @@
-"""A request's context, built in one place.
+"""A request's context, built in one place, in the order docs/contract.md §9 fixes: system
+prompt, memory, knowledge, tools, history, current message. This module is the only one that
+knows that order.
 
-docs/contract.md §9 fixes the order of what is sent: system prompt, memory, knowledge, tools,
-history, current message. This module is the only one that knows it. Today the plugin shapes one
-section,
-the history: the chat's sticky messages, and, when topics are selected, the messages close to
-them (the topic filter). The sections the next systems add (context items, memory, a token
-budget) are built here in that order, each from its own module.
+:func:`plan_request` makes the request's plan (:mod:`.plan`); :func:`assemble` applies the topic
+rule to the history (the sticky messages and, when topics are selected, the messages close to
+them); :func:`request_items` builds the other sections from their own modules (context items,
+memory, the vault's notes), lets the items chosen by search give way when the fixed parts do not
+fit, fits the history into the budget, and writes the record once.
 """
 
 from __future__ import annotations
@@ -133,8 +134,7 @@ def plan_request(
 async def request_items(services: Services, plan: RequestPlan, decision: Decision) -> Prepared:
     """The request as sent: the rules and references (docs/contract.md §8) as the system message
     before the history, and the history within the token budget (docs/contract.md §9); with the
-    record of
-    both, written once. ``decision`` is the topic rule's history and record."""
+    record of both, written once. ``decision`` is the topic rule's history and record."""
     chat_id, message, counter, limit = plan.chat_id, plan.message, plan.counter, plan.limit
     view = await services.chats.view(chat_id)
     documents, tools = chat_limits(services.settings, view.context_settings)
@@ -180,7 +180,7 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
         costs=costs,
         positions=decision.positions if decision.full is not None else None,
         query=plan.query,
-        reads=(await plan.looked).reads,
+        reads=looked.reads,
     )
     parts = RequestRecord(
         decision.record,

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import Ctx, call, write_chat
+from tests.conftest import Ctx, Running, call, write_chat
 from tests.context.test_allocate import item
 from tests.context.test_budgeted import long_chat
 from tests.fakes import FakeEmbedder
@@ -15,9 +15,9 @@ from tests.fakes import FakeEmbedder
 MESSAGE = "When does the lease with Mrs. Okafor end? And what is the deposit?"
 
 
-async def test_every_section_searches_with_the_message_embedded_once(
-    start: Any, vault: Path, embedder: FakeEmbedder
-) -> None:
+async def lease_vault(start: Any, vault: Path) -> tuple[list[dict[str, Any]], Running]:
+    """A vault where every section finds something for :data:`MESSAGE`: an agent reference, a
+    note, and a 400-message chat under a budget of 2,000 tokens; and the plugin started on it."""
     item(vault / "references", "The Flat", "agent", "Mrs. Okafor owns the flat; the lease ends.")
     (vault / "notes").mkdir()
     (vault / "notes" / "lease.md").write_text(
@@ -26,6 +26,13 @@ async def test_every_section_searches_with_the_message_embedded_once(
     chat = long_chat(400)
     write_chat(vault, "long", chat)
     running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o"})
+    return chat, running
+
+
+async def test_every_section_searches_with_the_message_embedded_once(
+    start: Any, vault: Path, embedder: FakeEmbedder
+) -> None:
+    chat, running = await lease_vault(start, vault)
     await running.context("long", chat)  # warm: the chat, the items and the notes embedded
     await running.settle()
     embedder.calls.clear()
@@ -64,14 +71,7 @@ async def test_a_warm_request_makes_one_trip_off_the_loop(
 ) -> None:
     """The store's reads and the looks at the item and note files share one worker-thread
     trip: each trip costs the loop a hand-off, far more on a busy machine than the reads."""
-    item(vault / "references", "The Flat", "agent", "Mrs. Okafor owns the flat; the lease ends.")
-    (vault / "notes").mkdir()
-    (vault / "notes" / "lease.md").write_text(
-        "# Lease\n\nThe lease with Mrs. Okafor ends in March. What is the deposit? 950 euros.\n"
-    )
-    chat = long_chat(400)
-    write_chat(vault, "long", chat)
-    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o"})
+    chat, running = await lease_vault(start, vault)
     await running.context("long", chat)
     await call(running.pm.hook.pipeline_output, ctx=Ctx("long", chat))  # the chat embedded
     await running.settle()

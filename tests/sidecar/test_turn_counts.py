@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from smart_context_hosts.sidecar.turn_counts import TurnCounts
+from tests.fakes import LookedAt
 
 
 def turn(i: int, **extra: Any) -> dict[str, Any]:
@@ -16,25 +17,14 @@ def turn(i: int, **extra: Any) -> dict[str, Any]:
     }
 
 
-class Counted(dict[str, Any]):
-    """A message that counts how often it is looked at."""
-
-    looks = 0
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if key == "role":
-            Counted.looks += 1
-        return super().get(key, default)
-
-
 def test_a_grown_chat_counts_only_its_new_messages() -> None:
     counts = TurnCounts()
-    messages = [Counted(turn(i)) for i in range(100)]
+    messages = [LookedAt(turn(i)) for i in range(100)]
     assert counts.count("c", {"messages": messages}) == 100
-    Counted.looks = 0
+    LookedAt.reads.clear()
     grown = [*messages, turn(100), turn(101, notice="no_model")]
     assert counts.count("c", {"messages": grown}) == 101  # the notice is no turn
-    assert Counted.looks <= 1  # the last message counted before, checked by its key
+    assert LookedAt.reads["role"] <= 1  # the last message counted before, checked by its key
 
 
 def test_a_changed_last_message_or_a_shorter_chat_counts_again() -> None:
