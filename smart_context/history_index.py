@@ -116,11 +116,14 @@ class HistoryIndex:
         stop = min(shared, start + PROBE)
         self._probe = stop
         ids, contents = self.ids, self.contents
-        for i in (0, shared - 1, *range(start, stop)):
-            message = messages[i]
-            if _id(message) != ids[i] or _content(message) != contents[i]:
-                return False
-        return True
+        sample = [messages[0], messages[shared - 1], *messages[start:stop]]
+        places = [0, shared - 1, *range(start, stop)]
+        try:  # one comprehension each, in C's stride: a Python step per sample cost 1.3 ms
+            return [m.get("id") for m in sample] == [ids[i] for i in places] and [
+                m.get("content") for m in sample
+            ] == [contents[i] for i in places]
+        except AttributeError:  # not a message: the history is read whole, and refused
+            return False
 
     def _start_over(self) -> None:
         # new lists, never cleared in place: histories already handed out keep theirs

@@ -7,6 +7,7 @@ may be missing or odd (a hand-edited file, another plugin). These helpers never 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 Message = Mapping[str, Any]
@@ -65,6 +66,13 @@ def common_start(
 
     same = cut(ids) == cut(last_ids) and cut(contents) == cut(last_contents)
     return n if same else -1
+
+
+def pick(values: Sequence[Any], at: Sequence[int]) -> list[Any]:
+    """``values`` at the positions ``at``, in one C call: a filter keeps thousands of them."""
+    if len(at) > 1:
+        return list(itemgetter(*at)(values))
+    return [values[i] for i in at]
 
 
 class History:

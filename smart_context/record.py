@@ -20,6 +20,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from smart_context.messages import pick
+
 Mode = Literal["full", "filtered", "fallback"]
 FULL: Mode = "full"
 FILTERED: Mode = "filtered"
@@ -134,8 +136,8 @@ def shorter_ids(
         return ("excluded_ids", [])
     count = int(kept.sum())
     if count <= len(all_ids) - count:
-        return ("included_ids", [all_ids[i] for i in np.flatnonzero(kept).tolist()])
-    return ("excluded_ids", [all_ids[i] for i in np.flatnonzero(~kept).tolist()])
+        return ("included_ids", pick(all_ids, np.flatnonzero(kept).tolist()))
+    return ("excluded_ids", pick(all_ids, np.flatnonzero(~kept).tolist()))
 
 
 def included_ids(record: Mapping[str, Any], candidate_ids: Sequence[Any]) -> list[Any]:

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from smart_context.context.topic_scores import TopicScores
-from smart_context.messages import History, Message
+from smart_context.messages import History, Message, pick
 from smart_context.record import FALLBACK, FILTERED, FULL, ContextRecord, shorter_ids
 
 
@@ -138,13 +138,14 @@ def decide(
     for sid in sticky_ids:
         if (at := find_id(sid)) is not None:
             keep[at] = True
-    idx = np.flatnonzero(keep).tolist()
-    kept_ids = [ids[i] for i in idx]
-    rounded = np.round(values[idx].astype(np.float64), 3).tolist()
+    at = np.flatnonzero(keep)
+    idx = at.tolist()
+    kept_ids = pick(ids, idx)
+    rounded = np.round(values[at].astype(np.float64), 3).tolist()
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
     kept_scores = dict(zip(kept_ids, rounded, strict=True))
     filtered = record(FILTERED, scores=kept_scores, ids=shorter_ids(all_ids, kept_flags))
-    kept = [*older, *[messages[i] for i in idx]]
-    where = np.concatenate((np.arange(len(older)), len(older) + np.asarray(idx, dtype=np.intp)))
+    kept = [*older, *pick(messages, idx)]
+    where = np.concatenate((np.arange(len(older), dtype=np.intp), len(older) + at))
     whole = history if not older and positions is None else History(candidates)
     return Decision(kept, filtered, list(all_ids), full=whole, positions=where.astype(np.intp))
