@@ -138,14 +138,14 @@ def decide(
     for sid in sticky_ids:
         if (at := find_id(sid)) is not None:
             keep[at] = True
-    at = np.flatnonzero(keep)
-    idx = at.tolist()
+    kept_at = np.flatnonzero(keep)
+    idx = kept_at.tolist()
     kept_ids = pick(ids, idx)
-    rounded = np.round(values[at].astype(np.float64), 3).tolist()
+    rounded = np.round(values[kept_at].astype(np.float64), 3).tolist()
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
     kept_scores = dict(zip(kept_ids, rounded, strict=True))
     filtered = record(FILTERED, scores=kept_scores, ids=shorter_ids(all_ids, kept_flags))
     kept = [*older, *pick(messages, idx)]
-    where = np.concatenate((np.arange(len(older), dtype=np.intp), len(older) + at))
+    where = np.concatenate((np.arange(len(older), dtype=np.intp), len(older) + kept_at))
     whole = history if not older and positions is None else History(candidates)
     return Decision(kept, filtered, list(all_ids), full=whole, positions=where.astype(np.intp))
