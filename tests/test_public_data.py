@@ -1,0 +1,65 @@
+"""The public-data reader: checkouts and bare mirrors read alike, the kept-back split refused,
+and a missing snapshot a clear skip rather than a figure."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks.public.baselines import BM25, fill_by_rank, rank, rrf
+from benchmarks.public.snapshot import SOURCES, Snapshot, snapshot
+
+
+def _repo(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    (work / "train").mkdir(parents=True)
+    (work / "test").mkdir()
+    (work / "train" / "a.json").write_text('{"x": 1}', encoding="utf-8")
+    (work / "test" / "b.json").write_text('{"x": 2}', encoding="utf-8")
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git[:3], "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "data"], check=True)
+    return work
+
+
+def test_a_checkout_and_a_bare_mirror_read_alike(tmp_path: Path) -> None:
+    work = _repo(tmp_path)
+    bare = tmp_path / "mirror"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
+    for root in (work, bare):
+        data = Snapshot(SOURCES["sgd"], root)
+        assert data.files("train/") == ["train/a.json"]
+        assert data.json("train/a.json") == {"x": 1}
+
+
+def test_the_kept_back_split_is_never_read(tmp_path: Path) -> None:
+    data = Snapshot(SOURCES["sgd"], _repo(tmp_path))
+    with pytest.raises(PermissionError, match="independent check"):
+        data.text("test/b.json")
+    with pytest.raises(PermissionError):
+        data.files("test/")
+
+
+def test_no_snapshot_is_a_skip_that_says_where_to_get_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SMART_CONTEXT_REALTALK", raising=False)
+    assert snapshot("realtalk", None) is None
+    assert snapshot("realtalk", str(tmp_path / "absent")) is None
+    said = capsys.readouterr().out
+    assert "github.com/danny911kr/REALTALK" in said and "SMART_CONTEXT_REALTALK" in said
+
+
+def test_the_baselines_rank_and_fill() -> None:
+    bm25 = BM25(["sourdough starter feeding", "train to Kyoto", "oven spring in sourdough"])
+    assert rank(bm25.scores("sourdough oven"))[0] == 2
+    assert not bm25.scores("zzz").any()
+    fused = rrf(np.array([3.0, 2.0, 1.0]), np.array([1.0, 2.0, 3.0]))
+    assert fused[1] == pytest.approx(2 / 62)
+    tokens = np.array([10, 10, 10, 10])
+    assert fill_by_rank([2], tokens, 30, neighbours=1) == {1, 2, 3}
+    assert fill_by_rank([2, 0], tokens, 35, neighbours=1) == {1, 2, 3}
