@@ -55,6 +55,7 @@ from smart_context.budget.tokens import (
     Estimate,
     counter_for,
 )
+from smart_context.budget.turns import in_turns
 from smart_context.config import Settings
 from smart_context.errors import SmartContextError
 from smart_context.items.query import MessageQuery
@@ -189,7 +190,8 @@ class Budgeter:
             importance_threshold=self.settings.importance_threshold,
         )
         inputs = Inputs(part.tokens, pinned, hit_relevance, scores, part.partner, hits)
-        chosen = plan(inputs, spans, budget)
+        codes = history.codes if positions is None else history.codes[positions]
+        chosen = in_turns(plan(inputs, spans, budget), codes, part.tokens, room)
         out = interleave(candidates, chosen.keep, [(spans[s], rows[s]) for s in chosen.summaries])
         why, keep = chosen.why, chosen.keep
         ids = part.ids

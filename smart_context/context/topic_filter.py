@@ -21,6 +21,7 @@ import numpy.typing as npt
 from smart_context.context.topic_scores import TopicScores
 from smart_context.messages import History, Message, pick
 from smart_context.record import FALLBACK, FILTERED, FULL, ContextRecord, shorter_ids
+from smart_context.turns import closure
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,8 @@ def decide(
     for sid in sticky_ids:
         if (at := find_id(sid)) is not None:
             keep[at] = True
+    # a kept question brings its answer and an answer its question: the turns still alternate
+    keep = closure(history.codes if positions is None else history.codes[positions], keep)
     kept_at = np.flatnonzero(keep)
     idx = kept_at.tolist()
     kept_ids = pick(ids, idx)

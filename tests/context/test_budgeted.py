@@ -4,6 +4,7 @@ relevant messages, and carries the stored summaries of the rest after the backgr
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,13 @@ async def test_a_long_chat_is_cut_to_the_budget_keeping_recent_and_relevant_turn
     assert "m0123" in ids and "m0123" in record["relevant_ids"]
     assert "m0122" in ids  # the question before the answer that matched
     assert len(record["included_ids"]) == len(ids)  # the record names what was sent
+    assert alternates(ctx.history)
+
+
+def alternates(history: list[dict[str, Any]]) -> bool:
+    """The turns sent go user, assistant, user... (summaries, system messages, aside)."""
+    roles = [m["role"] for m in history if m["role"] != "system"]
+    return all(a != b for a, b in itertools.pairwise(roles))
 
 
 async def test_pinned_messages_are_sent_and_named(
@@ -90,6 +98,8 @@ async def test_pinned_messages_are_sent_and_named(
     ctx = await running.context("long", chat)
     assert "m0007" in [m.get("id") for m in ctx.history]
     assert ctx.metadata["smart_context"]["important_ids"] == ["m0007"]
+    # the pinned answer brings its question: the turns sent still alternate
+    assert "m0006" in [m.get("id") for m in ctx.history] and alternates(ctx.history)
 
 
 async def test_after_the_background_pass_summaries_stand_in_for_what_is_left_out(
