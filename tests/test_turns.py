@@ -48,13 +48,14 @@ def test_a_question_brings_its_answer_and_an_answer_its_question() -> None:
     assert kept(closure(chat, flags(6, 0, 5))) == [0, 1, 4, 5]
 
 
-def test_a_run_is_brought_up_to_the_answer_and_tool_messages_inside_a_turn_come_along() -> None:
+def test_in_a_run_the_nearest_message_across_is_the_partner() -> None:
     chat = codes(U, U, A, A, X, A, U)
-    assert kept(closure(chat, flags(7, 0))) == [0, 1, 2]
-    assert kept(closure(chat, flags(7, 5))) == [1, 2, 3, 4, 5]
-    # an unanswered last question reaches the chat's end; an answer before any question is alone
+    assert kept(closure(chat, flags(7, 0))) == [0, 2]
+    assert kept(closure(chat, flags(7, 5))) == [1, 5]
+    # a question not answered yet, and an answer before any question, have no partner
     assert kept(closure(chat, flags(7, 6))) == [6]
     assert kept(closure(codes(A, U, A), flags(3, 0))) == [0]
+    assert kept(closure(chat, flags(7, 4))) == [4]  # a system or tool message has none
 
 
 def test_whatever_is_kept_the_result_alternates_as_the_chat_does() -> None:
@@ -70,17 +71,24 @@ def test_whatever_is_kept_the_result_alternates_as_the_chat_does() -> None:
         assert alternates(chat, budgeted)
 
 
-def test_under_a_budget_a_turn_that_does_not_fit_is_left_out_not_sent_half() -> None:
+def test_under_a_budget_a_message_whose_partner_does_not_fit_is_left_out() -> None:
     chat = codes(U, A, U, A, U, A)
     tokens = np.array([10, 50, 10, 10, 10, 10])
     order = np.array([4, 2])  # the most valuable first
     # 12 free tokens: message 4 brings 5 (10), message 2 would need 3 (10) more: left out
-    out = within(chat, flags(6, 2, 4), tokens, 12, order)
-    assert kept(out) == [4, 5]
+    assert kept(within(chat, flags(6, 2, 4), tokens, 12, order)) == [4, 5]
     # what a left-out message frees serves the next one: with 5 free, 2 cannot bring 3 (10)
     # and is left out; the 10 it gives back let 0 bring its answer (12)
     tokens[1] = 12
     assert kept(within(chat, flags(6, 0, 2), tokens, 5, np.array([2, 0]))) == [0, 1]
+
+
+def test_a_partner_another_message_counts_on_is_never_left_out() -> None:
+    # 0 and 1 ask, 2 answers both: 1's partner is 2; 2's own partner is 1, which is not kept
+    # and does not fit, but 2 stays, since 0 counts on it
+    chat = codes(U, U, A)
+    tokens = np.array([10, 99, 10])
+    assert kept(within(chat, flags(3, 0, 2), tokens, 0, np.array([0, 2]))) == [0, 2]
 
 
 def test_kept_whole_turns_cost_nothing_more() -> None:

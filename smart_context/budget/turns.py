@@ -1,11 +1,10 @@
-"""The budget's plan in whole turns (:mod:`smart_context.turns`): a kept message brings its
-question or its answer when the room allows, and is left out when it does not, so the history
-sent alternates user and assistant as the chat does.
+"""The budget's plan with each kept message's partner (:mod:`smart_context.turns`): a question
+brings its answer and an answer its question when the room allows, and a message is left out
+when it does not, so the history sent alternates user and assistant as the chat does.
 
-The plan's steps take a message's partner where they can (a relevant message brings its turn),
-but the recent messages, the pinned ones and those taken by importance are taken alone. This
-settles them after the plan, the most valuable first: recent, pinned, relevant, then the rest,
-newest first within each reason.
+The plan's steps take a relevant message's partner (``TURN``), but the recent messages, the
+pinned ones and those taken by importance are taken alone. This settles them after the plan, the
+most valuable first: recent, pinned, relevant, then the rest, newest first within each reason.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ for _rank, _why in enumerate((RECENT, PINNED, RELEVANT, TURN, IMPORTANT)):
 
 
 def in_turns(chosen: Plan, codes: Codes, tokens: npt.NDArray[np.integer[Any]], room: int) -> Plan:
-    """``chosen`` with every kept message's turn, within ``room`` tokens in all."""
+    """``chosen`` with every kept message's partner, within ``room`` tokens in all."""
     if chosen.whole or not chosen.keep.any():
         return chosen
     free = room - chosen.message_tokens - chosen.summary_tokens
