@@ -108,9 +108,12 @@ class HistoryIndex:
         ``False``, and the next :meth:`read` starts over, when one differs."""
         shared = min(len(messages), len(self.ids))
         head = messages[:shared]
-        same = list(map(_id, head)) == self.ids[:shared] and (
-            list(map(_content, head)) == self.contents[:shared]
-        )
+        try:  # comprehensions: a call with an ABC check per message cost 4 ms at 10,000
+            same = [m.get("id") for m in head] == self.ids[:shared] and (
+                [m.get("content") for m in head] == self.contents[:shared]
+            )
+        except AttributeError:  # not a message: the next read starts over, and refuses it
+            same = False
         if not same:
             self._doubt = True
         return same
