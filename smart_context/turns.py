@@ -74,8 +74,8 @@ def within(
     codes: Codes, keep: Flags, tokens: npt.NDArray[np.integer[Any]], free: int, order: IntArray
 ) -> Flags:
     """``keep`` with every kept message's partner, taking at most ``free`` more tokens: the
-    kept messages are visited in ``order`` (most valuable first); one whose partner does not
-    fit is left out, and the tokens it frees serve the messages after it."""
+    kept messages are visited in ``order`` (their positions, most valuable first); one whose
+    partner does not fit is left out, and the tokens it frees serve the messages after it."""
     at = np.flatnonzero(keep)
     partner = dict(zip(at.tolist(), partners(codes, at).tolist(), strict=True))
     if all(p < 0 or keep[p] for p in partner.values()):

@@ -36,8 +36,8 @@ def in_turns(chosen: Plan, codes: Codes, tokens: npt.NDArray[np.integer[Any]], r
     if chosen.whole or not chosen.keep.any():
         return chosen
     free = room - chosen.message_tokens - chosen.summary_tokens
-    n = len(codes)
-    order = np.lexsort((-np.arange(n), _CLAIM[chosen.why]))
+    at = np.flatnonzero(chosen.keep)  # the kept few: a step each, never one per message
+    order = at[np.lexsort((-at, _CLAIM[chosen.why[at]]))]
     keep = within(codes, chosen.keep, tokens, free, order)
     if np.array_equal(keep, chosen.keep):
         return chosen
