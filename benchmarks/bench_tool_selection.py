@@ -55,13 +55,14 @@ from smart_context.items.chunks import chunk, query_chunks
 from smart_context.items.expand import expand, relationship_graph
 from smart_context.items.lexical import SATURATION, LexicalIndex, fuse, reciprocal_rank_fusion
 from smart_context.items.model import index_text
-from smart_context.items.select import Limits, select
+from smart_context.items.select import TOOL_FLOOR, Limits, select
 from smart_context.items.tools import tool_item
 from smart_context.mcp.client import ToolInfo
 
 DATA = Path(__file__).resolve().parent / "data"
 TOP = 5
-PICK_FIVE = Limits(top_k=20, top_n=TOP, include_score=2.0)  # exactly 5 picks: comparable
+# 5 picks (fewer only past the floors), as the product picks tools
+PICK_FIVE = Limits(top_k=20, top_n=TOP, include_score=2.0, absolute_floor=TOOL_FLOOR)
 WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
 SATURATIONS = (2.0, 4.0, 8.0, 16.0, 32.0)
 MESSAGE = (
@@ -131,7 +132,8 @@ class Bench:
         return lambda i: self.pick(fuse(self.dense(i, split), lex[i], weight, saturation))
 
     def rrf(self, i: int) -> list[int]:
-        return self.pick(reciprocal_rank_fusion(self.dense(i, True), self.lex_split[i]))
+        scores = reciprocal_rank_fusion(self.dense(i, True), self.lex_split[i])
+        return self.pick(scores, replace(PICK_FIVE, absolute_floor=0.0))  # ranks, not scores
 
     def expanded(self, first: Picks, limits: Limits) -> Picks:
         every = np.ones(self.n, dtype=np.bool_)
@@ -220,7 +222,7 @@ def main() -> None:
         f"hybrid tuned on the tune messages (weight, saturation): whole message {whole_ws}, "
         f"sentence chunks {split_ws}"
     )
-    default = Limits()
+    default = replace(Limits(), absolute_floor=TOOL_FLOOR)  # the product's tool limits
     weight = default.lexical_weight
     one_each = np.arange(bench.n)
 
