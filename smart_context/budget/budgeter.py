@@ -172,8 +172,9 @@ class Budgeter:
         marks = reads.marks
         marked = part.of(_flags(facts, marks))
         pinned = marked | part.of(_flags(facts, {str(i) for i in sticky_ids}))
+        # the recent messages are searched too: how many of them go depends on the room, and
+        # one the plan sends anyway is skipped there
         eligible = np.ones(part.n, dtype=bool)
-        eligible[max(part.n - self.settings.recent_messages, 0) :] = False
         hits = top_hits(rel, eligible, self.settings.search_limit, floor=MIN_RELEVANCE)
         overlap = part.of(entity_overlap(entities(fixed.message), facts.mentions, facts.n))
         scores = importance(rel, overlap, marked, _weights(self.settings))

@@ -45,13 +45,55 @@ def test_the_last_messages_come_first_then_pinned_then_relevant_with_their_turn(
     pinned = np.zeros(100, dtype=bool)
     pinned[3] = True
     hits = np.array([41, 60], dtype=np.intp)
-    chosen = plan(inputs(100, pinned=pinned, hits=hits), [], Budget(room=145, recent=10))
+    full = Budget(room=145, recent=10, recent_share=1.0, full_room=145)
+    chosen = plan(inputs(100, pinned=pinned, hits=hits), [], full)
     assert (chosen.why[90:] == RECENT).all()
     assert chosen.why[3] == PINNED
     # 41 is an answer: its question (40) comes with it; the budget ends before 60's turn
     assert chosen.why[41] == RELEVANT and chosen.why[40] == TURN
     assert chosen.why[60] == RELEVANT and chosen.why[61] == LEFT_OUT
     assert chosen.message_tokens == 140
+
+
+def test_a_small_room_sends_the_last_turn_and_spends_the_rest_on_relevance() -> None:
+    hits = np.arange(10, 90, 10, dtype=np.intp)
+    strict = {"importance_threshold": 0.5}  # nothing fills the room by importance
+    chosen = plan(inputs(100, hits=hits), [], Budget(room=100, recent=10, **strict))
+    assert (chosen.why[98:] == RECENT).all()  # the last turn
+    assert (chosen.why[90:98] == LEFT_OUT).all()  # the rest of the last ten gave way
+    assert (chosen.why[hits] == RELEVANT).all()
+    # a room as large as full_room gives the last ten all the share they need
+    chosen = plan(inputs(100, hits=hits), [], Budget(room=200, recent=10, full_room=200))
+    assert (chosen.why[90:] == RECENT).all()
+
+
+def test_the_recent_run_ends_at_the_first_message_past_its_share() -> None:
+    tokens = np.full(20, 10, dtype=np.intp)
+    tokens[15] = 600
+    budget = Budget(room=700, recent=10, full_room=700, importance_threshold=0.5)
+    chosen = plan(inputs(20, tokens=tokens), [], budget)
+    assert np.flatnonzero(chosen.why == RECENT).tolist() == [16, 17, 18, 19]
+    assert (chosen.why[:16] == LEFT_OUT).all()  # nothing older while a newer one is left out
+
+
+def test_a_turn_never_costs_a_better_hit_its_place() -> None:
+    hits = np.array([41, 60, 70], dtype=np.intp)
+    budget = Budget(room=40, recent=0, importance_threshold=0.5)
+    chosen = plan(inputs(100, hits=hits), [], budget)
+    assert (chosen.why[hits] == RELEVANT).all()
+    # the turns come after every hit had its place, in the hits' order, while they fit
+    assert chosen.why[40] == TURN and chosen.why[61] == LEFT_OUT and chosen.why[71] == LEFT_OUT
+
+
+def test_a_small_room_keeps_nothing_for_summaries_before_the_search() -> None:
+    hits = np.arange(10, 90, 10, dtype=np.intp)
+    budget = Budget(room=100, recent=2, importance_threshold=0.5)
+    chosen = plan(inputs(100, hits=hits), leaf_tree(10, tokens=10), budget)
+    assert (chosen.why[hits] == RELEVANT).all() and chosen.summaries == []
+    # at a full room the summaries' share is kept while the search fills the rest
+    budget = Budget(room=100, recent=2, importance_threshold=0.5, full_room=100)
+    chosen = plan(inputs(100, hits=hits), leaf_tree(10, tokens=10), budget)
+    assert chosen.summaries and chosen.why[80] == LEFT_OUT
 
 
 def test_never_over_the_room_whatever_the_sizes() -> None:
