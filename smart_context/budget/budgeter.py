@@ -66,6 +66,7 @@ from smart_context.memory.tree import Node, Stored, plan_tree
 from smart_context.messages import History, message_text
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
+from smart_context.turns import partners
 from smart_context.vectors.ops import Matrix
 
 log = logging.getLogger(__name__)
@@ -190,8 +191,10 @@ class Budgeter:
             relevant_limit=self.settings.search_limit,
             importance_threshold=self.settings.importance_threshold,
         )
-        inputs = Inputs(part.tokens, pinned, hit_relevance, scores, part.partner, hits)
         codes = history.codes if positions is None else history.codes[positions]
+        # a hit goes with its whole turn or not at all: sent alone, in_turns would drop it
+        turns = partners(codes, hits)
+        inputs = Inputs(part.tokens, pinned, hit_relevance, scores, part.partner, hits, turns)
         chosen = in_turns(plan(inputs, spans, budget), codes, part.tokens, room)
         out = interleave(candidates, chosen.keep, [(spans[s], rows[s]) for s in chosen.summaries])
         why, keep = chosen.why, chosen.keep
