@@ -106,6 +106,22 @@ async def test_a_relevant_message_among_the_last_ten_a_small_room_leaves_out_is_
     assert "m0393" in record["relevant_ids"]  # but the search still finds it
 
 
+async def test_a_small_room_sends_a_relevant_message_in_a_run_with_the_answer_after_it(
+    start: Any, vault: Path
+) -> None:
+    messages = long_chat(300)
+    for i, message in enumerate(messages):  # two people writing two messages in a row
+        message["role"] = "user" if (i // 2) % 2 == 0 else "assistant"
+    messages[120]["content"] = "The landlord, Mrs. Okafor, said the deposit is 950 euros."
+    write_chat(vault, "runs", messages)
+    running = await start(settings={"budget_tokens": 800, "token_model": "gpt-4o"})
+    ctx = Ctx("runs", messages, "What deposit did Mrs. Okafor ask for?")
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    ids = [m.get("id") for m in ctx.history]
+    assert "m0120" in ctx.metadata["smart_context"]["relevant_ids"]
+    assert "m0120" in ids and "m0122" in ids  # the user's message and the answer to its run
+
+
 async def test_pinned_messages_are_sent_and_named(
     start: Any, vault: Path, chat: list[dict[str, Any]]
 ) -> None:
