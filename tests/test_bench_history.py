@@ -3,6 +3,9 @@ the two speakers as user and assistant, and every evidence id its questions name
 
 from __future__ import annotations
 
+import numpy as np
+
+from benchmarks.public.baselines import fill_with_partners
 from benchmarks.public.bench_history import evidence_ids, history_of
 
 
@@ -38,3 +41,10 @@ def test_a_chat_becomes_one_history_in_session_order() -> None:
     assert [m["role"] for m in chat.messages] == ["user", "user", "assistant", "assistant"]
     assert [(q.text, sorted(q.evidence)) for q in chat.questions] == [("Who?", [1, 3])]
     assert chat.skipped == 1
+
+
+def test_the_baseline_in_turns_takes_pairs_or_nothing() -> None:
+    tokens = np.array([10, 10, 10, 50, 10], dtype=np.intp)
+    partner = [1, 0, 3, 2, -1]
+    # 2's pair (2 and 3) does not fit after 0's: skipped whole, and 4 (alone) still fits
+    assert fill_with_partners([0, 2, 4], tokens, 40, partner) == {0, 1, 4}

@@ -22,7 +22,11 @@ cost:
 - ``BM25`` (bm25s), ``dense`` (cosine with the product's local model, the question's sentences
   as queries, the best), ``hybrid (RRF)`` (the two fused by reciprocal rank): best first while
   they fit;
-- ``hybrid + neighbours``: the same, each message taken bringing the one before and after it.
+- ``hybrid + neighbours``: the same, each message taken bringing the one before and after it;
+- ``hybrid in turns``: the same, each message taken bringing its partner in the turn order the
+  product keeps (the nearest message of the other role: a question its answer, an answer its
+  question), or skipped with it when the pair does not fit. The product sends nothing else:
+  this is the plain baseline that pays what the product pays for alternating turns.
 
 Split: settings are tuned on chats 1-5 (``tune``) and the figures reported on chats 6-10
 (``report``), never tuned on; both are printed. ``--setting KEY=VALUE`` runs the product with a
@@ -56,12 +60,21 @@ import numpy as np
 
 from benchmarks.budget_recall import ReadyChat, default_settings, ready_chat
 from benchmarks.public import baselines
-from benchmarks.public.baselines import fill_by_rank
+from benchmarks.public.baselines import fill_by_rank, fill_with_partners
 from benchmarks.public.snapshot import Snapshot, snapshot
+from smart_context.turns import partners, role_codes
 
 SHARES = (0.05, 0.10)
 PARTS = {"tune": range(1, 6), "report": range(6, 11)}
-METHODS = ("smart context", "last N", "BM25", "dense", "hybrid (RRF)", "hybrid + neighbours")
+METHODS = (
+    "smart context",
+    "last N",
+    "BM25",
+    "dense",
+    "hybrid (RRF)",
+    "hybrid + neighbours",
+    "hybrid in turns",
+)
 CACHE = Path(tempfile.gettempdir()) / "sc-cache-history"
 _CHAT_FILE = re.compile(r"data/Chat_(\d+)_[^/]*\.json")
 # "D3:18", also as written in a few strings: "D 2:18", "D17;39", a range "D12:3-D12:5"
@@ -141,6 +154,8 @@ async def run_chat(
     bm25 = baselines.BM25([m["content"] for m in chat.messages])
     texts = [q.text for q in chat.questions]
     latest = list(range(n - 1, -1, -1))
+    codes = role_codes(chat.messages)
+    partner = partners(codes, np.arange(n, dtype=np.intp)).tolist()
     for question, queries in zip(chat.questions, await ready.queries(texts, cache), strict=True):
         lexical = bm25.scores(question.text)
         dense = baselines.dense(ready.vectors, queries) if len(queries) else np.zeros(n)
@@ -156,6 +171,9 @@ async def run_chat(
                 chosen[method] = fill_by_rank(order, ready.tokens, room)
             chosen["hybrid + neighbours"] = fill_by_rank(
                 orders["hybrid (RRF)"], ready.tokens, room, neighbours=1
+            )
+            chosen["hybrid in turns"] = fill_with_partners(
+                orders["hybrid (RRF)"], ready.tokens, room, partner
             )
             for method, taken in chosen.items():
                 recall = len(question.evidence & taken) / len(question.evidence)

@@ -192,7 +192,7 @@ class Budgeter:
             importance_threshold=self.settings.importance_threshold,
         )
         codes = history.codes if positions is None else history.codes[positions]
-        # a hit goes with its whole turn or not at all: sent alone, in_turns would drop it
+        # a hit goes with its partner or not at all: sent alone, in_turns would drop it
         turns = partners(codes, hits)
         inputs = Inputs(part.tokens, pinned, hit_relevance, scores, part.partner, hits, turns)
         chosen = in_turns(plan(inputs, spans, budget), codes, part.tokens, room)
