@@ -43,10 +43,11 @@ LEFT_OUT, RECENT, PINNED, RELEVANT, TURN, IMPORTANT, WHOLE = range(7)
 
 
 # The room at which the recent messages and the summaries get their whole share: the default
-# budget's. On REALTALK's tune chats (benchmarks/public/bench_history.py) a budget of 5% of a
-# chat (about 1,100 tokens) spent half its room on the last ten messages and a summary; with the
-# shares whole at any room the product kept 0.488 / 0.639 of the evidence at 5% / 10%, whole
-# from 4,000 tokens 0.543 / 0.691, from 8,000 0.561 / 0.703, from 16,000 0.556 / 0.712
+# budget's, so a default request shares its room as before. On REALTALK's tune chats
+# (benchmarks/public/bench_history.py) a budget of 5% of a chat (about 1,100 tokens) spent half
+# its room on the last ten messages and a summary; the evidence kept at 5% / 10% with the shares
+# whole at any room: 0.542 / 0.697; whole from 4,000 tokens: 0.590 / 0.743; from 8,000: 0.612 /
+# 0.751; from 16,000: 0.620 / 0.752
 FULL_ROOM = 8000
 RECENT_SHARE = 0.5  # at a full room, ten messages of up to 400 tokens still all go
 LAST_TURN = 2  # the last two messages go whatever their share: the turn the message answers
