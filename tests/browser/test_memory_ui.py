@@ -176,7 +176,8 @@ def test_view_context_of_a_long_chat_shows_summaries_and_why_each_message_was_se
     expect(why("c0041")).to_have_text(re.compile(r"^relevant \d\.\d\d$"))
     expect(why("c0040")).to_have_text("turn of #42")
     expect(why("c0003")).to_have_text("pinned")
-    expect(dialog.locator('.badge--why[data-why="recent"]')).to_have_count(10)
+    # a room of 1,200 tokens is too small to give the last ten a share: the last turn goes
+    expect(dialog.locator('.badge--why[data-why="recent"]')).to_have_count(2)
 
     memory = dialog.locator("[data-role='memory']")
     expect(memory.locator('[data-memory-kind="direct"]')).to_contain_text("Reply in English.")
