@@ -258,7 +258,8 @@ def test_short_chat_is_not_padded_with_topics() -> None:
         ["How do I use asyncio?", "Use asyncio.run to start the loop.", "thanks"]
     )
     result = extract_offline(messages, fake_vectors(messages))
-    assert [(t.label, t.count) for t in result.topics] == [("Asyncio", 2)]
+    # one topic; the "thanks" that closes its exchange goes with it
+    assert [(t.label, t.count) for t in result.topics] == [("Asyncio", 3)]
 
 
 def test_zero_and_nan_vectors_do_not_crash() -> None:
@@ -499,7 +500,7 @@ def test_previous_labels_chosen_by_meaning_are_kept() -> None:
     assert labels_of(result) == previous
 
 
-def test_small_talk_makes_no_topic_and_a_wordless_follow_up_joins_its_topic() -> None:
+def test_small_talk_and_a_wordless_follow_up_join_the_topic_before_them() -> None:
     messages = sample_messages()
     at = 6
     messages[at:at] = [
@@ -509,13 +510,64 @@ def test_small_talk_makes_no_topic_and_a_wordless_follow_up_joins_its_topic() ->
     result = extract_offline(messages, fake_vectors(messages))
     assert_valid(result, messages)
     owner = {i: t.label for t in result.topics for i in t.message_ids}
-    assert "talk" not in owner
+    # small talk closes the exchange before it: it makes no topic, yet goes with that one
+    assert owner["talk"] == owner[messages[at - 1]["id"]]
     assert owner["again"] == owner[messages[at - 1]["id"]]
     assert all(set(t.message_ids) <= {m["id"] for m in messages} for t in result.topics)
 
 
 def test_the_fewest_clusters_about_as_clear_as_the_clearest_win() -> None:
     assert _clearest([(True, 0.20), (True, 0.21), (True, 0.30)]) == 2  # clearly better
-    assert _clearest([(True, 0.20), (True, 0.215), (True, 0.19)]) == 0  # about as clear
+    assert _clearest([(True, 0.20), (True, 0.204), (True, 0.19)]) == 0  # about as clear
     assert _clearest([(False, 0.40), (True, 0.20), (True, 0.25)]) == 2  # a sliver never wins
     assert _clearest([(False, 0.40), (False, 0.39)]) == 0  # ...unless every cut has one
+
+
+# --- how many topics, read off the chat ---------------------------------------------------------
+
+SUBJECT_VOCAB = {
+    "bread": "sourdough starter flour dough oven loaf crust proofing hydration levain",
+    "cluster": "kubernetes pod deployment node ingress helm container replica namespace kubectl",
+    "garden": "tomato seedling compost soil mulch watering pruning greenhouse fertilizer basil",
+    "money": "savings account transfer balance deposit checking interest bank statement loan",
+    "trip": "flight airport luggage boarding layover airline passport terminal ticket seat",
+}
+
+
+def subject_chat(sizes: Mapping[str, int], seed: int = 7) -> list[dict[str, Any]]:
+    """Messages in runs, one run per subject, each message four words of its subject."""
+    rng = np.random.default_rng(seed)
+    texts = []
+    for subject, size in sizes.items():
+        words = SUBJECT_VOCAB[subject].split()
+        texts += [" ".join(rng.choice(words, size=4, replace=False)) for _ in range(size)]
+    return make_messages(texts)
+
+
+def test_a_chat_of_two_subjects_gets_two_topics() -> None:
+    messages = subject_chat({"bread": 12, "cluster": 12})
+    result = extract_offline(messages, fake_vectors(messages))
+    assert_valid(result, messages)
+    assert len(result.topics) == 2, [t.label for t in result.topics]
+    assert sorted(t.count for t in result.topics) == [12, 12]
+
+
+def test_one_short_conversation_in_a_long_chat_is_a_topic_not_a_sliver() -> None:
+    # 11 of 191 messages: under 8% of the chat, yet a booking's worth of messages
+    messages = subject_chat({"bread": 45, "cluster": 45, "trip": 11, "garden": 45, "money": 45})
+    result = extract_offline(messages, fake_vectors(messages))
+    assert_valid(result, messages)
+    assert len(result.topics) == 5, [(t.label, t.count) for t in result.topics]
+    assert 11 in [t.count for t in result.topics]
+
+
+def test_vectors_lean_as_far_as_the_chat_stays_on_a_subject() -> None:
+    from smart_context.topics.offline.cluster import _persistence, _smooth
+
+    runs = normalize_rows(np.repeat(np.eye(8, dtype=np.float32), 12, axis=0) + 0.05)
+    alternating = normalize_rows(np.tile(np.eye(2, dtype=np.float32), (40, 1)))
+    weights = _persistence(runs)
+    assert weights[0] == 1.0 and len(weights) == 8  # runs of 12: every lag up to the reach
+    assert np.all(np.diff(weights) < 0)  # nearer neighbours count more
+    assert len(_persistence(alternating)) == 0  # a neighbour is less alike than anyone: no lean
+    assert np.array_equal(_smooth(alternating), alternating)
