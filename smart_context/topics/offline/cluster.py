@@ -74,6 +74,7 @@ _SMALL_CHAT_SIMILARITY = 0.35  # average-link merge threshold below _MIN_SUBSTAN
 _REPLY_BONUS = 0.3  # ...and what an answer adds to its similarity with the question before it
 _SILHOUETTE_SAMPLE = 1500  # a silhouette needs all pairwise distances: cap the rows
 _SILHOUETTE_SLACK = 0.005  # ...and a smaller k within this of the best silhouette wins
+_CLEAR_GAP = 1.5  # a cut's last merge this many times the next one down: a real gap
 _SEED = 20260301
 _PHRASE_BUDGET = 80  # label candidates to embed for all clusters together...
 _MAX_CANDIDATES = 20  # ...and for one cluster
@@ -258,24 +259,46 @@ def _cluster(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     distances = 1.0 - points[rows] @ points[rows].T
     # A split that leaves a sliver (a few messages of a subject that has its own cluster)
     # scores well on silhouette yet makes a bubble nobody needs: such a k competes only when
-    # no k is free of slivers.
+    # the tree has a clear gap there, or no k is free of slivers.
     floor = max(_MIN_TOPIC_SIZE, min(int(np.ceil(_MIN_TOPIC_SHARE * n)), _SLIVER_CAP))
     ks = range(MIN_TOPICS, min(MAX_TOPICS, n // _MIN_TOPIC_SIZE) + 1)
     tree_cuts = ward.cuts(tree, len(tree_rows), ks)
     cuts = [ward.nearest_centroid(points, tree_rows, tree_cuts[k]) for k in ks]
+    smallest = [int(np.bincount(c).min()) for c in cuts]
+    gaps = _clear_gaps(tree, ks)
     chosen = _clearest(
-        [(int(np.bincount(c).min()) >= floor, _silhouette(distances, c[rows])) for c in cuts]
+        [
+            (least >= floor, gap and least >= _MIN_TOPIC_SIZE, _silhouette(distances, c[rows]))
+            for least, gap, c in zip(smallest, gaps, cuts, strict=True)
+        ]
     )
     return ward.renumber(cuts[chosen])
 
 
-def _clearest(cuts: Sequence[tuple[bool, float]]) -> int:
-    """Which of the cuts (``(free of slivers, silhouette)``, fewest clusters first) to keep:
-    the first one about as clear as the clearest, among those free of slivers if any is. A
-    subject talked about from two angles stays one topic unless splitting it is clearly better."""
-    competing = [i for i, (whole, _) in enumerate(cuts) if whole] or range(len(cuts))
-    best = max(cuts[i][1] for i in competing)
-    return next(i for i in competing if cuts[i][1] >= best - _SILHOUETTE_SLACK)
+def _clear_gaps(tree: ward.Merges, ks: Sequence[int]) -> list[bool]:
+    """Per k, whether the tree has a clear gap there: the merge a cut into k clusters undoes
+    stands well above the next one down (the k clusters are apart, not pieces of one cloud).
+
+    Leaning vectors toward their neighbours makes any short run of the chat look like a cluster
+    to the silhouette; in the tree such runs merge at heights close to each other, with no gap.
+    """
+    heights = np.sort(tree[:, 2])[::-1].astype(np.float64)  # the top merge first
+    return [
+        len(heights) >= k and heights[k - 2] >= _CLEAR_GAP * max(heights[k - 1], 1e-12) for k in ks
+    ]
+
+
+def _clearest(cuts: Sequence[tuple[bool, bool, float]]) -> int:
+    """Which of the cuts (``(free of slivers, at a clear gap of the tree, silhouette)``, fewest
+    clusters first) to keep: the clearest by silhouette, the fewer clusters on a near tie, among
+    those at a clear gap if any is, else among those free of slivers if any is.
+
+    A small cluster apart from the rest by a clear gap is a subject of its own (one short
+    conversation in a long chat), not a sliver of another topic."""
+    competing = [i for i, cut in enumerate(cuts) if cut[1]]
+    competing = competing or [i for i, cut in enumerate(cuts) if cut[0]] or list(range(len(cuts)))
+    best = max(cuts[i][2] for i in competing)
+    return next(i for i in competing if cuts[i][2] >= best - _SILHOUETTE_SLACK)
 
 
 def _average_link(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:

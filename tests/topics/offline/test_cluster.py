@@ -516,11 +516,30 @@ def test_small_talk_and_a_wordless_follow_up_join_the_topic_before_them() -> Non
     assert all(set(t.message_ids) <= {m["id"] for m in messages} for t in result.topics)
 
 
-def test_the_fewest_clusters_about_as_clear_as_the_clearest_win() -> None:
-    assert _clearest([(True, 0.20), (True, 0.21), (True, 0.30)]) == 2  # clearly better
-    assert _clearest([(True, 0.20), (True, 0.204), (True, 0.19)]) == 0  # about as clear
-    assert _clearest([(False, 0.40), (True, 0.20), (True, 0.25)]) == 2  # a sliver never wins
-    assert _clearest([(False, 0.40), (False, 0.39)]) == 0  # ...unless every cut has one
+def test_the_clearest_cut_wins_the_fewer_clusters_on_a_near_tie() -> None:
+    # (free of slivers, at a clear gap of the tree, silhouette), fewest clusters first
+    assert _clearest([(True, False, 0.20), (True, False, 0.21), (True, False, 0.30)]) == 2
+    assert _clearest([(True, False, 0.20), (True, False, 0.204), (True, False, 0.19)]) == 0
+    assert _clearest([(False, False, 0.40), (True, False, 0.20), (True, False, 0.25)]) == 2
+    assert _clearest([(False, False, 0.40), (False, False, 0.39)]) == 0  # every cut has one
+
+
+def test_a_cut_at_a_clear_gap_of_the_tree_outranks_a_clearer_silhouette() -> None:
+    # short runs of a chat look like clusters once vectors lean on their neighbours; the tree
+    # merges them at nearly the same height, so only a cut at a real gap competes
+    assert _clearest([(True, True, 0.25), (True, False, 0.30), (True, False, 0.35)]) == 0
+    # ...and a small cluster apart by a clear gap is a subject, not a sliver
+    assert _clearest([(True, False, 0.30), (False, True, 0.32), (True, False, 0.31)]) == 1
+    assert _clearest([(True, True, 0.30), (False, True, 0.35), (True, False, 0.40)]) == 1
+
+
+def test_a_clear_gap_is_a_merge_well_above_the_next_one_down() -> None:
+    from smart_context.topics.offline.cluster import _clear_gaps
+
+    heights = [0.5, 1.0, 1.1, 1.2, 1.3, 5.0, 10.0]  # Ward's merges, lowest first
+    tree = np.array([[0, i + 1, h] for i, h in enumerate(heights)], dtype=np.float64)
+    # 2 clusters: 10 over 5; 3: 5 over 1.3; 4: 1.3 over 1.2, no gap; 8 clusters: past the tree
+    assert _clear_gaps(tree, [2, 3, 4, 8]) == [True, True, False, False]
 
 
 # --- how many topics, read off the chat ---------------------------------------------------------
