@@ -14,10 +14,12 @@ Used when no chat model is configured or its call failed. Steps:
    far a vector leans, and over how many neighbours, is read off the chat: as far as messages
    that many places apart are still more alike than any two of the chat (a chat that stays on
    one subject for a dozen messages leans over a dozen, one that switches every few messages
-   over one or two). Among the cuts that leave no sliver (a cluster under 8% of the chat, and
-   under 10 messages in a long one), the one of best silhouette wins, the fewer clusters on a
-   near tie. A handful of messages are grouped by average-link with a similarity threshold
-   instead, where a silhouette says little.
+   over one or two). Only the cuts at a clear gap of the tree compete (leaning makes any short
+   run look like a cluster to the silhouette, but such runs merge at nearly equal heights),
+   else those that leave no sliver (a cluster under 8% of the chat, and under 10 messages in a
+   long one); the best silhouette wins, the more clusters on a near tie. A handful of
+   messages are grouped by average-link with a similarity threshold instead, where a
+   silhouette says little.
 3. Each cluster is named by one of its key phrases (:mod:`smart_context.offline_text`): words
    and short noun phrases ranked by class-based TF-IDF, chat filler never among them. Given
    a phrase embedder, the candidates of all clusters are embedded in one call and the label
@@ -73,7 +75,7 @@ _NEIGHBOUR_REACH = 8  # ...and the farthest neighbour it may lean toward
 _SMALL_CHAT_SIMILARITY = 0.35  # average-link merge threshold below _MIN_SUBSTANCE messages
 _REPLY_BONUS = 0.3  # ...and what an answer adds to its similarity with the question before it
 _SILHOUETTE_SAMPLE = 1500  # a silhouette needs all pairwise distances: cap the rows
-_SILHOUETTE_SLACK = 0.005  # ...and a smaller k within this of the best silhouette wins
+_SILHOUETTE_SLACK = 0.01  # ...and a larger k within this of the best silhouette wins
 _CLEAR_GAP = 1.5  # a cut's last merge this many times the next one down: a real gap
 _SEED = 20260301
 _PHRASE_BUDGET = 80  # label candidates to embed for all clusters together...
@@ -290,15 +292,16 @@ def _clear_gaps(tree: ward.Merges, ks: Sequence[int]) -> list[bool]:
 
 def _clearest(cuts: Sequence[tuple[bool, bool, float]]) -> int:
     """Which of the cuts (``(free of slivers, at a clear gap of the tree, silhouette)``, fewest
-    clusters first) to keep: the clearest by silhouette, the fewer clusters on a near tie, among
-    those at a clear gap if any is, else among those free of slivers if any is.
+    clusters first) to keep: the clearest by silhouette, the more clusters on a near tie (the
+    silhouette leans toward few clusters), among those at a clear gap if any is, else among
+    those free of slivers if any is.
 
     A small cluster apart from the rest by a clear gap is a subject of its own (one short
     conversation in a long chat), not a sliver of another topic."""
     competing = [i for i, cut in enumerate(cuts) if cut[1]]
     competing = competing or [i for i, cut in enumerate(cuts) if cut[0]] or list(range(len(cuts)))
     best = max(cuts[i][2] for i in competing)
-    return next(i for i in competing if cuts[i][2] >= best - _SILHOUETTE_SLACK)
+    return max(i for i in competing if cuts[i][2] >= best - _SILHOUETTE_SLACK)
 
 
 def _average_link(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:

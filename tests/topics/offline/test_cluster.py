@@ -516,10 +516,12 @@ def test_small_talk_and_a_wordless_follow_up_join_the_topic_before_them() -> Non
     assert all(set(t.message_ids) <= {m["id"] for m in messages} for t in result.topics)
 
 
-def test_the_clearest_cut_wins_the_fewer_clusters_on_a_near_tie() -> None:
+def test_the_clearest_cut_wins_the_more_clusters_on_a_near_tie() -> None:
     # (free of slivers, at a clear gap of the tree, silhouette), fewest clusters first
     assert _clearest([(True, False, 0.20), (True, False, 0.21), (True, False, 0.30)]) == 2
-    assert _clearest([(True, False, 0.20), (True, False, 0.204), (True, False, 0.19)]) == 0
+    assert _clearest([(True, False, 0.30), (True, False, 0.28), (True, False, 0.19)]) == 0
+    # the silhouette leans toward few clusters: within 0.01 of the best, more win
+    assert _clearest([(True, False, 0.20), (True, False, 0.195), (True, False, 0.185)]) == 1
     assert _clearest([(False, False, 0.40), (True, False, 0.20), (True, False, 0.25)]) == 2
     assert _clearest([(False, False, 0.40), (False, False, 0.39)]) == 0  # every cut has one
 
