@@ -13,7 +13,7 @@ Used when no chat model is configured or its call failed. Steps:
    neighbours: a short follow-up ("and in winter?") is about what came just before it. How
    far a vector leans, and over how many neighbours, is read off the chat: as far as messages
    that many places apart are still more alike than any two of the chat (a chat that stays on
-   one subject for a dozen messages leans over a dozen, one that switches every few messages
+   one subject for a dozen messages leans over up to 8, one that switches every few messages
    over one or two). Only the cuts at a clear gap of the tree compete (leaning makes any short
    run look like a cluster to the silhouette, but such runs merge at nearly equal heights),
    else those that leave no sliver (a cluster under 8% of the chat, and under 10 messages in a
