@@ -33,29 +33,20 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from smart_context.budget.budgeter import Budgeter
-from smart_context.budget.facts import MessageFacts
-from smart_context.budget.parts import Fixed
-from smart_context.budget.tokens import counter_for
+from benchmarks.budget_recall import default_settings, ready_chat
+from benchmarks.public import baselines
+from benchmarks.public.baselines import fill_by_rank, rank
 from smart_context.config import Settings
-from smart_context.items.catalog import ItemCatalog
-from smart_context.memory.db import MemoryDB
-from smart_context.memory.refresh import summarize_chat, sync_index
-from smart_context.messages import History
-from smart_context.paths import ChatId
-from smart_context.store import VectorStore
 
 DATA = Path(__file__).parent / "data" / "long_chats.json"
 HARD = Path(__file__).parent / "data" / "long_chats_hard.json"
 HARD_LABELS = Path(__file__).parent / "data" / "long_chats_hard_labels.json"
 CACHE = Path(tempfile.gettempdir()) / "smart-context-recall"
-MODEL = "gpt-4o"
 SHARES = (0.02, 0.05, 0.10, 0.20)
 METHODS = ("last N", "dense only", "lexical only", "smart context")
 
@@ -79,77 +70,31 @@ def load_chats(name: str, limit: int | None, split: str = "all") -> list[dict[st
     return list(chats[:limit] if limit else chats)
 
 
-def fill_by_rank(order: Sequence[int], tokens: np.ndarray, room: int) -> set[int]:
-    """Positions taken in ``order`` while they fit in ``room``."""
-    taken, used = set(), 0
-    for i in order:
-        cost = int(tokens[i])
-        if used + cost <= room:
-            taken.add(i)
-            used += cost
-    return taken
-
-
-async def prepared(
-    chat: dict[str, Any], vault: Path, cache: Path, embedder: Any, settings: Settings
-) -> tuple[ChatId, list[dict[str, Any]], VectorStore, MemoryDB]:
-    """A chat ready for budgets: its vectors (kept in ``cache``), its text index and offline
-    summaries (in ``vault``)."""
-    chat_id = ChatId(chat["id"])
-    messages = chat["messages"]
-    store = VectorStore(cache, embedder)
-    await store.sync_chat(chat_id, messages)
-    db = MemoryDB(vault)
-    sync_index(db, chat_id, messages)
-    await summarize_chat(db, chat_id, messages, settings, None)
-    return chat_id, messages, store, db
-
-
 async def run_chat(
     chat: dict[str, Any], embedder: Any, settings: Settings, cache: Path
 ) -> dict[tuple[Any, ...], list[float]]:
     """Recall of every answer set, per (method, share) and (method, share, kind)."""
     out: dict[tuple[Any, ...], list[float]] = defaultdict(list)
-    with tempfile.TemporaryDirectory() as tmp:
-        # the vectors live in the cache's vault, keyed by content: a second run embeds nothing
-        chat_id, messages, store, db = await prepared(chat, Path(tmp), cache, embedder, settings)
-        counter = counter_for(MODEL)
-        facts = MessageFacts(counter)
-        history = History(messages)
-        facts.update(history)
-        total = int(facts.tokens.sum())
-        position = {m["id"]: i for i, m in enumerate(messages)}
-        n = len(messages)
-
-        async def get_store() -> VectorStore:
-            return store
-
-        for question in chat["questions"]:
+    async with ready_chat(chat["id"], chat["messages"], cache, embedder, settings) as ready:
+        position = {m["id"]: i for i, m in enumerate(ready.messages)}
+        n = len(ready.messages)
+        texts = [q["text"] for q in chat["questions"]]
+        for question, queries in zip(
+            chat["questions"], await ready.queries(texts, cache), strict=True
+        ):
             text = question["text"]
             answers = {position[a] for a in question["answers"] if a in position}
-            queries = await ItemCatalog.query_vectors(store, text)
-            dense = await store.known_scores(chat_id, history, queries)
-            lexical = np.zeros(n, dtype=np.float32)
-            for mid, score in db.search(chat_id, text, n):
+            dense = baselines.dense(ready.vectors, queries) if len(queries) else np.zeros(n)
+            lexical = np.zeros(n)
+            for mid, score in ready.db.search(ready.chat_id, text, n):
                 lexical[position[mid]] = score
             for share in SHARES:
-                limit = int(share * total)
-                budgeter = Budgeter(Settings(**{**settings.__dict__, "budget_tokens": limit}), db)
-                fitted = await budgeter.fit(
-                    chat_id, messages, Fixed(message=text), MODEL, get_store, queries
-                )
-                assert fitted is not None
                 # the baselines get the history's whole room: the budget less the question
-                room = limit - fitted.record["budget"]["by_section"]["message"]
-                kept = {i for i, k in enumerate(fitted.kept) if k}
+                kept, room = await ready.fit(text, int(share * ready.total), queries)
                 chosen = {
-                    "last N": fill_by_rank(range(n - 1, -1, -1), facts.tokens, room),
-                    "dense only": fill_by_rank(
-                        np.argsort(-dense, kind="stable"), facts.tokens, room
-                    ),
-                    "lexical only": fill_by_rank(
-                        np.argsort(-lexical, kind="stable"), facts.tokens, room
-                    ),
+                    "last N": fill_by_rank(range(n - 1, -1, -1), ready.tokens, room),
+                    "dense only": fill_by_rank(rank(dense).tolist(), ready.tokens, room),
+                    "lexical only": fill_by_rank(rank(lexical).tolist(), ready.tokens, room),
                     "smart context": kept,
                 }
                 kind = question.get("kind", "?")
@@ -157,7 +102,6 @@ async def run_chat(
                     recall = len(answers & taken) / len(answers)
                     out[(method, share)].append(recall)
                     out[(method, share, kind)].append(recall)
-        db.close()
     return out
 
 
@@ -166,7 +110,7 @@ async def main(name: str, limit: int | None, split: str, kinds: bool, cache: Pat
 
     chats = load_chats(name, limit, split)
     embedder = LocalMiniLM.from_package()
-    settings = Settings(token_model=MODEL, summarizer="offline")
+    settings = default_settings()
     results: dict[Any, list[float]] = defaultdict(list)
     start = time.perf_counter()
     for chat in chats:

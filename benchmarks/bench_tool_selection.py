@@ -22,7 +22,10 @@ never looked at to choose anything). A default that only wins on *tune* is overf
   reciprocal rank fusion instead of the weighted sum;
 - ``+ expansion``: the default path, then context expansion (:mod:`smart_context.items.expand`)
   with its documented defaults (one pass, 0.75, 3 items) and a few other settings: the picks are
-  then more than 5, and recall and precision are over all of them.
+  then more than 5, and recall and precision are over all of them;
+- ``product``: what the request path sends (:mod:`benchmarks.tool_picks`: the tools in a
+  scratch vault, :func:`smart_context.items.request.build` with the default settings), which
+  may be fewer than 5 or, past ``include_score``, more; recall over its first 5.
 
 Then the dry-run-like latency of a selection over 500 tools (the 348, and 152 of them again
 under other server names): one 3-sentence message, warm, median of 50 (``--latency``: only
@@ -44,17 +47,22 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.tool_picks import CachedEmbedder, Server, ToolVault, measure
 from smart_context.embeddings.local import shared_local_model
 from smart_context.items.chunks import chunk, query_chunks
 from smart_context.items.expand import expand, relationship_graph
 from smart_context.items.lexical import SATURATION, LexicalIndex, fuse, reciprocal_rank_fusion
 from smart_context.items.model import index_text
-from smart_context.items.select import Limits, select
+from smart_context.items.select import TOOL_FLOOR, Limits, select
 from smart_context.items.tools import tool_item
+from smart_context.mcp.client import ToolInfo
 
 DATA = Path(__file__).resolve().parent / "data"
 TOP = 5
-PICK_FIVE = Limits(top_k=20, top_n=TOP, include_score=2.0)  # exactly 5 picks: comparable
+# 5 picks (fewer only past the floors), as the product picks tools
+PICK_FIVE = Limits(top_k=20, top_n=TOP, include_score=2.0, absolute_floor=TOOL_FLOOR)
 WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
 SATURATIONS = (2.0, 4.0, 8.0, 16.0, 32.0)
 MESSAGE = (
@@ -85,7 +93,7 @@ class Bench:
 
     def __init__(self, servers: list[dict[str, Any]], queries: list[dict[str, Any]]) -> None:
         self.queries = queries
-        self.model = shared_local_model()
+        self.model = CachedEmbedder(None)  # kept in memory: the product's row embeds nothing new
         tools = [(s, t) for s in servers for t in s["tools"]]
         self.keys = [(s["name"], t["name"]) for s, t in tools]
         self.n = len(tools)
@@ -124,7 +132,8 @@ class Bench:
         return lambda i: self.pick(fuse(self.dense(i, split), lex[i], weight, saturation))
 
     def rrf(self, i: int) -> list[int]:
-        return self.pick(reciprocal_rank_fusion(self.dense(i, True), self.lex_split[i]))
+        scores = reciprocal_rank_fusion(self.dense(i, True), self.lex_split[i])
+        return self.pick(scores, replace(PICK_FIVE, absolute_floor=0.0))  # ranks, not scores
 
     def expanded(self, first: Picks, limits: Limits) -> Picks:
         every = np.ones(self.n, dtype=np.bool_)
@@ -136,34 +145,23 @@ class Bench:
         return run
 
     def measure(
-        self, run: Picks, which: Callable[[int], bool] = lambda i: True
+        self, run: Picks, which: Callable[[int], bool] = lambda i: True, every_pick: bool = False
     ) -> dict[str, float]:
-        """Mean recall and precision of ``run`` over the messages ``which`` keeps, by kind."""
-        got: dict[str, list[tuple[float, float]]] = {"single": [], "multi": [], "all": []}
-        for i, q in enumerate(self.queries):
-            if not which(i):
-                continue
-            picked = {self.keys[p] for p in run(i)}
-            need = {(s, t) for s, t in q["needed"]}
-            hits = len(need & picked)
-            pair = (hits / len(need), hits / max(len(picked), 1))
-            got[q["kind"]].append(pair)
-            got["all"].append(pair)
-        out = {}
-        for kind, pairs in got.items():
-            out[f"{kind} recall"] = statistics.mean(p[0] for p in pairs)
-            out[f"{kind} precision"] = statistics.mean(p[1] for p in pairs)
-        out["picks"] = statistics.mean(len(run(i)) for i in range(len(self.queries)) if which(i))
-        return out
+        """Recall and precision of ``run`` over the messages ``which`` keeps, by kind
+        (:func:`benchmarks.tool_picks.measure`); recall over the first 5 picks, or over all of
+        them with ``every_pick``."""
+        rows = [i for i in range(len(self.queries)) if which(i)]
+        picks = [[self.keys[p] for p in run(i)] for i in rows]
+        needed = [{(s, t) for s, t in self.queries[i]["needed"]} for i in rows]
+        kinds = [self.queries[i]["kind"] for i in rows]
+        return measure(picks, needed, kinds, k=None if every_pick else TOP)
 
 
 def tune_hybrid(bench: Bench, split: bool) -> tuple[float, float]:
     """The weight and saturation with the best recall@5 on the *tune* messages."""
     best = max(
         ((w, s) for w in WEIGHTS for s in SATURATIONS),
-        key=lambda ws: bench.measure(bench.hybrid(split, *ws), lambda i: not held_out(i))[
-            "all recall"
-        ],
+        key=lambda ws: bench.measure(bench.hybrid(split, *ws), lambda i: not held_out(i))["recall"],
     )
     return best
 
@@ -174,16 +172,38 @@ def report(bench: Bench, variants: dict[str, Picks]) -> None:
         f"{'P mlt':>5} {'R tune':>6} {'R held':>6} {'P held':>6} {'picks':>5}"
     )
     for name, run in variants.items():
-        every = bench.measure(run)
-        tune = bench.measure(run, lambda i: not held_out(i))
-        held = bench.measure(run, held_out)
+        over_all = "expansion" in name  # more than 5 picks: recall over all of them
+        every = bench.measure(run, every_pick=over_all)
+        tune = bench.measure(run, lambda i: not held_out(i), over_all)
+        held = bench.measure(run, held_out, over_all)
         print(
-            f"  {name:<44} {every['all recall']:5.3f} {every['all precision']:5.3f} "
+            f"  {name:<44} {every['recall']:5.3f} {every['precision']:5.3f} "
             f"{every['single recall']:5.3f} {every['multi recall']:5.3f} "
             f"{every['single precision']:5.3f} {every['multi precision']:5.3f} "
-            f"{tune['all recall']:6.3f} {held['all recall']:6.3f} {held['all precision']:6.3f} "
+            f"{tune['recall']:6.3f} {held['recall']:6.3f} {held['precision']:6.3f} "
             f"{every['picks']:5.2f}"
         )
+
+
+def product(bench: Bench, servers: list[dict[str, Any]]) -> Picks:
+    """The request path's picks for each message, as positions in the bench's tool list."""
+    vault = ToolVault(
+        [
+            Server(
+                s["name"],
+                tuple(
+                    ToolInfo(t["name"], t.get("description", ""), t.get("inputSchema") or {})
+                    for t in s["tools"]
+                ),
+            )
+            for s in servers
+        ],
+        bench.model,
+    )
+    place = {key: i for i, key in enumerate(bench.keys)}
+    picks = vault.run([q["query"] for q in bench.queries])
+    vault.close()
+    return lambda i: [place[key] for key in picks[i]]
 
 
 def main() -> None:
@@ -202,7 +222,7 @@ def main() -> None:
         f"hybrid tuned on the tune messages (weight, saturation): whole message {whole_ws}, "
         f"sentence chunks {split_ws}"
     )
-    default = Limits()
+    default = replace(Limits(), absolute_floor=TOOL_FLOOR)  # the product's tool limits
     weight = default.lexical_weight
     one_each = np.arange(bench.n)
 
@@ -233,6 +253,7 @@ def main() -> None:
     variants["dense + chunks + expansion (1, 0.75, 3)"] = bench.expanded(
         lambda i: bench.pick(bench.dense(i, True)), replace(default, expansion_depth=1)
     )
+    variants["product (request path, default settings)"] = product(bench, servers)
     report(bench, variants)
     latency(servers)
 

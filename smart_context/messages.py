@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
+from smart_context.turns import Codes, role_codes
+
 Message = Mapping[str, Any]
 
 
@@ -91,6 +93,7 @@ class History:
         ids: list[Any] | None = None,
         contents: list[Any] | None = None,
         lineage: object = None,
+        codes: Codes | None = None,
     ) -> None:
         self.messages = messages
         self.ids: list[Any] = [m.get("id") for m in messages] if ids is None else ids
@@ -99,6 +102,7 @@ class History:
         # when the ids are known to be distinct: each id's position, possibly with ids past
         # this history's end (the index it came from has grown since); see :meth:`position`
         self.first: Mapping[Any, int] | None = None
+        self._codes = codes  # each message's turn role, read on first use when not given
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -112,6 +116,14 @@ class History:
         except TypeError:  # an id that cannot be hashed is no id of an indexed history
             return None
         return i if i is not None and i < len(self.ids) else None
+
+    @property
+    def codes(self) -> Codes:
+        """Each message's turn role (:func:`smart_context.turns.role_codes`), read on first use
+        unless the history's index knew them."""
+        if self._codes is None:
+            self._codes = role_codes(self.messages)
+        return self._codes
 
     @property
     def contents(self) -> list[Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,10 +22,20 @@ from tests.fakes import FakeCommands, FakeEmbedder, FakeHost, FakeLLM
 pytest_plugins = ["tests.openai_server"]
 
 
+_OWN_CACHE: list[str] = []  # the cache directory this run made, removed when it ends
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # The derived local model is built into a cache; tests keep theirs out of the user's home.
     if "SMART_CONTEXT_CACHE" not in os.environ:
         os.environ["SMART_CONTEXT_CACHE"] = tempfile.mkdtemp(prefix="smart-context-cache-")
+        _OWN_CACHE.append(os.environ["SMART_CONTEXT_CACHE"])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # 22 MB a run: left behind, a few hundred runs filled gigabytes of the temp dir
+    for path in _OWN_CACHE:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class Ctx:

@@ -36,6 +36,32 @@ def test_a_checkout_and_a_bare_mirror_read_alike(tmp_path: Path) -> None:
         assert data.json("train/a.json") == {"x": 1}
 
 
+def test_a_file_a_mirror_lists_but_does_not_hold_is_left_out_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = _repo(tmp_path)
+    (work / "train" / "big.json").write_text('{"x": 3}', encoding="utf-8")
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "big"], check=True)
+    bare = tmp_path / "mirror"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    subprocess.run([*git, "push", "-q", str(bare), "HEAD:refs/heads/main"], check=True)
+    subprocess.run(
+        ["git", f"--git-dir={bare}", "symbolic-ref", "HEAD", "refs/heads/main"], check=True
+    )
+    blob = subprocess.run(
+        ["git", "-C", str(work), "rev-parse", "HEAD:train/big.json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (bare / "objects" / blob[:2] / blob[2:]).unlink()  # a few objects are pushed loose
+    data = Snapshot(SOURCES["sgd"], bare)
+    assert data.files("train/") == ["train/a.json"]
+    assert "train/big.json" in capsys.readouterr().out
+
+
 def test_the_kept_back_split_is_never_read(tmp_path: Path) -> None:
     data = Snapshot(SOURCES["sgd"], _repo(tmp_path))
     with pytest.raises(PermissionError, match="independent check"):

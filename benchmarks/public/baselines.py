@@ -75,3 +75,21 @@ def fill_by_rank(
         taken.update(new)
         used += cost
     return taken
+
+
+def fill_with_partners(
+    order: Sequence[int], tokens: npt.NDArray[np.integer], room: int, partner: Sequence[int]
+) -> set[int]:
+    """Take documents in ``order`` while they fit ``room`` tokens, each with its ``partner``
+    (-1: none), paid for too; a document whose pair does not fit is skipped whole. What a chat
+    retriever that must keep the history's turn order (a question with its answer) can send."""
+    taken: set[int] = set()
+    used = 0
+    for i in order:
+        new = [j for j in (i, partner[i]) if j >= 0 and j not in taken]
+        cost = sum(int(tokens[j]) for j in new)
+        if not new or used + cost > room:
+            continue
+        taken.update(new)
+        used += cost
+    return taken

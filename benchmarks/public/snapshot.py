@@ -59,8 +59,16 @@ class Snapshot:
         """The paths under ``prefix`` (a folder, with its slash), sorted."""
         self._allowed(prefix)
         if self.bare:
-            out = self._git("ls-tree", "-r", "--name-only", "HEAD", "--", prefix)
-            paths = out.splitlines()
+            paths, absent = [], []
+            for line in self._git("ls-tree", "-r", "-l", "HEAD", "--", prefix).splitlines():
+                meta, _, path = line.partition("\t")
+                # a mirror may list a large file without holding it (its size reads "BAD")
+                (paths if meta.split()[-1].isdigit() else absent).append(path)
+            if absent:
+                print(
+                    f"{self.source.name}: {len(absent)} files under {prefix} are absent from "
+                    f"this snapshot and left out: {', '.join(sorted(absent)[:5])}"
+                )
         else:
             base = self.root / prefix
             paths = [p.relative_to(self.root).as_posix() for p in base.rglob("*") if p.is_file()]

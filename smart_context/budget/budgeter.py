@@ -55,6 +55,7 @@ from smart_context.budget.tokens import (
     Estimate,
     counter_for,
 )
+from smart_context.budget.turns import in_turns
 from smart_context.config import Settings
 from smart_context.errors import SmartContextError
 from smart_context.items.query import MessageQuery
@@ -65,6 +66,7 @@ from smart_context.memory.tree import Node, Stored, plan_tree
 from smart_context.messages import History, message_text
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
+from smart_context.turns import partners
 from smart_context.vectors.ops import Matrix
 
 log = logging.getLogger(__name__)
@@ -171,8 +173,9 @@ class Budgeter:
         marks = reads.marks
         marked = part.of(_flags(facts, marks))
         pinned = marked | part.of(_flags(facts, {str(i) for i in sticky_ids}))
+        # the recent messages are searched too: how many of them go depends on the room, and
+        # one the plan sends anyway is skipped there
         eligible = np.ones(part.n, dtype=bool)
-        eligible[max(part.n - self.settings.recent_messages, 0) :] = False
         hits = top_hits(rel, eligible, self.settings.search_limit, floor=MIN_RELEVANCE)
         overlap = part.of(entity_overlap(entities(fixed.message), facts.mentions, facts.n))
         scores = importance(rel, overlap, marked, _weights(self.settings))
@@ -188,8 +191,11 @@ class Budgeter:
             relevant_limit=self.settings.search_limit,
             importance_threshold=self.settings.importance_threshold,
         )
-        inputs = Inputs(part.tokens, pinned, hit_relevance, scores, part.partner, hits)
-        chosen = plan(inputs, spans, budget)
+        codes = history.codes if positions is None else history.codes[positions]
+        # a hit goes with its partner or not at all: sent alone, in_turns would drop it
+        turns = partners(codes, hits)
+        inputs = Inputs(part.tokens, pinned, hit_relevance, scores, part.partner, hits, turns)
+        chosen = in_turns(plan(inputs, spans, budget), codes, part.tokens, room)
         out = interleave(candidates, chosen.keep, [(spans[s], rows[s]) for s in chosen.summaries])
         why, keep = chosen.why, chosen.keep
         ids = part.ids

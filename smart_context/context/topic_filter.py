@@ -21,6 +21,7 @@ import numpy.typing as npt
 from smart_context.context.topic_scores import TopicScores
 from smart_context.messages import History, Message, pick
 from smart_context.record import FALLBACK, FILTERED, FULL, ContextRecord, shorter_ids
+from smart_context.turns import closure
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class Decision:
 
     history: list[Any]
     record: ContextRecord
-    all_ids: list[Any] = field(default_factory=list)  # the ids the record's lists are over
+    # the ids the record's lists are over (the history's own list when nothing was added: read-only)
+    all_ids: list[Any] = field(default_factory=list)
     # ``history`` with its ids read, when it is the rule's input unchanged (the budget reuses it)
     source: History | None = None
     # the whole history the rule chose from, when the filter kept only part of it (usage)
@@ -127,17 +129,19 @@ def decide(
     )
     if not active or scores is None or not len(messages):
         source = history if not older and positions is None else None
-        return Decision(candidates, record(FULL), list(all_ids), source)
+        return Decision(candidates, record(FULL), all_ids, source)
 
     values, keep = scores.values, scores.keep.copy()
     if not keep.any():
         best = round(float(values.max()), 3)
         fell_back = record(FALLBACK, best_score=best, note=fallback_note(active))
-        return Decision(candidates, fell_back, list(all_ids))
+        return Decision(candidates, fell_back, all_ids)
 
     for sid in sticky_ids:
         if (at := find_id(sid)) is not None:
             keep[at] = True
+    # a kept question brings its answer and an answer its question: the turns still alternate
+    keep = closure(history.codes if positions is None else history.codes[positions], keep)
     kept_at = np.flatnonzero(keep)
     idx = kept_at.tolist()
     kept_ids = pick(ids, idx)
@@ -148,4 +152,4 @@ def decide(
     kept = [*older, *pick(messages, idx)]
     where = np.concatenate((np.arange(len(older), dtype=np.intp), len(older) + kept_at))
     whole = history if not older and positions is None else History(candidates)
-    return Decision(kept, filtered, list(all_ids), full=whole, positions=where.astype(np.intp))
+    return Decision(kept, filtered, all_ids, full=whole, positions=where)

@@ -10,10 +10,16 @@ selection found for it (:mod:`.expand`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
+
+from smart_context.items.schema import parameters
+
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_WORD = re.compile(r"[^\W_]+")
 
 ItemType = Literal["rule", "reference", "tool"]
 IncludeMode = Literal["always", "manual", "agent", "expansion"]
@@ -88,11 +94,36 @@ class Item:
 
 def index_text(item: Item) -> str:
     """The text embedded for ``item`` (and hashed into its ``content_hash``): ``name:
-    description`` then the body (a tool: ``server.name: description`` then its parameters), so a
-    search for the thing's name or purpose finds it as well as one for its content."""
-    title = f"{item.server_name}.{item.name}" if item.server_name is not None else item.name
+    description`` then the body, so a search for the thing's name or purpose finds it as well
+    as one for its content. A tool reads ``server tool: description`` then one line per
+    parameter, ``parameter: description``, every name in words (``read_file`` is ``read
+    file``, ``maxResults`` is ``max results``) and without the types and ``required`` that
+    the UI shows. Measured (``benchmarks/public/bench_tools.py``, ``bench_tool_selection.py``):
+    recall@5 on ToolLens' test queries 0.353 -> 0.360 (tune 0.342 -> 0.343); on our own set
+    cosine alone 0.487 -> 0.533, the default (with BM25) 0.608 -> 0.606."""
+    if item.server_name is not None:
+        title = f"{spoken(item.server_name)} {spoken(item.name)}"
+        body = _parameters_index_text(item)
+    else:
+        title, body = item.name, item.text
     head = f"{title}: {item.description}" if item.description else title
-    return f"{head}\n\n{item.text}" if item.text else head
+    return f"{head}\n\n{body}" if body else head
+
+
+def spoken(identifier: str) -> str:
+    """An identifier as lower-case words: ``read_file``, ``readFile`` and ``read-file`` are
+    ``read file``; one without a letter or digit stays as it is."""
+    words = _WORD.findall(_CAMEL.sub(r"\1 \2", identifier))
+    return " ".join(words).lower() if words else identifier
+
+
+def _parameters_index_text(item: Item) -> str:
+    if item.input_schema is None:  # a tool made without its schema: the text it was given
+        return item.text
+    return "\n".join(
+        f"{spoken(p.name)}: {p.description}" if p.description else spoken(p.name)
+        for p in parameters(item.input_schema)
+    )
 
 
 @dataclass(frozen=True)

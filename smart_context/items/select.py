@@ -3,7 +3,7 @@
 The inputs are similarities between the message's *query chunks* (its sentences, see
 :func:`smart_context.items.chunks.query_chunks`) and every indexed *item chunk*, one row per
 query chunk; ``owner[c]`` says which item chunk ``c`` belongs to. The rule, with the
-relative floor added:
+floors added:
 
 1. **Max pooling over query chunks.** A chunk's score is its best similarity to any sentence
    of the message, so a long message does not blur into one average vector.
@@ -16,7 +16,22 @@ relative floor added:
    the default (hybrid) scores, 0.4 of the best costs no recall@5 (0.623, tune and held-out
    unchanged) and drops 2% of the picks, wrong ones (precision@5 0.163 -> 0.174); 0.5 starts to
    cost recall (0.614; on the tune messages 0.597 -> 0.584), so 0.4 it is.
-5. **Minimum representation per query chunk.** Max pooling lets the strongest sentence take
+5. **An absolute floor.** Nor is a place given to an item scoring under ``absolute_floor``,
+   however it ranks: "hello" scores every item of the example vault between 0.01 and 0.14,
+   and the relative floor alone let four of them in. The scores are fused (0.7 cosine + 0.3
+   squashed BM25, :mod:`.lexical`) and MiniLM's cosines of unrelated texts sit around
+   0-0.15, so an unrelated item stays near 0.1 or under. Over 23 small-talk messages against
+   the example vault ("thanks!", "Hello! I have a question.") the best rule or reference
+   scored at most 0.18 and the best tool 0.12, while the questions it is made for gave
+   their items 0.26-0.67. So rules and references need 0.2 (:data:`DOCUMENT_FLOOR`): they
+   are text the model reads, and cost tokens. Tools need 0.15 (:data:`TOOL_FLOOR`): a tool
+   the model does not call costs little, one it lacks costs the answer, and tool recall@5
+   pays for a higher floor (``benchmarks/``, recall@5 / precision without a floor, at 0.15
+   and at 0.2: ToolLens' tune queries 0.343 / 0.181, 0.343 / 0.182, 0.336 / 0.182, its test
+   queries 0.360, 0.360, 0.358; our own set 0.606 / 0.172, 0.602 / 0.181, 0.587 / 0.201).
+   Models whose unrelated texts score higher (nomic-embed-text, about 0.3-0.45) pass these
+   floors; the relative one is what holds for them.
+6. **Minimum representation per query chunk.** Max pooling lets the strongest sentence take
    every place: "read the failing test's log, open an issue and tell the team on Slack" would
    get three issue trackers and no Slack. So the topN places go first to each sentence's own
    best ``per_query`` items (when at least ``floor`` close to it), then to the best overall:
@@ -38,6 +53,9 @@ import numpy.typing as npt
 Matrix = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.intp]
 
+DOCUMENT_FLOOR = 0.2  # the least score that adds a rule or reference (module docstring)
+TOOL_FLOOR = 0.15  # ... and a tool
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -53,6 +71,7 @@ class Limits:
     )
     floor: float = 0.3
     relative_floor: float = 0.4  # a topN place needs this share of the best item's score
+    absolute_floor: float = DOCUMENT_FLOOR  # ... and at least this score (TOOL_FLOOR for tools)
     # context expansion (:mod:`.expand`): passes (0: off), link score, items added per pass
     expansion_depth: int = 0
     expansion_threshold: float = 0.75
@@ -101,7 +120,8 @@ def select(scores: Matrix, owner: IntArray, n_items: int, limits: Limits) -> lis
     top_chunks = np.argpartition(-pooled_chunks, k - 1)[:k]
     candidates = np.unique(owner[top_chunks])
     top = max(float(pooled[candidates].max()), 0.0)
-    candidates = candidates[pooled[candidates] >= limits.relative_floor * top]
+    least = max(limits.relative_floor * top, limits.absolute_floor)
+    candidates = candidates[pooled[candidates].astype(np.float64) >= least]
     ranked = candidates[np.argsort(-pooled[candidates], kind="stable")].tolist()
     # The topN places: first each sentence's own best, then the best overall.
     places: dict[int, None] = {}
@@ -109,7 +129,8 @@ def select(scores: Matrix, owner: IntArray, n_items: int, limits: Limits) -> lis
         for rank in range(limits.per_query):
             for row in per_item:
                 best = np.argsort(-row, kind="stable")[rank]
-                if row[best] >= limits.floor and len(places) < limits.top_n:
+                close = row[best] >= max(limits.floor, limits.absolute_floor)
+                if close and len(places) < limits.top_n:
                     places.setdefault(int(best))
     for i in ranked:
         if len(places) >= limits.top_n:

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from smart_context.config import SELECTION_CHECKS, Settings
 from smart_context.errors import ConfigError, SmartContextError
-from smart_context.items.select import Limits
+from smart_context.items.select import TOOL_FLOOR, Limits
 
 log = logging.getLogger(__name__)
 
@@ -141,8 +142,9 @@ def document_limits(values: Mapping[str, Any]) -> Limits:
 
 
 def tool_limits(values: Mapping[str, Any]) -> Limits:
-    """How many tools agent selection may add."""
-    return _limits(values, "context_tools_")
+    """How many tools agent selection may add; a tool needs less than a document to be
+    added (:data:`~smart_context.items.select.TOOL_FLOOR`)."""
+    return replace(_limits(values, "context_tools_"), absolute_floor=TOOL_FLOOR)
 
 
 def _limits(values: Mapping[str, Any], prefix: str) -> Limits:

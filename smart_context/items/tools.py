@@ -1,8 +1,8 @@
 """An MCP tool as an :class:`Item`: its parameters rendered as text, for the index and the UI.
 
-A tool's input schema comes from a server we do not control: anything that is not the expected
-shape is left out, never an exception, and long descriptions are cut so one tool cannot fill
-the index.
+A tool's input schema comes from a server we do not control: :mod:`.schema` reads it, leaving
+out anything of the wrong shape, and long descriptions are cut so one tool cannot fill the
+index.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from smart_context.items.model import TOOL_INCLUDE, IncludeMode, Item
+from smart_context.items.schema import MAX_DESCRIPTION_CHARS, MAX_PARAMETERS, Parameter, parameters
 from smart_context.shorten import shorten
 
-MAX_PARAMETERS = 50
-MAX_DESCRIPTION_CHARS = 300
+__all__ = ["MAX_DESCRIPTION_CHARS", "MAX_PARAMETERS", "parameters_text", "tool_item"]
 
 
 def tool_item(
@@ -46,32 +46,10 @@ def parameters_text(input_schema: Any) -> str:
     ...                  "required": ["path"]})
     'path (string, required): Which file'
     """
-    if not isinstance(input_schema, Mapping):
-        return ""
-    properties = input_schema.get("properties")
-    if not isinstance(properties, Mapping):
-        return ""
-    required = input_schema.get("required")
-    required_names = (
-        {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
-    )
-    lines = []
-    for name, spec in list(properties.items())[:MAX_PARAMETERS]:
-        if isinstance(name, str) and name.strip():
-            lines.append(_parameter_line(name.strip(), spec, name in required_names))
-    return "\n".join(lines)
+    return "\n".join(map(_parameter_line, parameters(input_schema)))
 
 
-def _parameter_line(name: str, spec: Any, required: bool) -> str:
-    spec = spec if isinstance(spec, Mapping) else {}
-    kind = spec.get("type")
-    if isinstance(kind, list):  # ["string", "null"]
-        kind = " or ".join(k for k in kind if isinstance(k, str))
-    details = [
-        k for k in (kind if isinstance(kind, str) else "", "required" if required else "") if k
-    ]
-    head = f"{name} ({', '.join(details)})" if details else name
-    description = spec.get("description")
-    if isinstance(description, str) and description.strip():
-        return f"{head}: {shorten(description, MAX_DESCRIPTION_CHARS, at_word=True)}"
-    return head
+def _parameter_line(parameter: Parameter) -> str:
+    details = [d for d in (parameter.kind, "required" if parameter.required else "") if d]
+    head = f"{parameter.name} ({', '.join(details)})" if details else parameter.name
+    return f"{head}: {parameter.description}" if parameter.description else head

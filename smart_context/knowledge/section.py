@@ -15,7 +15,7 @@ each under its path in the vault so the model can cite it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -78,8 +78,10 @@ def find(
     )
     best = scores.max(axis=0)  # each passage's best sentence
     out = []
-    for chosen in select(scores, layout.owner, len(layout.notes), limits):
-        if chosen.score < min_score:
+    # the notes' own floor is ``min_score`` (a setting), not the documents' absolute floor
+    floored = replace(limits, absolute_floor=min_score)
+    for chosen in select(scores, layout.owner, len(layout.notes), floored):
+        if chosen.score < min_score:  # an item over ``include_score`` passes select's floors
             continue
         start, end = int(layout.starts[chosen.item]), int(layout.starts[chosen.item + 1])
         top = np.argsort(-best[start:end], kind="stable")[:passages] + start

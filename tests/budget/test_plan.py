@@ -45,13 +45,82 @@ def test_the_last_messages_come_first_then_pinned_then_relevant_with_their_turn(
     pinned = np.zeros(100, dtype=bool)
     pinned[3] = True
     hits = np.array([41, 60], dtype=np.intp)
-    chosen = plan(inputs(100, pinned=pinned, hits=hits), [], Budget(room=145, recent=10))
+    full = Budget(room=145, recent=10, recent_share=1.0, full_room=145)
+    chosen = plan(inputs(100, pinned=pinned, hits=hits), [], full)
     assert (chosen.why[90:] == RECENT).all()
     assert chosen.why[3] == PINNED
-    # 41 is an answer: its question (40) comes with it; the budget ends before 60's turn
+    # 41 is an answer: its question (40) comes with it; 60's turn does not fit, so 60 does
+    # not go alone (the importance fill takes the room left)
     assert chosen.why[41] == RELEVANT and chosen.why[40] == TURN
-    assert chosen.why[60] == RELEVANT and chosen.why[61] == LEFT_OUT
+    assert chosen.why[60] == LEFT_OUT and chosen.why[61] == LEFT_OUT
     assert chosen.message_tokens == 140
+
+
+def test_a_small_room_sends_the_last_turn_and_spends_the_rest_on_relevance() -> None:
+    hits = np.arange(10, 90, 10, dtype=np.intp)
+    alone = np.full(100, -1, dtype=np.intp)  # messages without turns: a hit costs itself
+    strict = {"importance_threshold": 0.5}  # nothing fills the room by importance
+    chosen = plan(inputs(100, hits=hits, partner=alone), [], Budget(room=100, recent=10, **strict))
+    assert (chosen.why[98:] == RECENT).all()  # the last turn
+    assert (chosen.why[90:98] == LEFT_OUT).all()  # the rest of the last ten gave way
+    assert (chosen.why[hits] == RELEVANT).all()
+    # a room as large as full_room gives the last ten all the share they need
+    chosen = plan(inputs(100, hits=hits), [], Budget(room=200, recent=10, full_room=200))
+    assert (chosen.why[90:] == RECENT).all()
+
+
+def test_the_recent_run_ends_at_the_first_message_past_its_share() -> None:
+    tokens = np.full(20, 10, dtype=np.intp)
+    tokens[15] = 600
+    budget = Budget(room=700, recent=10, full_room=700, importance_threshold=0.5)
+    chosen = plan(inputs(20, tokens=tokens), [], budget)
+    assert np.flatnonzero(chosen.why == RECENT).tolist() == [16, 17, 18, 19]
+    assert (chosen.why[:16] == LEFT_OUT).all()  # nothing older while a newer one is left out
+
+
+def test_a_hit_goes_with_its_whole_turn_or_not_at_all() -> None:
+    tokens = np.full(100, 10, dtype=np.intp)
+    tokens[61] = 100  # 60's answer is long
+    hits = np.array([41, 60, 70], dtype=np.intp)
+    budget = Budget(room=45, recent=0, importance_threshold=0.5)
+    chosen = plan(inputs(100, tokens=tokens, hits=hits), [], budget)
+    assert chosen.why[41] == RELEVANT and chosen.why[40] == TURN
+    # 60 is not sent without its answer, and its turn not fitting leaves the room to 70's
+    assert chosen.why[60] == LEFT_OUT and chosen.why[61] == LEFT_OUT
+    assert chosen.why[70] == RELEVANT and chosen.why[71] == TURN
+
+
+def test_a_hit_goes_with_the_partner_given_for_it() -> None:
+    # a run: 6 asks, 7 adds to it, 8 answers; 6's partner is the answer, not the next message
+    given = np.array([8], dtype=np.intp)
+    hits = np.array([6], dtype=np.intp)
+    strict = {"recent": 0, "importance_threshold": 0.5}
+    chosen = plan(inputs(100, hits=hits, hit_partners=given), [], Budget(room=15, **strict))
+    assert not chosen.keep.any()
+    chosen = plan(inputs(100, hits=hits, hit_partners=given), [], Budget(room=20, **strict))
+    assert chosen.why[6] == RELEVANT and chosen.why[8] == TURN and chosen.why[7] == LEFT_OUT
+
+
+def test_of_two_equal_hits_the_one_whose_turn_is_relevant_too_goes_first() -> None:
+    relevance = np.zeros(100, dtype=np.float32)
+    relevance[[20, 30, 31]] = [0.5, 0.5, 0.4]
+    hits = np.array([20, 30, 31], dtype=np.intp)
+    budget = Budget(room=20, recent=0, importance_threshold=0.5)
+    chosen = plan(inputs(100, relevance=relevance, hits=hits), [], budget)
+    assert chosen.why[30] == RELEVANT and chosen.why[31] == TURN
+    assert chosen.why[20] == LEFT_OUT
+
+
+def test_a_small_room_keeps_nothing_for_summaries_before_the_search() -> None:
+    hits = np.arange(10, 90, 10, dtype=np.intp)
+    alone = np.full(100, -1, dtype=np.intp)
+    budget = Budget(room=100, recent=2, importance_threshold=0.5)
+    chosen = plan(inputs(100, hits=hits, partner=alone), leaf_tree(10, tokens=10), budget)
+    assert (chosen.why[hits] == RELEVANT).all() and chosen.summaries == []
+    # at a full room the summaries' share is kept while the search fills the rest
+    budget = Budget(room=100, recent=2, importance_threshold=0.5, full_room=100)
+    chosen = plan(inputs(100, hits=hits, partner=alone), leaf_tree(10, tokens=10), budget)
+    assert chosen.summaries and chosen.why[80] == LEFT_OUT
 
 
 def test_never_over_the_room_whatever_the_sizes() -> None:

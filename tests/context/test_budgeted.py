@@ -4,6 +4,7 @@ relevant messages, and carries the stored summaries of the rest after the backgr
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -75,11 +76,50 @@ async def test_a_long_chat_is_cut_to_the_budget_keeping_recent_and_relevant_turn
     ids = [m.get("id") for m in ctx.history]
     assert sent_tokens(ctx) <= 2000
     assert record["budget"]["used"] <= 2000
-    assert ids[-10:] == [m["id"] for m in chat[-10:]]  # the recent ones, in order
-    assert set(record["recent_ids"]) == {m["id"] for m in chat[-10:]}
+    # the newest messages, in order: at least the last turn, fewer than ten in so small a room
+    recent = len(record["recent_ids"])
+    assert 2 <= recent < 10 and ids[-recent:] == [m["id"] for m in chat[-recent:]]
+    assert set(record["recent_ids"]) == {m["id"] for m in chat[-recent:]}
     assert "m0123" in ids and "m0123" in record["relevant_ids"]
     assert "m0122" in ids  # the question before the answer that matched
     assert len(record["included_ids"]) == len(ids)  # the record names what was sent
+    assert alternates(ctx.history)
+
+
+def alternates(history: list[dict[str, Any]]) -> bool:
+    """The turns sent go user, assistant, user... (summaries, system messages, aside)."""
+    roles = [m["role"] for m in history if m["role"] != "system"]
+    return all(a != b for a, b in itertools.pairwise(roles))
+
+
+async def test_a_relevant_message_among_the_last_ten_a_small_room_leaves_out_is_searched(
+    start: Any, vault: Path
+) -> None:
+    messages = long_chat(400)
+    messages[393]["content"] = "The landlord, Mrs. Okafor, said the deposit is 950 euros."
+    write_chat(vault, "late", messages)
+    running = await start(settings={"budget_tokens": 1000, "token_model": "gpt-4o"})
+    ctx = Ctx("late", messages, "What deposit did Mrs. Okafor ask for?")
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    record = ctx.metadata["smart_context"]
+    assert "m0393" not in record["recent_ids"]  # a small room sends fewer than ten
+    assert "m0393" in record["relevant_ids"]  # but the search still finds it
+
+
+async def test_a_small_room_sends_a_relevant_message_in_a_run_with_the_answer_after_it(
+    start: Any, vault: Path
+) -> None:
+    messages = long_chat(300)
+    for i, message in enumerate(messages):  # two people writing two messages in a row
+        message["role"] = "user" if (i // 2) % 2 == 0 else "assistant"
+    messages[120]["content"] = "The landlord, Mrs. Okafor, said the deposit is 950 euros."
+    write_chat(vault, "runs", messages)
+    running = await start(settings={"budget_tokens": 800, "token_model": "gpt-4o"})
+    ctx = Ctx("runs", messages, "What deposit did Mrs. Okafor ask for?")
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    ids = [m.get("id") for m in ctx.history]
+    assert "m0120" in ctx.metadata["smart_context"]["relevant_ids"]
+    assert "m0120" in ids and "m0122" in ids  # the user's message and the answer to its run
 
 
 async def test_pinned_messages_are_sent_and_named(
@@ -90,6 +130,8 @@ async def test_pinned_messages_are_sent_and_named(
     ctx = await running.context("long", chat)
     assert "m0007" in [m.get("id") for m in ctx.history]
     assert ctx.metadata["smart_context"]["important_ids"] == ["m0007"]
+    # the pinned answer brings its question: the turns sent still alternate
+    assert "m0006" in [m.get("id") for m in ctx.history] and alternates(ctx.history)
 
 
 async def test_after_the_background_pass_summaries_stand_in_for_what_is_left_out(

@@ -97,7 +97,7 @@ def test_fallback_when_nothing_clears_threshold() -> None:
 def test_sticky_message_below_threshold_is_kept() -> None:
     sticky = [HISTORY[2]]
     d = decide(HISTORY, sticky, ["Travel"], scores(0.0, 0.0, 0.05, 0.0, 0.9, 0.7), 0.4)
-    assert ids(d.history) == ["m2", "m4", "m5"]
+    assert ids(d.history) == ["m2", "m3", "m4", "m5"]  # the sticky question brings its answer
     assert d.record["sticky_ids"] == ["m2"]
     assert d.record["scores"]["m2"] == 0.05
 
@@ -120,10 +120,11 @@ def test_two_different_messages_sharing_an_id_are_both_kept() -> None:
 def test_unhashable_ids_do_not_break_the_rule() -> None:
     odd = [
         {"id": ["x"], "role": "user", "content": "a"},
-        {"id": {"y": 1}, "role": "user", "content": "b"},
+        {"id": {"y": 1}, "role": "assistant", "content": "b"},
+        {"id": ["z"], "role": "user", "content": "c"},
     ]
-    d = decide(odd, [], ["T"], scores(0.9, 0.1), 0.4)
-    assert [m["content"] for m in d.history] == ["a"] and d.record["mode"] == "filtered"
+    d = decide(odd, [], ["T"], scores(0.1, 0.1, 0.9), 0.4)
+    assert [m["content"] for m in d.history] == ["c"] and d.record["mode"] == "filtered"
 
 
 def test_duplicate_ids_are_sent_once() -> None:
@@ -131,16 +132,16 @@ def test_duplicate_ids_are_sent_once() -> None:
     d = decide(doubled, [HISTORY[0]], [], None, 0.4)
     assert ids(d.history) == ids(HISTORY)
     f = decide(doubled, [], ["Python"], scores(0.9, 0, 0, 0, 0, 0, 0.9), 0.4)
-    assert ids(f.history) == ["m0"]
+    assert ids(f.history) == ["m0", "m1"]  # and the question brings its answer
 
 
 def test_record_stays_small_by_listing_the_shorter_side() -> None:
     many = make_messages([f"message {i}" for i in range(1000)])
     values = np.full(1000, 0.9, dtype=np.float32)
-    values[5] = 0.0
+    values[4:6] = 0.0  # one turn: a question and its answer
     d = decide(many, [], ["Anything"], values, 0.4)
-    assert d.record["excluded_ids"] == ["m5"] and "included_ids" not in d.record
-    assert len(included_ids(d.record, ids(many))) == 999
+    assert d.record["excluded_ids"] == ["m4", "m5"] and "included_ids" not in d.record
+    assert len(included_ids(d.record, ids(many))) == 998
     full = decide(many, [], [], None, 0.4)
     assert full.record["excluded_ids"] == []
 
@@ -153,3 +154,11 @@ def test_scores_are_rounded_to_three_decimals() -> None:
 def test_empty_history() -> None:
     d = decide([], [], ["X"], scores(), 0.4)
     assert d.history == [] and d.record["mode"] == "full"
+
+
+def test_a_click_that_keeps_questions_sends_their_answers_so_turns_alternate() -> None:
+    # the topic is close to the two questions only; sent alone they were two user turns in a row
+    d = decide(HISTORY, [], ["Python"], scores(0.9, 0.1, 0.8, 0.1, 0.1, 0.1), 0.4)
+    assert ids(d.history) == ["m0", "m1", "m2", "m3"]
+    roles = [m["role"] for m in d.history]
+    assert roles == ["user", "assistant", "user", "assistant"]

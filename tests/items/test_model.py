@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from smart_context.items.model import DEFAULT_PRIORITY, Item, ItemProblem, index_text
+from smart_context.items.model import DEFAULT_PRIORITY, Item, ItemProblem, index_text, spoken
 
 
 def test_the_key_names_type_server_and_name() -> None:
@@ -51,7 +51,22 @@ def test_a_tool_is_indexed_with_its_server_and_parameters() -> None:
         text="path (string, required): Which file",
         server_name="files",
     )
-    assert index_text(tool) == "files.read_file: Read a file\n\npath (string, required): Which file"
+    # made without its schema: the parameters as it was given them
+    assert index_text(tool) == "files read file: Read a file\n\npath (string, required): Which file"
+
+
+def test_a_tool_is_indexed_by_its_names_in_words_and_parameters_without_types() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"maxResults": {"type": "integer", "description": "At most"}, "q": {}},
+        "required": ["q"],
+    }
+    tool = Item("tool", "searchIssues", "Find issues", server_name="git-hub", input_schema=schema)
+    assert index_text(tool) == "git hub search issues: Find issues\n\nmax results: At most\nq"
+    assert spoken("read_file") == spoken("readFile") == spoken("read-file") == "read file"
+    assert spoken("v1/nutrition") == "v1 nutrition"
+    assert spoken("café_crème") == "café crème"
+    assert spoken("__") == "__"  # no word in it: left as it is
 
 
 def test_the_content_hash_follows_only_the_indexed_text() -> None:

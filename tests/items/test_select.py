@@ -60,7 +60,28 @@ def test_top_n_does_not_fill_up_with_items_far_below_the_best() -> None:
     owner = np.arange(4)
     chosen = select(scores, owner, 4, Limits(top_n=5, include_score=2.0))
     assert [c.item for c in chosen] == [0, 1]
-    everything = select(scores, owner, 4, Limits(top_n=5, include_score=2.0, relative_floor=0))
+    everything = select(
+        scores, owner, 4, Limits(top_n=5, include_score=2.0, relative_floor=0, absolute_floor=0)
+    )
     assert len(everything) == 4
     unrelated = np.array([[-0.2, -0.1]], dtype=np.float32)
     assert select(unrelated, np.arange(2), 2, Limits()) == []
+
+
+def test_a_message_that_matches_nothing_adds_nothing() -> None:
+    # "hello" against the example vault: every item between 0.01 and 0.14 (fused scores), the
+    # best of them far from related; the relative floor alone would let the first four in
+    hello = np.array([[0.14, 0.08, 0.07, 0.03, 0.01]], dtype=np.float32)
+    owner = np.arange(5)
+    assert select(hello, owner, 5, Limits()) == []
+    assert select(hello, owner, 5, Limits(per_query=1, floor=0.0)) == []  # nor per sentence
+    # a message that does match keeps its item, and still not the stragglers
+    dough = np.array([[0.55, 0.08, 0.07, 0.03, 0.25]], dtype=np.float32)
+    assert [c.item for c in select(dough, owner, 5, Limits())] == [0, 4]
+    assert [c.item for c in select(dough, owner, 5, Limits(absolute_floor=0.3))] == [0]
+
+
+def test_an_item_far_below_the_best_is_never_added() -> None:
+    scores = np.array([[0.9, 0.5, 0.35, 0.3]], dtype=np.float32)
+    chosen = select(scores, np.arange(4), 4, Limits(top_n=5, include_score=2.0))
+    assert [c.item for c in chosen] == [0, 1]  # 0.35 < 0.4 x 0.9, though over the floor

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from smart_context.config import Settings
+from smart_context.items.select import DOCUMENT_FLOOR, TOOL_FLOOR, select
 from smart_context.items.selection import (
     BadSelectionSettings,
+    chat_limits,
     checked_overrides,
     document_limits,
     effective,
@@ -71,3 +74,12 @@ def test_the_expansion_settings_reach_both_kinds_of_selection() -> None:
     for limits in (document_limits(values), tool_limits(values)):
         assert (limits.expansion_depth, limits.expansion_top_n) == (2, 1)
         assert limits.expansion_threshold == 0.75
+
+
+def test_a_tool_needs_less_than_a_document_to_be_added() -> None:
+    # a tool the model does not call costs little; a rule it reads costs tokens and attention
+    documents, tools = chat_limits(Settings(), None)
+    assert documents.absolute_floor == DOCUMENT_FLOOR > tools.absolute_floor == TOOL_FLOOR
+    scores = np.array([[0.17, 0.05]], dtype=np.float32)
+    assert select(scores, np.arange(2), 2, documents) == []
+    assert [c.item for c in select(scores, np.arange(2), 2, tools)] == [0]

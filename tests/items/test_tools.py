@@ -34,7 +34,10 @@ def test_a_tool_item_lists_its_parameters() -> None:
         "limit (integer or null): At most this many lines\n"
         "raw"
     )
-    assert index_text(tool).startswith("files.read_file: Read a text file\n\npath (string")
+    assert index_text(tool) == (
+        "files read file: Read a text file\n\n"
+        "path: Which file to read\nlimit: At most this many lines\nraw"
+    )
 
 
 def test_the_include_mode_is_the_callers() -> None:

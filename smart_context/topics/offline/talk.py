@@ -127,17 +127,53 @@ _INSTEAD = re.compile(r"^no (?!worries|problems|thanks)[a-z' -]+s, (?:just|only)
 _WEAK_STANDING = re.compile(r"\b(?:in everything|for everything|everything you|throughout)\b")
 
 
+# A message that asks something and says how to answer from now on ("Please keep answers short.
+# What's a good first houseplant?"): short, in sentences, the wish first or last.
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+_MIXED_WORDS = 40
+_THIS_ANSWER = re.compile(r"\b(?:it|this)\b")  # "keep it short": the answer asked for now
+
+
 def is_instruction(text: str, role: str = "user") -> bool:
-    """True for a short standing instruction or preference from the user.
+    """True for a short standing instruction or preference from the user, alone or said with
+    a question.
 
     "be concise", "always answer in French", "use Python 3.12 from now on", "don't use
     emojis", "I'm on a Mac, so give me macOS commands from here on", "we're on Java 17, please
-    write code for that", "no brand names, just generic products" are; "thanks", questions
-    ("how do I use asyncio?"), one-off tasks ("write a short poem"), requests for this answer
+    write code for that", "no brand names, just generic products" are, and so is "Please keep
+    answers short. What's a good first houseplant?"; "thanks", questions ("how do I use
+    asyncio?"), one-off tasks ("write a short poem. Keep it simple."), requests for this answer
     only ("in French this time"), long messages and anything not said by the user are not.
     """
+    if role != "user":
+        return False
     t = " ".join(text.replace("\u2019", "'").lower().split())
-    if role != "user" or not t or len(t) > 220 or len(t.split()) > 30 or is_trivial(t):
+    return _says_instruction(t) or _says_one_among_others(t)
+
+
+def _says_one_among_others(t: str) -> bool:
+    """A short message of several sentences whose first or last is a standing instruction."""
+    if len(t.split()) > _MIXED_WORDS:
+        return False
+    parts = _SENTENCES.split(t)
+    if len(parts) < 2:
+        return False
+    return any(_about_answers(p) and _says_instruction(p) for p in (parts[0], parts[-1]))
+
+
+def _about_answers(t: str) -> bool:
+    """Whether a sentence speaks of how to answer (beside a question, "I would prefer a
+    moderate price" or "let's keep looking" is about the task at hand)."""
+    if _THIS_ANSWER.search(t):
+        return False
+    said = _LEAD.sub("", t)
+    about = _STANDING.search(t) or _RESPONSE.search(t) or _TONE.search(t) or _FORMAT.search(t)
+    return bool(about or _ALWAYS.match(said))
+
+
+def _says_instruction(t: str) -> bool:
+    """:func:`is_instruction` of a whole user message, lowercased, spaces collapsed."""
+    if not t or len(t) > 220 or len(t.split()) > 30 or is_trivial(t):
         return False
     t = _LEAD.sub("", t)
     setup = _SETUP.match(t)

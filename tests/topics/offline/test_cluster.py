@@ -284,6 +284,18 @@ def test_only_user_messages_become_sticky() -> None:
     }
 
 
+def test_a_standing_wish_said_with_a_question_becomes_sticky() -> None:
+    texts = [
+        "Please keep answers short. What's a good first houseplant?",
+        "A pothos: it forgives missed waterings.",
+        "How often should I water it?",
+        "Once the top few centimetres of soil are dry.",
+    ]
+    messages = make_messages(texts)
+    result = extract_offline(messages, fake_vectors(messages))
+    assert result.sticky_ids == ("m0",)
+
+
 def test_result_does_not_depend_on_string_hashing(tmp_path: Path) -> None:
     # Python salts str hashes per process; set iteration order must not reach the labels.
     script = tmp_path / "extract.py"

@@ -57,6 +57,11 @@ def test_offline_topics_still_exports_the_word_checks() -> None:
         "We're using Go 1.22, please write code for that.",  # "that" is the setup
         "Could you keep answers to 2-3 sentences? I read them on the bus.",  # ask, then why
         "No brand names, just generic products.",
+        # said with a question: the wish first or last
+        "Please keep answers short. What's a good first houseplant?",
+        "What's a good first houseplant? Please keep answers short from now on.",
+        "Always answer in French. How do I boil an egg?",
+        "No emojis please. What should I cook tonight?",
     ],
 )
 def test_is_instruction_recognises_standing_instructions(text: str) -> None:
@@ -90,6 +95,13 @@ def test_is_instruction_recognises_standing_instructions(text: str) -> None:
         "I'm using Django, please show me how to add a field.",  # a setup, then one task
         "be concise " * 20,
         "Please reply in bullet points. " + "Here is the long traceback I got yesterday. " * 8,
+        # beside a question, a wish about the task at hand or this one answer (from public
+        # task-oriented dialogues)
+        "Write a poem about cats. Keep it simple.",
+        "Any alternatives? I would prefer one which serves alcohol.",
+        "Let's keep looking. What about a concert?",
+        "Yes, please. I'm in the kitchen, so use the kitchen speaker.",
+        "Keep the dough in the fridge overnight. How long should it rest?",
     ],
 )
 def test_is_instruction_rejects_chat_questions_tasks_and_long_messages(text: str) -> None:

@@ -1,0 +1,97 @@
+"""Turn order: what a filter or a budget keeps of a history still alternates user and assistant.
+
+Some model servers and chat templates refuse a conversation whose roles do not alternate
+("Conversation roles must alternate user/assistant/user/assistant"), and a model reads two user
+turns in a row as a question it never answered. A history sent whole alternates as well as the
+chat does; a part of it need not: a topic click that keeps a question but not its answer sends
+that question beside the next one.
+
+The rule: **a kept message brings its partner**, the nearest message of the other role: a user
+message the first answer after it, an answer the last user message before it. In a chat that
+alternates, that is the other half of its turn. In a chat with runs (two people writing several
+messages in a row) it is the nearest message across, not the whole run: enough, and cheap.
+Afterwards, two messages of one role follow each other in what is sent only where the chat has
+no message of the other role between them: the history never has two turns of the same role in
+a row that the host itself would not have sent. Messages of other roles (system, tool) have no
+partner.
+
+:func:`closure` applies the rule without a limit (a topic click); :func:`within` applies it
+under a budget: a message whose partner does not fit is left out rather than sent alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Codes = npt.NDArray[np.int8]
+Flags = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.intp]
+
+OTHER, USER, ASSISTANT = 0, 1, 2
+_CODES = {"user": USER, "assistant": ASSISTANT}
+
+
+def role_code(message: Mapping[str, Any]) -> int:
+    """The turn role of one message: user, assistant or neither."""
+    return _CODES.get(message.get("role"), OTHER)  # type: ignore[arg-type]
+
+
+def role_codes(messages: Sequence[Mapping[str, Any]]) -> Codes:
+    """:func:`role_code` of each message."""
+    return np.fromiter((role_code(m) for m in messages), dtype=np.int8, count=len(messages))
+
+
+def partners(codes: Codes, at: IntArray) -> IntArray:
+    """For the messages at ``at``: the position of each one's partner (module docstring), -1
+    for none (a question not answered yet, an answer before any question, another role)."""
+    out = np.full(len(at), -1, dtype=np.intp)
+    is_user, is_answer = codes[at] == USER, codes[at] == ASSISTANT
+    answers = np.flatnonzero(codes == ASSISTANT)
+    if is_user.any() and len(answers):
+        after = np.searchsorted(answers, at[is_user], side="right")
+        out[is_user] = np.append(answers, -1)[after]  # past the last answer: none
+    users = np.flatnonzero(codes == USER)
+    if is_answer.any() and len(users):
+        before = np.searchsorted(users, at[is_answer], side="left")
+        out[is_answer] = np.append(-1, users)[before]  # before the first question: none
+    return out
+
+
+def closure(codes: Codes, keep: Flags) -> Flags:
+    """``keep`` with every kept message's partner (module docstring); no limit."""
+    at = np.flatnonzero(keep)
+    partner = partners(codes, at)
+    out = keep.copy()
+    out[partner[partner >= 0]] = True
+    return out
+
+
+def within(
+    codes: Codes, keep: Flags, tokens: npt.NDArray[np.integer[Any]], free: int, order: IntArray
+) -> Flags:
+    """``keep`` with every kept message's partner, taking at most ``free`` more tokens: the
+    kept messages are visited in ``order`` (their positions, most valuable first); one whose
+    partner does not fit is left out, and the tokens it frees serve the messages after it."""
+    at = np.flatnonzero(keep)
+    partner = dict(zip(at.tolist(), partners(codes, at).tolist(), strict=True))
+    if all(p < 0 or keep[p] for p in partner.values()):
+        return keep  # every kept message has its partner (or has none)
+    out = keep.copy()
+    paired = np.zeros(len(codes), dtype=bool)  # a partner another kept message counts on
+    for i in order.tolist():
+        p = partner.get(i, -1)
+        if p < 0 or not out[i] or paired[i]:
+            continue
+        if not out[p] and int(tokens[p]) > free:
+            out[i] = False  # sent alone it would break the order: the room goes to others
+            free += int(tokens[i])
+            continue
+        if not out[p]:
+            out[p] = True
+            free -= int(tokens[p])
+        paired[[i, p]] = True
+    return out

@@ -1,0 +1,97 @@
+"""Turn order: what a filter or a budget keeps still alternates user and assistant."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from smart_context.turns import ASSISTANT, OTHER, USER, closure, role_codes, within
+
+U, A, X = USER, ASSISTANT, OTHER  # X: a system or tool message
+
+
+def codes(*roles: int) -> np.ndarray:
+    return np.array(roles, dtype=np.int8)
+
+
+def flags(n: int, *kept: int) -> np.ndarray:
+    out = np.zeros(n, dtype=bool)
+    out[list(kept)] = True
+    return out
+
+
+def kept(keep: np.ndarray) -> list[int]:
+    return np.flatnonzero(keep).tolist()
+
+
+def alternates(roles: np.ndarray, keep: np.ndarray) -> bool:
+    """Two sent turns of one role in a row (other roles aside) only where the chat has no turn
+    of the other role between them: the host, sending it whole, would have sent them so too."""
+    at = [i for i in np.flatnonzero(keep).tolist() if roles[i] != OTHER]
+    for a, b in itertools.pairwise(at):
+        other = ASSISTANT if roles[a] == USER else USER
+        if roles[a] == roles[b] and (roles[a + 1 : b] == other).any():
+            return False
+    return True
+
+
+def test_roles_are_read_from_messages_and_odd_ones_are_no_turn() -> None:
+    messages = [{"role": "user"}, {"role": "assistant"}, {"role": "system"}, {}, {"role": 3}]
+    assert role_codes(messages).tolist() == [U, A, X, X, X]
+
+
+def test_a_question_brings_its_answer_and_an_answer_its_question() -> None:
+    chat = codes(U, A, U, A, U, A)
+    assert kept(closure(chat, flags(6, 2))) == [2, 3]
+    assert kept(closure(chat, flags(6, 5))) == [4, 5]
+    assert kept(closure(chat, flags(6, 0, 5))) == [0, 1, 4, 5]
+
+
+def test_in_a_run_the_nearest_message_across_is_the_partner() -> None:
+    chat = codes(U, U, A, A, X, A, U)
+    assert kept(closure(chat, flags(7, 0))) == [0, 2]
+    assert kept(closure(chat, flags(7, 5))) == [1, 5]
+    # a question not answered yet, and an answer before any question, have no partner
+    assert kept(closure(chat, flags(7, 6))) == [6]
+    assert kept(closure(codes(A, U, A), flags(3, 0))) == [0]
+    assert kept(closure(chat, flags(7, 4))) == [4]  # a system or tool message has none
+
+
+def test_whatever_is_kept_the_result_alternates_as_the_chat_does() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 30))
+        chat = rng.choice([U, A, X], size=n, p=[0.45, 0.45, 0.1]).astype(np.int8)
+        keep = rng.random(n) < 0.3
+        out = closure(chat, keep)
+        assert (out | keep).sum() == out.sum()  # nothing kept is dropped
+        assert alternates(chat, out)
+        budgeted = within(chat, keep, np.full(n, 5), int(rng.integers(0, 40)), np.arange(n)[::-1])
+        assert alternates(chat, budgeted)
+
+
+def test_under_a_budget_a_message_whose_partner_does_not_fit_is_left_out() -> None:
+    chat = codes(U, A, U, A, U, A)
+    tokens = np.array([10, 50, 10, 10, 10, 10])
+    order = np.array([4, 2])  # the most valuable first
+    # 12 free tokens: message 4 brings 5 (10), message 2 would need 3 (10) more: left out
+    assert kept(within(chat, flags(6, 2, 4), tokens, 12, order)) == [4, 5]
+    # what a left-out message frees serves the next one: with 5 free, 2 cannot bring 3 (10)
+    # and is left out; the 10 it gives back let 0 bring its answer (12)
+    tokens[1] = 12
+    assert kept(within(chat, flags(6, 0, 2), tokens, 5, np.array([2, 0]))) == [0, 1]
+
+
+def test_a_partner_another_message_counts_on_is_never_left_out() -> None:
+    # 0 and 1 ask, 2 answers both: 1's partner is 2; 2's own partner is 1, which is not kept
+    # and does not fit, but 2 stays, since 0 counts on it
+    chat = codes(U, U, A)
+    tokens = np.array([10, 99, 10])
+    assert kept(within(chat, flags(3, 0, 2), tokens, 0, np.array([0, 2]))) == [0, 2]
+
+
+def test_kept_whole_turns_cost_nothing_more() -> None:
+    chat = codes(U, A, U, A)
+    keep = flags(4, 2, 3)
+    assert kept(within(chat, keep, np.full(4, 10), 0, np.array([3, 2]))) == [2, 3]
