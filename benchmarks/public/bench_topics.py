@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -79,7 +77,6 @@ class Part:
     split: str
     pools: dict[str, list[Dialogue]]
     about: dict[str, str]
-    unread: int = 0  # files the snapshot lacks (very large files are left out of mirrors)
     taken: Counter[str] = field(default_factory=Counter)
 
     def next(self, service: str) -> Dialogue:
@@ -93,16 +90,10 @@ class Part:
 def read_part(snap: Snapshot, split: str, rng: np.random.Generator) -> Part:
     """Single-service dialogues of ``split``, each service's pool shuffled by ``rng``."""
     pools: dict[str, list[Dialogue]] = {}
-    unread = 0
-    for path in snap.files(f"{split}/"):
+    for path in snap.files(f"{split}/"):  # files a mirror lacks are left out there, and said
         if not path.rsplit("/", 1)[-1].startswith("dialogues_"):
             continue
-        try:
-            dialogues = snap.json(path)
-        except (subprocess.CalledProcessError, OSError, json.JSONDecodeError):
-            unread += 1
-            continue
-        for d in dialogues:
+        for d in snap.json(path):
             if len(d["services"]) == 1:
                 turns = tuple((ROLES[t["speaker"]], t["utterance"]) for t in d["turns"])
                 pools.setdefault(d["services"][0], []).append(
@@ -114,7 +105,7 @@ def read_part(snap: Snapshot, split: str, rng: np.random.Generator) -> Part:
     }
     for service in sorted(pools):
         pools[service] = [pools[service][i] for i in rng.permutation(len(pools[service]))]
-    return Part(split, dict(sorted(pools.items())), about, unread)
+    return Part(split, dict(sorted(pools.items())), about)
 
 
 def service_words(service: str) -> str:
@@ -299,7 +290,6 @@ def report(name: str, part: Part, chats: list[dict[str, Any]], f: Figures) -> No
     print(
         f"\n== {name}: SGD {part.split}/, {len(many)} chats of 3-7 subjects and "
         f"{len(chats) - len(many)} of 2, {n} messages"
-        + (f" ({part.unread} files not in the snapshot)" if part.unread else "")
     )
     print(
         f"(a) click on each subject's topic: recall {mean(f.recall):.3f}  precision "
