@@ -32,22 +32,18 @@ import statistics
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pluggy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_context import Host
+from topic_runs import click, start, turns
 
-import smart_context.hookspecs
 from smart_context.embeddings.local import shared_local_model
 from smart_context.paths import check_chat_id
-from smart_context.plugin import SmartContextPlugin
 from smart_context.services import Services
 from smart_context.topics.offline.cluster import extract_offline
 from smart_context.topics.offline.talk import is_instruction
@@ -82,41 +78,9 @@ class Tally:
         )
 
 
-class BenchHost(Host):
-    def __init__(self, vault: Path, chats: dict[str, dict[str, Any]], table: dict[str, Any]):
-        super().__init__(vault, chats)
-        self.table = table
-
-    def settings(self, name: str) -> dict[str, Any]:
-        return self.table
-
-
-async def start(vault: Path, chats: dict[str, dict[str, Any]], threshold: Any) -> Services:
-    pm = pluggy.PluginManager("sidecar")
-    pm.add_hookspecs(smart_context.hookspecs)
-    plugin = SmartContextPlugin(await asyncio.to_thread(shared_local_model))
-    pm.register(plugin)
-    table = {"topic_extractor": "offline", "similarity_threshold": threshold}
-    for result in pm.hook.sidecar_startup(host=BenchHost(vault, chats, table)):
-        await result
-    assert plugin.services is not None
-    return plugin.services
-
-
-def turns(chat: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{k: m[k] for k in ("id", "role", "content")} for m in chat["messages"]]
-
-
 def subject_of(topic: dict[str, Any], subjects: dict[str, str]) -> str:
     votes = Counter(subjects[i] for i in topic.get("message_ids", []) if subjects[i] not in OTHER)
     return votes.most_common(1)[0][0] if votes else "?"
-
-
-async def click(services: Services, chat_id: str, labels: Sequence[str]) -> tuple[set[str], str]:
-    from smart_context.commands.topics import select
-
-    result = await select(services, check_chat_id(chat_id), labels)
-    return set(result["included_ids"]), str(result["mode"])
 
 
 async def evaluate(chats: list[dict[str, Any]]) -> None:

@@ -4,7 +4,9 @@ Mapping a 10,000-message chat again costs seconds (offline) or a model call; a r
 messages. So after a reply, each new turn joins its nearest topic, measured against the topic's
 centroid (the mean of its members' vectors), when it is at least as close as the topic's own
 members mostly are (the topic's 10th percentile: each topic keeps its own width). A standing
-instruction joins the sticky topic; small talk and a turn close to no topic join none.
+instruction joins the sticky topic; small talk joins the topic of the turn just before it, as
+when the map is made ("Thanks, that worked" closes that exchange); a turn close to no topic, and
+small talk after one, join none.
 
 The whole map is made again (:func:`needs_full_map` says when):
 - when the chat has no map with members yet, or the map's state is missing or damaged;
@@ -105,7 +107,12 @@ def join_new(
         if role == "user" and is_instruction(text, role):
             sticky.append(turn_ids[k])
             continue
-        if is_small_talk(text) or not len(centroids) or not np.any(vectors[k]):
+        if is_small_talk(text):
+            before = _last_topic(topics, joined, regular, turn_ids[k - 1]) if k else None
+            if before is not None:
+                joined.setdefault(before, []).append(turn_ids[k])
+            continue
+        if not len(centroids) or not np.any(vectors[k]):
             continue
         sims = centroids @ vectors[k]
         best = int(np.argmax(sims))
@@ -120,6 +127,22 @@ def join_new(
     since = len(turns) - state.size
     drifted = new_state.strays >= DRIFT_MIN and new_state.strays > DRIFT_SHARE * max(since, 1)
     return Grown(out, new_state, drifted)
+
+
+def _last_topic(
+    topics: Sequence[Mapping[str, Any]],
+    joined: Mapping[int, Sequence[str]],
+    regular: Sequence[int],
+    turn_id: str,
+) -> int | None:
+    """The regular topic whose latest member is ``turn_id`` (a turn that just joined, or the
+    last one the map holds): only the last member of each topic is looked at, so a long chat
+    costs nothing more."""
+    for i in regular:
+        ids = joined.get(i) or _ids(topics[i])
+        if ids and str(ids[-1]) == turn_id:
+            return i
+    return None
 
 
 def _ids(topic: Mapping[str, Any]) -> list[Any]:

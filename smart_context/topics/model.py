@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 STICKY_LABEL = "Instructions & Preferences"
-MIN_TOPICS = 3
+MIN_TOPICS = 2
 MAX_TOPICS = 8
 
 

@@ -26,7 +26,7 @@ Reply with JSON only (no prose, no code fences), exactly in this shape:
 "sticky_message_ids": ["..."]}}
 
 Rules:
-- topics: the 3 to 8 main subjects of the whole chat (fewer only if the chat is very short).
+- topics: the 2 to 8 main subjects of the whole chat (fewer only if the chat is very short).
 - label: 1 to {MAX_LABEL_WORDS} words in Title Case, e.g. "Python Async", "API Design", \
 "LangGraph". Keep acronyms and product names as they are written.
 - count: how many messages of the whole chat are about that subject. When messages were omitted, \

@@ -75,6 +75,27 @@ def test_new_turns_join_their_nearest_topic_the_sticky_one_or_none() -> None:
     assert not grown.drifted and TOPICS[0]["count"] == 3  # the input is not changed
 
 
+def test_small_talk_joins_the_topic_of_the_turn_before_it() -> None:
+    chat = turns(
+        ("rye bread", "user"),
+        ("bread crumb", "assistant"),
+        ("bread oven", "user"),
+        ("boat sails", "assistant"),
+        ("boat hull", "user"),
+        ("Great, thanks!", "user"),  # after the map's last Boats turn
+        ("more bread?", "assistant"),
+        ("That sounds good.", "user"),  # after a Bread turn that just joined
+        ("stars and planets", "user"),
+        ("ok thanks", "assistant"),  # after a turn that joined nothing: none
+    )
+    ids = [m["id"] for m in chat]
+    vectors = vectors_for([0, 0, 0, 1, 1, 2, 0, 2, 3, 2])
+    grown = join_new(TOPICS, chat, ids, vectors, MapState("m4", 5))
+    assert grown.topics[0]["message_ids"] == ["m0", "m1", "m2", "m6", "m7"]
+    assert grown.topics[1]["message_ids"] == ["m3", "m4", "m5"]
+    assert grown.state == MapState("m9", 5, 1)  # small talk is no stray
+
+
 def test_many_turns_that_join_nothing_are_drift() -> None:
     chat = turns(*[(f"bread {i}", "user") for i in range(5)], *[("stars", "user")] * 6)
     ids = [m["id"] for m in chat]

@@ -3,16 +3,23 @@
 Used when no chat model is configured or its call failed. Steps:
 
 1. Short standing instructions from the user ("be concise") become the sticky topic; small
-   talk ("thanks", "Glad it worked!") and messages without a vector take no part. A message
-   with no word to name a topic by ("where should I keep it?") joins the topic of the message
-   before it, after clustering.
+   talk ("thanks", "Glad it worked!") and messages without a vector take no part in the
+   clustering. A message with no word to name a topic by ("where should I keep it?") joins the
+   topic of the message before it, after clustering, and so does small talk that follows a
+   message of some topic: "That sounds good, thanks" belongs to the exchange it answers, and a
+   click on that topic sends it along.
 2. Chats with enough substance are clustered by Ward's method (:mod:`.ward`: one
-   deterministic tree, cut at every k in 3..8), after each vector leans a little toward its
-   chat neighbours: a short follow-up ("and in winter?") is about what came just before it.
-   Among the cuts that leave no sliver (a cluster under 8% of the chat), the fewest clusters
-   whose silhouette is within 0.02 of the best win: a subject discussed from two angles stays
-   one topic unless splitting it is clearly better. A handful of messages are grouped
-   by average-link with a similarity threshold instead, where a silhouette says little.
+   deterministic tree, cut at every k in 2..8), after each vector leans toward its chat
+   neighbours: a short follow-up ("and in winter?") is about what came just before it. How
+   far a vector leans, and over how many neighbours, is read off the chat: as far as messages
+   that many places apart are still more alike than any two of the chat (a chat that stays on
+   one subject for a dozen messages leans over up to 8, one that switches every few messages
+   over one or two). Only the cuts at a clear gap of the tree compete (leaning makes any short
+   run look like a cluster to the silhouette, but such runs merge at nearly equal heights),
+   else those that leave no sliver (a cluster under 8% of the chat, and under 10 messages in a
+   long one); the best silhouette wins, the more clusters on a near tie. A handful of
+   messages are grouped by average-link with a similarity threshold instead, where a
+   silhouette says little.
 3. Each cluster is named by one of its key phrases (:mod:`smart_context.offline_text`): words
    and short noun phrases ranked by class-based TF-IDF, chat filler never among them. Given
    a phrase embedder, the candidates of all clusters are embedded in one call and the label
@@ -58,14 +65,18 @@ from smart_context.vectors.ops import Matrix, normalize_rows
 
 __all__ = ["extract_offline", "is_instruction", "is_trivial"]
 
-_MIN_SUBSTANCE = 12  # usable messages from which 3..8 topics are expected
+_MIN_SUBSTANCE = 12  # usable messages from which 2..8 topics are expected
 _MIN_TOPIC_SIZE = 4  # k stays <= n / 4: a topic is more than one question and its answer
 _MIN_TOPIC_SHARE = 0.08  # ...and a cluster under 8% of the chat is a sliver of another topic
-_NEIGHBOUR_WEIGHT = 0.15  # how far a message's vector leans toward its chat neighbours
+# ...but in a long chat one short conversation (a booking: ten messages) is a topic of its own
+_SLIVER_CAP = 10
+_NEIGHBOUR_WEIGHT = 0.3  # how far a message's vector leans toward its next neighbour...
+_NEIGHBOUR_REACH = 8  # ...and the farthest neighbour it may lean toward
 _SMALL_CHAT_SIMILARITY = 0.35  # average-link merge threshold below _MIN_SUBSTANCE messages
 _REPLY_BONUS = 0.3  # ...and what an answer adds to its similarity with the question before it
 _SILHOUETTE_SAMPLE = 1500  # a silhouette needs all pairwise distances: cap the rows
-_SILHOUETTE_SLACK = 0.02  # ...and a smaller k within this of the best silhouette wins
+_SILHOUETTE_SLACK = 0.01  # ...and a larger k within this of the best silhouette wins
+_CLEAR_GAP = 1.5  # a cut's last merge this many times the next one down: a real gap
 _SEED = 20260301
 _PHRASE_BUDGET = 80  # label candidates to embed for all clusters together...
 _MAX_CANDIDATES = 20  # ...and for one cluster
@@ -114,7 +125,7 @@ def extract_offline(
         for i in range(len(texts))
         if i not in sticky | talk and not chat.docs[i] and has_vector[i]
     ]
-    notes = [f"{len(talk)} messages of small talk left out"] if talk else []
+    notes = [f"{len(talk)} messages of small talk joined the topic before them"] if talk else []
     topics: list[Topic] = []
     if usable:
         roles = [str(m.get("role")) for m in messages]
@@ -139,21 +150,27 @@ def extract_offline(
             phrase_vectors,
             notes,
         )
-        owners = _attach(usable, assignment, followups)
+        owners = _attach(usable, assignment, followups, sorted(talk))
         ids = [str(m.get("id", "")) for m in messages]
         topics = _topics(named, owners, ids, notes)
     return ExtractedTopics(tuple(topics), sticky_ids, source="offline", notes=tuple(notes))
 
 
-def _attach(usable: Sequence[int], assignment: IntArray, followups: Sequence[int]) -> IntArray:
+def _attach(
+    usable: Sequence[int], assignment: IntArray, followups: Sequence[int], talk: Sequence[int]
+) -> IntArray:
     """The cluster of every message (-1: none); a follow-up joins the cluster of the nearest
-    clustered message before it (after it, at the start of the chat)."""
-    n = max([*usable, *followups]) + 1
+    clustered message before it (after it, at the start of the chat), and small talk the topic
+    of the message just before it, if that has one (a greeting that opens the chat has none)."""
+    n = max([*usable, *followups, *talk]) + 1
     owners = np.full(n, -1, dtype=np.intp)
     owners[list(usable)] = assignment
     for i in followups:
         before = [j for j in usable if j < i]
         owners[i] = owners[before[-1]] if before else owners[usable[0]]
+    for i in talk:  # in chat order, so a run of small talk follows the exchange it closes
+        if i > 0:
+            owners[i] = owners[i - 1]
     return owners
 
 
@@ -169,13 +186,36 @@ def _check_vectors(vectors: npt.ArrayLike, n: int, what: str = "message", dim: i
 
 
 def _smooth(points: Matrix) -> Matrix:
-    """Blend each vector with its neighbours in the chat, then renormalize."""
+    """Blend each vector with its neighbours in the chat, as far as the chat stays on a subject
+    (:func:`_persistence`), then renormalize."""
     if len(points) < 3:
         return points
-    neighbours = np.zeros_like(points)
-    neighbours[1:] += points[:-1]
-    neighbours[:-1] += points[1:]
-    return normalize_rows(points + _NEIGHBOUR_WEIGHT * neighbours)
+    blended = points.astype(np.float64)
+    for lag, weight in enumerate(_persistence(points), start=1):
+        blended[lag:] += _NEIGHBOUR_WEIGHT * weight * points[:-lag]
+        blended[:-lag] += _NEIGHBOUR_WEIGHT * weight * points[lag:]
+    return normalize_rows(blended.astype(np.float32))
+
+
+def _persistence(points: Matrix) -> FloatArray:
+    """For lags 1, 2, ...: how much more alike messages that many places apart are than any two
+    messages of the chat, as a share of that excess at lag 1; cut at the first lag with none.
+
+    A chat whose subjects run for a dozen messages keeps an excess over a dozen lags; one that
+    switches subject every few messages loses it after one or two. Measured in float64 on the
+    chat's own vectors, so every CPU leans the same way.
+    """
+    x = points.astype(np.float64)
+    n = len(x)
+    total = x.sum(axis=0)
+    anywhere = float(total @ total) / (n * n)  # the mean similarity of all pairs
+    excess = []
+    for lag in range(1, min(_NEIGHBOUR_REACH, n - 1) + 1):
+        apart = float(np.einsum("nd,nd->n", x[lag:], x[:-lag]).mean()) - anywhere
+        if apart <= 0:
+            break
+        excess.append(apart)
+    return np.asarray(excess) / excess[0] if excess else np.zeros(0)
 
 
 def _topics(
@@ -221,24 +261,47 @@ def _cluster(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     distances = 1.0 - points[rows] @ points[rows].T
     # A split that leaves a sliver (a few messages of a subject that has its own cluster)
     # scores well on silhouette yet makes a bubble nobody needs: such a k competes only when
-    # no k is free of slivers.
-    floor = max(_MIN_TOPIC_SIZE, int(np.ceil(_MIN_TOPIC_SHARE * n)))
+    # the tree has a clear gap there, or no k is free of slivers.
+    floor = max(_MIN_TOPIC_SIZE, min(int(np.ceil(_MIN_TOPIC_SHARE * n)), _SLIVER_CAP))
     ks = range(MIN_TOPICS, min(MAX_TOPICS, n // _MIN_TOPIC_SIZE) + 1)
     tree_cuts = ward.cuts(tree, len(tree_rows), ks)
     cuts = [ward.nearest_centroid(points, tree_rows, tree_cuts[k]) for k in ks]
+    smallest = [int(np.bincount(c).min()) for c in cuts]
+    gaps = _clear_gaps(tree, ks)
     chosen = _clearest(
-        [(int(np.bincount(c).min()) >= floor, _silhouette(distances, c[rows])) for c in cuts]
+        [
+            (least >= floor, gap and least >= _MIN_TOPIC_SIZE, _silhouette(distances, c[rows]))
+            for least, gap, c in zip(smallest, gaps, cuts, strict=True)
+        ]
     )
     return ward.renumber(cuts[chosen])
 
 
-def _clearest(cuts: Sequence[tuple[bool, float]]) -> int:
-    """Which of the cuts (``(free of slivers, silhouette)``, fewest clusters first) to keep:
-    the first one about as clear as the clearest, among those free of slivers if any is. A
-    subject talked about from two angles stays one topic unless splitting it is clearly better."""
-    competing = [i for i, (whole, _) in enumerate(cuts) if whole] or range(len(cuts))
-    best = max(cuts[i][1] for i in competing)
-    return next(i for i in competing if cuts[i][1] >= best - _SILHOUETTE_SLACK)
+def _clear_gaps(tree: ward.Merges, ks: Sequence[int]) -> list[bool]:
+    """Per k, whether the tree has a clear gap there: the merge a cut into k clusters undoes
+    stands well above the next one down (the k clusters are apart, not pieces of one cloud).
+
+    Leaning vectors toward their neighbours makes any short run of the chat look like a cluster
+    to the silhouette; in the tree such runs merge at heights close to each other, with no gap.
+    """
+    heights = np.sort(tree[:, 2])[::-1].astype(np.float64)  # the top merge first
+    return [
+        len(heights) >= k and heights[k - 2] >= _CLEAR_GAP * max(heights[k - 1], 1e-12) for k in ks
+    ]
+
+
+def _clearest(cuts: Sequence[tuple[bool, bool, float]]) -> int:
+    """Which of the cuts (``(free of slivers, at a clear gap of the tree, silhouette)``, fewest
+    clusters first) to keep: the clearest by silhouette, the more clusters on a near tie (the
+    silhouette leans toward few clusters), among those at a clear gap if any is, else among
+    those free of slivers if any is.
+
+    A small cluster apart from the rest by a clear gap is a subject of its own (one short
+    conversation in a long chat), not a sliver of another topic."""
+    competing = [i for i, cut in enumerate(cuts) if cut[1]]
+    competing = competing or [i for i, cut in enumerate(cuts) if cut[0]] or list(range(len(cuts)))
+    best = max(cuts[i][2] for i in competing)
+    return max(i for i in competing if cuts[i][2] >= best - _SILHOUETTE_SLACK)
 
 
 def _average_link(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:

@@ -258,7 +258,8 @@ def test_short_chat_is_not_padded_with_topics() -> None:
         ["How do I use asyncio?", "Use asyncio.run to start the loop.", "thanks"]
     )
     result = extract_offline(messages, fake_vectors(messages))
-    assert [(t.label, t.count) for t in result.topics] == [("Asyncio", 2)]
+    # one topic; the "thanks" that closes its exchange goes with it
+    assert [(t.label, t.count) for t in result.topics] == [("Asyncio", 3)]
 
 
 def test_zero_and_nan_vectors_do_not_crash() -> None:
@@ -511,7 +512,7 @@ def test_previous_labels_chosen_by_meaning_are_kept() -> None:
     assert labels_of(result) == previous
 
 
-def test_small_talk_makes_no_topic_and_a_wordless_follow_up_joins_its_topic() -> None:
+def test_small_talk_and_a_wordless_follow_up_join_the_topic_before_them() -> None:
     messages = sample_messages()
     at = 6
     messages[at:at] = [
@@ -521,13 +522,85 @@ def test_small_talk_makes_no_topic_and_a_wordless_follow_up_joins_its_topic() ->
     result = extract_offline(messages, fake_vectors(messages))
     assert_valid(result, messages)
     owner = {i: t.label for t in result.topics for i in t.message_ids}
-    assert "talk" not in owner
+    # small talk closes the exchange before it: it makes no topic, yet goes with that one
+    assert owner["talk"] == owner[messages[at - 1]["id"]]
     assert owner["again"] == owner[messages[at - 1]["id"]]
     assert all(set(t.message_ids) <= {m["id"] for m in messages} for t in result.topics)
 
 
-def test_the_fewest_clusters_about_as_clear_as_the_clearest_win() -> None:
-    assert _clearest([(True, 0.20), (True, 0.21), (True, 0.30)]) == 2  # clearly better
-    assert _clearest([(True, 0.20), (True, 0.215), (True, 0.19)]) == 0  # about as clear
-    assert _clearest([(False, 0.40), (True, 0.20), (True, 0.25)]) == 2  # a sliver never wins
-    assert _clearest([(False, 0.40), (False, 0.39)]) == 0  # ...unless every cut has one
+def test_the_clearest_cut_wins_the_more_clusters_on_a_near_tie() -> None:
+    # (free of slivers, at a clear gap of the tree, silhouette), fewest clusters first
+    assert _clearest([(True, False, 0.20), (True, False, 0.21), (True, False, 0.30)]) == 2
+    assert _clearest([(True, False, 0.30), (True, False, 0.28), (True, False, 0.19)]) == 0
+    # the silhouette leans toward few clusters: within 0.01 of the best, more win
+    assert _clearest([(True, False, 0.20), (True, False, 0.195), (True, False, 0.185)]) == 1
+    assert _clearest([(False, False, 0.40), (True, False, 0.20), (True, False, 0.25)]) == 2
+    assert _clearest([(False, False, 0.40), (False, False, 0.38)]) == 0  # every cut has one
+
+
+def test_a_cut_at_a_clear_gap_of_the_tree_outranks_a_clearer_silhouette() -> None:
+    # short runs of a chat look like clusters once vectors lean on their neighbours; the tree
+    # merges them at nearly the same height, so only a cut at a real gap competes
+    assert _clearest([(True, True, 0.25), (True, False, 0.30), (True, False, 0.35)]) == 0
+    # ...and a small cluster apart by a clear gap is a subject, not a sliver
+    assert _clearest([(True, False, 0.30), (False, True, 0.32), (True, False, 0.31)]) == 1
+    assert _clearest([(True, True, 0.30), (False, True, 0.35), (True, False, 0.40)]) == 1
+
+
+def test_a_clear_gap_is_a_merge_well_above_the_next_one_down() -> None:
+    from smart_context.topics.offline.cluster import _clear_gaps
+
+    heights = [0.5, 1.0, 1.1, 1.2, 1.3, 5.0, 10.0]  # Ward's merges, lowest first
+    tree = np.array([[0, i + 1, h] for i, h in enumerate(heights)], dtype=np.float64)
+    # 2 clusters: 10 over 5; 3: 5 over 1.3; 4: 1.3 over 1.2, no gap; 8 clusters: past the tree
+    assert _clear_gaps(tree, [2, 3, 4, 8]) == [True, True, False, False]
+
+
+# --- how many topics, read off the chat ---------------------------------------------------------
+
+SUBJECT_VOCAB = {
+    "bread": "sourdough starter flour dough oven loaf crust proofing hydration levain",
+    "cluster": "kubernetes pod deployment node ingress helm container replica namespace kubectl",
+    "garden": "tomato seedling compost soil mulch watering pruning greenhouse fertilizer basil",
+    "money": "savings account transfer balance deposit checking interest bank statement loan",
+    "trip": "flight airport luggage boarding layover airline passport terminal ticket seat",
+}
+
+
+def subject_chat(sizes: Mapping[str, int], seed: int = 7) -> list[dict[str, Any]]:
+    """Messages in runs, one run per subject, each message four words of its subject."""
+    rng = np.random.default_rng(seed)
+    texts = []
+    for subject, size in sizes.items():
+        words = SUBJECT_VOCAB[subject].split()
+        texts += [" ".join(rng.choice(words, size=4, replace=False)) for _ in range(size)]
+    return make_messages(texts)
+
+
+def test_a_chat_of_two_subjects_gets_two_topics() -> None:
+    messages = subject_chat({"bread": 12, "cluster": 12})
+    result = extract_offline(messages, fake_vectors(messages))
+    assert_valid(result, messages)
+    assert len(result.topics) == 2, [t.label for t in result.topics]
+    assert sorted(t.count for t in result.topics) == [12, 12]
+
+
+def test_one_short_conversation_in_a_long_chat_is_a_topic_not_a_sliver() -> None:
+    # 11 of 191 messages: under 8% of the chat, yet a booking's worth of messages
+    messages = subject_chat({"bread": 45, "cluster": 45, "trip": 11, "garden": 45, "money": 45})
+    result = extract_offline(messages, fake_vectors(messages))
+    assert_valid(result, messages)
+    assert len(result.topics) == 5, [(t.label, t.count) for t in result.topics]
+    assert 11 in [t.count for t in result.topics]
+
+
+def test_vectors_lean_as_far_as_the_chat_stays_on_a_subject() -> None:
+    from smart_context.topics.offline.cluster import _persistence, _smooth
+
+    runs = normalize_rows(np.repeat(np.eye(8, dtype=np.float32), 12, axis=0) + 0.05)
+    alternating = normalize_rows(np.tile(np.eye(2, dtype=np.float32), (40, 1)))
+    weights = _persistence(runs)
+    assert weights[0] == 1.0 and len(weights) == 8  # runs of 12: every lag up to the reach
+    assert np.all(np.diff(weights) < 0)  # nearer neighbours count more
+    assert len(_persistence(alternating)) == 0  # a neighbour is less alike than anyone: no lean
+    assert np.array_equal(_smooth(alternating), alternating)
