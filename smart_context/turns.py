@@ -36,8 +36,10 @@ _CODES = {"user": USER, "assistant": ASSISTANT}
 
 
 def role_code(message: Mapping[str, Any]) -> int:
-    """The turn role of one message: user, assistant or neither."""
-    return _CODES.get(message.get("role"), OTHER)  # type: ignore[arg-type]
+    """The turn role of one message: user, assistant or neither (an odd role, a list from a
+    hand-edited file included)."""
+    role = message.get("role")
+    return _CODES.get(role, OTHER) if isinstance(role, str) else OTHER
 
 
 def role_codes(messages: Sequence[Mapping[str, Any]]) -> Codes:

@@ -86,6 +86,7 @@ async def test_odd_ids_in_a_hand_edited_chat_never_cost_the_reply(start: Any, va
         {"id": ["a"], "role": "user", "content": "a list as an id"},
         {"id": 7, "role": "assistant", "content": "a number as an id"},
         {"role": "user", "content": "no id at all"},
+        {"id": "r", "role": ["assistant"], "content": "a list as a role"},
     ]
     write_chat(vault, "odd", messages)
     running: Running = await start()

@@ -37,8 +37,15 @@ def alternates(roles: np.ndarray, keep: np.ndarray) -> bool:
 
 
 def test_roles_are_read_from_messages_and_odd_ones_are_no_turn() -> None:
-    messages = [{"role": "user"}, {"role": "assistant"}, {"role": "system"}, {}, {"role": 3}]
-    assert role_codes(messages).tolist() == [U, A, X, X, X]
+    messages = [
+        {"role": "user"},
+        {"role": "assistant"},
+        {"role": "system"},
+        {},
+        {"role": 3},
+        {"role": ["user"]},  # a hand-edited file: unhashable, and no turn
+    ]
+    assert role_codes(messages).tolist() == [U, A, X, X, X, X]
 
 
 def test_a_question_brings_its_answer_and_an_answer_its_question() -> None:
