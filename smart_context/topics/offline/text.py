@@ -173,6 +173,7 @@ def _parse(text: str, surfaces: Counter[str]) -> Terms:
     run: list[str] = []  # the content words just before, while no stopword came between
     link = ""  # a content word and the preposition (and article) after it: "starter in the"
     ended: list[str] = []  # phrases new to the message that the last content word ended
+    linked = ""  # the prepositional phrase among them ("restaurant in san"), if any
     for token in _WORD.findall(prose):
         word = token.lower().removesuffix("'s")
         if "." in word and word.rsplit(".", 1)[1] not in _KEEP_DOTTED:
@@ -180,11 +181,15 @@ def _parse(text: str, surfaces: Counter[str]) -> Terms:
             names = [part for part in word.split(".") if is_content_word(part)]
             terms.update(dict.fromkeys(names))
             surfaces.update(names)
-            run, link, ended = [], "", []
+            run, link, ended, linked = [], "", [], ""
         elif is_content_word(word):
+            if linked and run and token[:1].isupper():  # "restaurant in San" + "Jose": the
+                terms.pop(linked, None)  # phrase cut a name short
             terms[word] = None
             surfaces[token.removesuffix("'s")] += 1
             ended = [p for p in _phrases(run, link, word) if p not in terms]
+            named = link and token[:1].isupper() and f"{link} {word}" in ended
+            linked = f"{link} {word}" if named else ""
             terms.update(dict.fromkeys(ended))
             # "Japan's luggage forwarding" is about luggage forwarding, not "Japan luggage".
             run, link = ([] if token.endswith("'s") else [*run[-1:], word]), ""
@@ -192,7 +197,7 @@ def _parse(text: str, surfaces: Counter[str]) -> Terms:
             if word in _DETERMINERS:  # "nginx serves the build": a phrase ended on a verb
                 for phrase in ended:
                     del terms[phrase]
-            link, run, ended = _link(run, link, word), [], []
+            link, run, ended, linked = _link(run, link, word), [], [], ""
     return terms
 
 

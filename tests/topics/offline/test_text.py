@@ -13,6 +13,7 @@ from smart_context.topics.offline.text import (
     is_trivial,
     key_phrases,
     parse_all,
+    terms_of,
 )
 from smart_context.vectors.ops import normalize_rows
 from tests.fakes import make_messages
@@ -164,6 +165,14 @@ def test_phrases_are_runs_of_content_words_and_links_by_a_preposition() -> None:
     assert "luggage forwarding service" in terms and "japan luggage" not in terms
     [terms] = parse_all(["Then nginx serves the React build."]).docs  # "serves" is a verb
     assert "react build" in terms and "nginx serves" not in terms and "serves" in terms
+
+
+def test_a_link_never_cuts_a_name_short() -> None:
+    # "restaurant in San" was a label of public task dialogues; "San Jose" is the name
+    terms = terms_of("Find me a sushi restaurant in San Jose, please")
+    assert "restaurant in san" not in terms and "san jose" in terms
+    # a lowercase word after the name ends no name: the link stays
+    assert "trip to japan" in terms_of("A trip to Japan next spring")
 
 
 def test_a_phrase_shows_in_the_chats_own_spelling() -> None:
