@@ -55,7 +55,7 @@ from smart_context.budget.tokens import (
     Estimate,
     counter_for,
 )
-from smart_context.budget.turns import in_turns
+from smart_context.budget.turns import in_turns, turn_of
 from smart_context.config import Settings
 from smart_context.errors import SmartContextError
 from smart_context.items.query import MessageQuery
@@ -210,7 +210,7 @@ class Budgeter:
             [rows[s] for s in chosen.summaries],
             counter,
         )
-        record["reasons"] = reasons(why, ids, marked, hit_relevance, scores, part.partner)
+        record["reasons"] = reasons(why, ids, marked, hit_relevance, scores, turn_of(codes, why))
         return Fitted(out, chosen.keep.tolist(), record)
 
     async def _index(

@@ -23,7 +23,7 @@ from smart_context.budget.plan import (
     TURN,
     Plan,
 )
-from smart_context.turns import Codes, within
+from smart_context.turns import Codes, IntArray, partners, within
 
 # the order in which the kept messages claim the room their turns need (lower first)
 _CLAIM = np.full(8, 9, dtype=np.intp)
@@ -46,3 +46,16 @@ def in_turns(chosen: Plan, codes: Codes, tokens: npt.NDArray[np.integer[Any]], r
     why[chosen.keep & ~keep] = LEFT_OUT
     used = int(tokens[keep].sum())
     return Plan(keep, why, chosen.summaries, used, chosen.summary_tokens)
+
+
+def turn_of(codes: Codes, why: npt.NDArray[np.int8]) -> IntArray:
+    """For each message the plan sent as a partner (``TURN``), the kept message it came with;
+    -1 elsewhere. Found with the same :func:`~smart_context.turns.partners` that brought it, so
+    the record names the right message in a chat with runs too."""
+    out = np.full(len(why), -1, dtype=np.intp)
+    kept = np.flatnonzero((why != LEFT_OUT) & (why != TURN))
+    partner = partners(codes, kept)
+    brought = partner >= 0
+    brought[brought] = why[partner[brought]] == TURN
+    out[partner[brought]] = kept[brought]
+    return out

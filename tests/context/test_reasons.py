@@ -38,6 +38,22 @@ async def test_every_kept_message_says_why_it_is_sent(start: Any, vault: Path) -
     assert all(isinstance(r["score"], float) for r in filled)
 
 
+async def test_a_partner_across_a_run_is_named_with_the_message_it_came_with(
+    start: Any, vault: Path
+) -> None:
+    chat = long_chat(400)
+    chat[123]["role"] = chat[124]["role"] = "user"  # the answer is a question in a run
+    write_chat(vault, "runs", chat)
+    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o"})
+    ctx = Ctx("runs", chat, "When does the lease with Mrs. Okafor end?")
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    why = ctx.metadata["smart_context"]["reasons"]
+    assert why["m0123"]["why"] == "relevant"
+    # its nearest answer, m0125, came with it (a pair by position would name m0124, not sent)
+    assert why["m0125"] == {"why": "turn", "of": "m0123"}
+    assert "m0124" not in why
+
+
 async def test_a_chat_that_fits_names_no_reasons(start: Any, vault: Path) -> None:
     chat = long_chat(12)
     write_chat(vault, "short", chat)
