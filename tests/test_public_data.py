@@ -80,6 +80,19 @@ def test_no_snapshot_is_a_skip_that_says_where_to_get_one(
     assert "github.com/danny911kr/REALTALK" in said and "SMART_CONTEXT_REALTALK" in said
 
 
+def test_a_directory_that_is_not_the_set_is_a_skip_that_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    broken = tmp_path / "broken"
+    subprocess.run(["git", "init", "-q", "--bare", str(broken)], check=True)  # no HEAD yet
+    other = _repo(tmp_path)  # a repository of something else: no data/ folder
+    for where in (empty, broken, other):
+        assert snapshot("realtalk", str(where)) is None
+        assert f"{where} holds no data/" in capsys.readouterr().out
+
+
 def test_the_baselines_rank_and_fill() -> None:
     bm25 = BM25(["sourdough starter feeding", "train to Kyoto", "oven spring in sourdough"])
     assert rank(bm25.scores("sourdough oven"))[0] == 2

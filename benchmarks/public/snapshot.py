@@ -29,21 +29,26 @@ class Source:
     name: str
     url: str
     env: str
+    holds: str  # a folder every snapshot of the set has: how a wrong directory is told
     never: tuple[str, ...] = ()  # path prefixes no benchmark may read
 
 
 SOURCES = {
     "realtalk": Source(
-        "REALTALK", "https://github.com/danny911kr/REALTALK", "SMART_CONTEXT_REALTALK"
+        "REALTALK", "https://github.com/danny911kr/REALTALK", "SMART_CONTEXT_REALTALK", "data/"
     ),
     "sgd": Source(
         "Schema-Guided Dialogue",
         "https://github.com/google-research-datasets/dstc8-schema-guided-dialogue",
         "SMART_CONTEXT_SGD",
+        "train/",
         never=("test/",),
     ),
     "toollens": Source(
-        "ToolLens (COLT)", "https://github.com/quchangle1/COLT", "SMART_CONTEXT_COLT"
+        "ToolLens (COLT)",
+        "https://github.com/quchangle1/COLT",
+        "SMART_CONTEXT_COLT",
+        "datasets/ToolLens/",
     ),
 }
 
@@ -54,6 +59,7 @@ class Snapshot:
     def __init__(self, source: Source, root: Path) -> None:
         self.source, self.root = source, root
         self.bare = not (root / ".git").exists() and (root / "objects").is_dir()
+        self._said: set[str] = set()  # the folders whose absent files were named once
 
     def files(self, prefix: str) -> list[str]:
         """The paths under ``prefix`` (a folder, with its slash), sorted."""
@@ -64,7 +70,8 @@ class Snapshot:
                 meta, _, path = line.partition("\t")
                 # a mirror may list a large file without holding it (its size reads "BAD")
                 (paths if meta.split()[-1].isdigit() else absent).append(path)
-            if absent:
+            if absent and prefix not in self._said:
+                self._said.add(prefix)
                 print(
                     f"{self.source.name}: {len(absent)} files under {prefix} are absent from "
                     f"this snapshot and left out: {', '.join(sorted(absent)[:5])}"
@@ -72,7 +79,14 @@ class Snapshot:
         else:
             base = self.root / prefix
             paths = [p.relative_to(self.root).as_posix() for p in base.rglob("*") if p.is_file()]
-        return sorted(p for p in paths if p.startswith(prefix) and _readable(self, p))
+        return sorted(p for p in paths if p.startswith(prefix) and not self._kept_back(p))
+
+    def holds_data(self) -> bool:
+        """Whether this looks like a snapshot of its set: its telltale folder has files."""
+        try:
+            return bool(self.files(self.source.holds))
+        except (subprocess.CalledProcessError, OSError):  # a broken or empty repository
+            return False
 
     def text(self, path: str) -> str:
         self._allowed(path)
@@ -83,8 +97,11 @@ class Snapshot:
     def json(self, path: str) -> Any:
         return json.loads(self.text(path))
 
+    def _kept_back(self, path: str) -> bool:
+        return any(path.startswith(p) for p in self.source.never)
+
     def _allowed(self, path: str) -> None:
-        if any(path.startswith(p) for p in self.source.never):
+        if self._kept_back(path):
             raise PermissionError(f"{self.source.name}: {path} is kept for an independent check")
 
     def _git(self, *args: str) -> str:
@@ -98,20 +115,19 @@ class Snapshot:
         return done.stdout
 
 
-def _readable(snapshot: Snapshot, path: str) -> bool:
-    return not any(path.startswith(p) for p in snapshot.source.never)
-
-
 def snapshot(key: str, given: str | None) -> Snapshot | None:
     """The snapshot of set ``key`` at ``given`` (else the set's environment variable); ``None``,
     after printing how to get one, when there is none."""
     source = SOURCES[key]
     where = given or os.environ.get(source.env)
-    if not where or not Path(where).is_dir():
-        why = f"{where} is not a directory" if where else "no snapshot given"
-        print(
-            f"{source.name}: skipped ({why}). Clone {source.url} (or a mirror of it) and pass "
-            f"its directory, or set {source.env}."
-        )
-        return None
-    return Snapshot(source, Path(where))
+    why = "no snapshot given" if not where else f"{where} is not a directory"
+    if where and Path(where).is_dir():
+        data = Snapshot(source, Path(where))
+        if data.holds_data():
+            return data
+        why = f"{where} holds no {source.holds}: not a snapshot of {source.name}"
+    print(
+        f"{source.name}: skipped ({why}). Clone {source.url} (or a mirror of it) and pass "
+        f"its directory, or set {source.env}."
+    )
+    return None
