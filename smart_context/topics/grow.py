@@ -12,13 +12,18 @@ The whole map is made again (:func:`needs_full_map` says when):
 - when the chat has no map with members yet, or the map's state is missing or damaged;
 - when the chat has grown by a fifth since the map was made;
 - when the messages the map was made through are gone (an edit or a deletion before them);
-- when the assignments drift: more than half of the turns since the map, and at least
-  :data:`DRIFT_MIN` of them, joined no topic (a new subject the map has no bubble for);
+- when the assignments drift: more than half of the turns since the map, and at least its
+  ``patience`` of them (:data:`DRIFT_MIN` at first), joined no topic (a new subject the map has
+  no bubble for). A map made again because of drift has twice the patience of the one before
+  it: a subject too small to get a bubble of its own (a long chat keeps at most eight) would
+  otherwise have the whole map made again every six turns, seconds of CPU each at 10,000
+  messages; a map made for any other reason starts again at :data:`DRIFT_MIN`;
 - when the user asks (``smart-context topics``).
 
 The map's state is kept on the chat file under our key (``smart_context.topic_map``):
 ``{"through": id of the last turn mapped or joined, "size": turns when the map was made,
-"strays": turns since then that joined no topic}``. Pure: numpy and the chat's dicts.
+"strays": turns since then that joined no topic, "patience": strays before drift is called}``.
+Pure: numpy and the chat's dicts.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ from smart_context.vectors.ops import Matrix, normalize_rows
 
 MAP_KEY = "topic_map"
 GROWTH = 1.2  # the chat grown by a fifth: the map is made again
-DRIFT_MIN = 6  # strays before drift can be called
+DRIFT_MIN = 6  # strays before drift can be called, for a map not made because of drift
+MAX_PATIENCE = 1 << 16  # doubling stops here: a map made again after drift thirteen times
 DRIFT_SHARE = 0.5
 WIDTH_QUANTILE = 0.1  # how close a newcomer must be: as close as 90% of the topic's members
 SAMPLE = 256  # members a topic's centroid and width are measured on, evenly spaced
@@ -49,9 +55,19 @@ class MapState:
     through: str
     size: int
     strays: int = 0
+    patience: int = DRIFT_MIN  # strays before drift is called (module docstring)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"through": self.through, "size": self.size, "strays": self.strays}
+        return {
+            "through": self.through,
+            "size": self.size,
+            "strays": self.strays,
+            "patience": self.patience,
+        }
+
+    def after_drift(self, through: str, size: int) -> MapState:
+        """The state of a map made again because this one drifted: twice the patience."""
+        return MapState(through, size, 0, min(2 * self.patience, MAX_PATIENCE))
 
 
 def read_state(raw: Any) -> MapState | None:
@@ -59,9 +75,12 @@ def read_state(raw: Any) -> MapState | None:
     if not isinstance(raw, Mapping):
         return None
     through, size, strays = raw.get("through"), raw.get("size"), raw.get("strays", 0)
+    patience = raw.get("patience", DRIFT_MIN)  # a map written before there was patience
     if not isinstance(through, str) or not _count(size) or not _count(strays, allow_zero=True):
         return None
-    return MapState(through, size, strays)
+    if not _count(patience) or patience > MAX_PATIENCE:
+        return None
+    return MapState(through, size, strays, patience)
 
 
 def needs_full_map(
@@ -123,9 +142,9 @@ def join_new(
     out = [_with(topic, joined.get(i, [])) for i, topic in enumerate(topics)]
     if sticky:
         out = _with_sticky(out, sticky)
-    new_state = MapState(turn_ids[-1], state.size, state.strays + strays)
+    new_state = MapState(turn_ids[-1], state.size, state.strays + strays, state.patience)
     since = len(turns) - state.size
-    drifted = new_state.strays >= DRIFT_MIN and new_state.strays > DRIFT_SHARE * max(since, 1)
+    drifted = new_state.strays >= state.patience and new_state.strays > DRIFT_SHARE * max(since, 1)
     return Grown(out, new_state, drifted)
 
 

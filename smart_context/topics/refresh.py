@@ -72,13 +72,15 @@ async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None
     state = read_state(_ours(data).get(MAP_KEY))
     usable = _usable(vectors)
     grow = not full and usable is not None and state is not None and turn_ids
+    drifted: MapState | None = None  # the map that drifted, when that is why it is made again
     if grow and not needs_full_map(state, view.topics, turn_ids):
         assert usable is not None and state is not None
         grown = join_new(view.topics, turns, turn_ids, usable, state)
         if not grown.drifted:
             if grown.state != state or grown.topics != view.topics:
-                await _write(parts, chat_id, grown.topics, grown.state)
+                await _write(parts, chat_id, grown.topics, grown.state, everything, len(turns))
             return
+        drifted = grown.state
         log.info("Smart Context: chat %s drifted from its topic map; mapping it again", chat_id)
     found = await extract(
         parts.llm,
@@ -90,8 +92,11 @@ async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None
     )
     if found is None:
         return
-    mapped = MapState(turn_ids[-1], len(turn_ids)) if turn_ids else None
-    view = await _write(parts, chat_id, found.to_chat_topics(), mapped)
+    mapped = None
+    if turn_ids:
+        last, size = turn_ids[-1], len(turn_ids)
+        mapped = MapState(last, size) if drifted is None else drifted.after_drift(last, size)
+    view = await _write(parts, chat_id, found.to_chat_topics(), mapped, everything, len(turns))
     if store is not None:  # a click on a new bubble then embeds nothing
         try:
             await store.phrase_vectors([q.label for q in view.queries])
@@ -100,10 +105,16 @@ async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None
 
 
 async def _write(
-    parts: TopicPass, chat_id: ChatId, topics: list[dict[str, Any]], state: MapState | None
+    parts: TopicPass,
+    chat_id: ChatId,
+    topics: list[dict[str, Any]],
+    state: MapState | None,
+    read: Sequence[Message],
+    turns: int,
 ) -> ChatView:
     """Write the topics and the map's state with ``update_chat`` (messages appended meanwhile
-    survive), and tell the UI."""
+    survive), and tell the UI. ``read``: the messages the pass read, ``turns`` of them real
+    turns: the count the UI is told starts from them (:func:`_turns_now`)."""
 
     def put(data: ChatData) -> ChatData:
         out = {**data, "topics": topics}
@@ -112,9 +123,20 @@ async def _write(
         return out
 
     view = await parts.chats.update(chat_id, put)
-    payload = {"chat_id": chat_id, "topics": view.topics, "total_messages": view.total_messages}
+    total = _turns_now(view, read, turns)
+    payload = {"chat_id": chat_id, "topics": view.topics, "total_messages": total}
     await resolve(parts.emit(TOPICS_UPDATED, payload))
     return view
+
+
+def _turns_now(view: ChatView, read: Sequence[Message], turns: int) -> int:
+    """The chat's real turns as written: the pass's own count plus those among the messages
+    appended since it read them, when the chat only grew (its last message read is still in
+    place); else counted afresh, a Python step per message."""
+    now = view.raw_messages
+    if read and len(now) >= len(read) and now[len(read) - 1] == read[-1]:
+        return turns + len(turn_positions(now[len(read) :]))
+    return view.total_messages
 
 
 def _ours(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,9 @@ def vectors_for(directions: list[int], dim: int = 4) -> np.ndarray:
 
 def test_the_stored_state_is_read_only_when_it_is_ours() -> None:
     assert read_state({"through": "m4", "size": 5, "strays": 1}) == MapState("m4", 5, 1)
+    stored = {"through": "m4", "size": 5, "strays": 1, "patience": 24}
+    assert read_state(stored) == MapState("m4", 5, 1, 24)
+    assert read_state(MapState("m4", 5, 1, 24).as_dict()) == MapState("m4", 5, 1, 24)
     for bad in (
         None,
         [],
@@ -39,6 +42,9 @@ def test_the_stored_state_is_read_only_when_it_is_ours() -> None:
         {"size": 5},
         {"through": "m4", "size": True},
         {"through": "m4", "size": 5, "strays": -1},
+        {"through": "m4", "size": 5, "patience": 0},
+        {"through": "m4", "size": 5, "patience": "6"},
+        {"through": "m4", "size": 5, "patience": 10**9},
     ):
         assert read_state(bad) is None, bad
 
@@ -102,6 +108,10 @@ def test_many_turns_that_join_nothing_are_drift() -> None:
     vectors = vectors_for([0, 0, 0, 1, 1, *[3] * 6])
     grown = join_new(TOPICS, chat, ids, vectors, MapState("m4", 5))
     assert grown.drifted and grown.state.strays == 6
+    # a map made again because of drift waits for twice as many strays before it drifts
+    patient = join_new(TOPICS, chat, ids, vectors, MapState("m4", 5).after_drift("m4", 5))
+    assert not patient.drifted and patient.state == MapState("m10", 5, 6, 12)
+    assert MapState("m4", 5, 3, 12).after_drift("m9", 10) == MapState("m9", 10, 0, 24)
 
 
 SUBJECTS = {
@@ -126,7 +136,12 @@ async def test_a_reply_joins_new_messages_to_the_map_and_drift_maps_the_chat_aga
     await reply_done(running)
     await running.settle()
     first = read_chat(vault, "c1")
-    assert first["smart_context"]["topic_map"] == {"through": "m41", "size": 42, "strays": 0}
+    assert first["smart_context"]["topic_map"] == {
+        "through": "m41",
+        "size": 42,
+        "strays": 0,
+        "patience": 6,
+    }
     labels = [t["label"] for t in first["topics"]]
 
     new = [
@@ -139,7 +154,12 @@ async def test_a_reply_joins_new_messages_to_the_map_and_drift_maps_the_chat_aga
     await running.settle()
     second = read_chat(vault, "c1")
     assert [t["label"] for t in second["topics"]] == labels  # the map was not made again
-    assert second["smart_context"]["topic_map"] == {"through": "n1", "size": 42, "strays": 0}
+    assert second["smart_context"]["topic_map"] == {
+        "through": "n1",
+        "size": 42,
+        "strays": 0,
+        "patience": 6,
+    }
     joined = [t for t in second["topics"] if "n0" in (t.get("message_ids") or [])]
     assert len(joined) == 1 and "n1" in joined[0]["message_ids"]
     assert running.host.events[-1][0] == "smart_context.topics_updated"
@@ -152,4 +172,24 @@ async def test_a_reply_joins_new_messages_to_the_map_and_drift_maps_the_chat_aga
     await reply_done(running)
     await running.settle()
     third = read_chat(vault, "c1")
-    assert third["smart_context"]["topic_map"]["size"] == 50  # mapped again, as a whole
+    # mapped again, as a whole, and the next drift is called after twice as many strays
+    assert third["smart_context"]["topic_map"] == {
+        "through": "v5",
+        "size": 50,
+        "strays": 0,
+        "patience": 12,
+    }
+
+
+def test_the_count_the_ui_is_told_takes_in_messages_appended_while_the_pass_ran() -> None:
+    from smart_context.chats import ChatView
+    from smart_context.topics.refresh import _turns_now
+
+    read = turns(("bread", "user"), ("crumb", "assistant"))
+    notice = {"id": "x", "role": "assistant", "content": "no model", "notice": True}
+    grown = [*read, notice, {"id": "m2", "role": "user", "content": "rye?"}]
+    assert _turns_now(ChatView(raw_messages=grown), read, 2) == 3  # the notice is no turn
+    assert _turns_now(ChatView(raw_messages=list(read)), read, 2) == 2
+    edited = [{"id": "m0", "role": "user", "content": "oats"}]  # not grown: counted afresh
+    assert _turns_now(ChatView(raw_messages=edited), read, 2) == 1
+    assert _turns_now(ChatView(raw_messages=[]), [], 0) == 0
