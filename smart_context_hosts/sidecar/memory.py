@@ -387,13 +387,17 @@ def _copy(data: ChatData) -> ChatData:
         k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
         for k, v in data.items()
     }
-    out["messages"] = [dict(m) if isinstance(m, dict) else m for m in data.get("messages", [])]
+    messages = data.get("messages", [])
+    try:  # one loop in C: a 10,000-message chat is copied on every read and write
+        out["messages"] = list(map(dict.copy, messages))
+    except TypeError:  # a hand-edited file with something else than a message in it
+        out["messages"] = [dict(m) if isinstance(m, dict) else m for m in messages]
     return out
 
 
 def _extends(old: list[Any], new: list[Any]) -> bool:
     """Whether ``new`` is ``old`` with messages appended, none changed."""
-    return len(new) >= len(old) and all(a == b for a, b in zip(old, new, strict=False))
+    return len(new) >= len(old) and (new if len(new) == len(old) else new[: len(old)]) == old
 
 
 def _messages_mark(data: ChatData) -> tuple[int, str]:
