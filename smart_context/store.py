@@ -17,6 +17,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -43,6 +44,37 @@ MAX_PHRASES = 20_000  # phrase vectors kept in memory (about 30 MB at 384 dimens
 # long, not on every request: each look is a worker-thread trip
 ABSENT_SECONDS = 10.0
 SAVE_EVERY = 200  # changed rows of a chat's vectors before its file is written again
+
+
+@dataclass(frozen=True)
+class Synced:
+    """A chat's vectors just after a sync, and the row of each message synced: rows are read
+    when asked. A pass that joins a reply's two turns to the map reads a few hundred rows,
+    not a 15 MB copy of a 10,000-message chat. The matrix stays as it was: a later prune
+    makes a new one, and a later sync only adds rows or writes a message's same vector again."""
+
+    matrix: Matrix
+    rows: Rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, at: Rows) -> Matrix:
+        """The vectors of the messages at positions ``at``, in that order (a copy)."""
+        picked: Matrix = self.matrix[self.rows[at]]
+        return picked
+
+    @property
+    def dim(self) -> int:
+        return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
+
+    def of(self, at: Rows) -> Synced:
+        """The same vectors for the messages at positions ``at`` only, in that order."""
+        return Synced(self.matrix, self.rows[at])
+
+    def whole(self) -> Matrix:
+        """Every message's vector, in order (a copy)."""
+        return self[np.arange(len(self.rows))]
 
 
 class VectorStore:
@@ -179,13 +211,17 @@ class VectorStore:
     async def sync_chat(self, chat_id: ChatId, messages: Sequence[Message] | History) -> Matrix:
         """Embed what is new, drop what was deleted or edited, save; returns the rows in order.
         ``messages`` may come as a :class:`History` read through the chat's index."""
+        return (await self.sync_rows(chat_id, messages)).whole()
+
+    async def sync_rows(self, chat_id: ChatId, messages: Sequence[Message] | History) -> Synced:
+        """:meth:`sync_chat`, with the vectors read only when asked (:class:`Synced`)."""
         history = messages if isinstance(messages, History) else History(messages)
         name = f"chat:{chat_id}"
         async with self.lock(name):
             vectors, rows = await self._chat_rows(name, chat_id, history)
             if vectors.prune(history):
                 rows, _ = vectors.locate(history)
-            ordered = vectors.matrix[rows]
+            synced = Synced(vectors.matrix, rows)
             path = embeddings_file(self.vault, chat_id)
             # rewriting a 10,000-message file (8 MB) for a reply's two vectors cost 75 ms of
             # CPU a reply: the file is written when first made, then every SAVE_EVERY changed
@@ -193,7 +229,7 @@ class VectorStore:
             due = vectors.unsaved >= SAVE_EVERY or not path.exists()
             text = self.snapshot(vectors) if due else None
         await self.write(path, vectors, text)
-        return ordered
+        return synced
 
     async def known_scores(self, chat_id: ChatId, history: History, queries: Matrix) -> Scores:
         """Each message's best cosine over the rows of ``queries``, from the vectors the chat

@@ -30,9 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
+import numpy.typing as npt
 
 from smart_context.messages import message_text
 from smart_context.topics.model import STICKY_LABEL
@@ -46,6 +47,7 @@ MAX_PATIENCE = 1 << 16  # doubling stops here: a map made again after drift thir
 DRIFT_SHARE = 0.5
 WIDTH_QUANTILE = 0.1  # how close a newcomer must be: as close as 90% of the topic's members
 SAMPLE = 256  # members a topic's centroid and width are measured on, evenly spaced
+IntArray = npt.NDArray[np.intp]
 
 
 @dataclass(frozen=True)
@@ -104,20 +106,29 @@ class Grown:
     drifted: bool
 
 
+class TurnVectors(Protocol):
+    """The turns' unit vectors, read by position: a matrix, or rows read when asked
+    (:class:`smart_context.store.Synced`)."""
+
+    def __getitem__(self, at: IntArray, /) -> Matrix: ...
+
+
 def join_new(
     topics: Sequence[Mapping[str, Any]],
     turns: Sequence[Mapping[str, Any]],
     turn_ids: Sequence[str],
-    vectors: Matrix,
+    vectors: TurnVectors,
     state: MapState,
 ) -> Grown:
     """Join the turns after ``state.through`` to the map (module docstring). ``vectors`` are
-    the turns' unit vectors, same order."""
+    the turns' unit vectors, same order; only the new turns' and a sample of each topic's
+    members' are read."""
     start = turn_ids.index(state.through) + 1
-    position = {mid: i for i, mid in enumerate(turn_ids)}
+    position = dict(zip(turn_ids, range(len(turn_ids)), strict=True))
     regular = [i for i, t in enumerate(topics) if not t.get("sticky")]
-    members = [_rows(topics[i], position) for i in regular]
-    centroids, floors = _centroids(vectors, members)
+    new = vectors[np.arange(start, len(turns), dtype=np.intp)]
+    members = [vectors[_rows(topics[i], position)] for i in regular]
+    centroids, floors = _centroids(members, new.shape[1] if new.ndim == 2 else 0)
     joined: dict[int, list[str]] = {}
     sticky: list[str] = []
     strays = 0
@@ -131,9 +142,10 @@ def join_new(
             if before is not None:
                 joined.setdefault(before, []).append(turn_ids[k])
             continue
-        if not len(centroids) or not np.any(vectors[k]):
+        vector = new[k - start]
+        if not len(centroids) or not np.any(vector):
             continue
-        sims = centroids @ vectors[k]
+        sims = centroids @ vector
         best = int(np.argmax(sims))
         if sims[best] >= floors[best]:
             joined.setdefault(regular[best], []).append(turn_ids[k])
@@ -179,18 +191,17 @@ def _rows(topic: Mapping[str, Any], position: Mapping[str, int]) -> np.ndarray:
     return np.asarray(found, dtype=np.intp)
 
 
-def _centroids(vectors: Matrix, members: Sequence[np.ndarray]) -> tuple[Matrix, np.ndarray]:
-    """Each topic's unit centroid and how close its members mostly are to it."""
-    dim = vectors.shape[1] if vectors.ndim == 2 else 0
+def _centroids(members: Sequence[Matrix], dim: int) -> tuple[Matrix, np.ndarray]:
+    """Each topic's unit centroid and how close its members (their vectors) mostly are to it."""
     centroids = np.zeros((len(members), dim), dtype=np.float32)
     floors = np.full(len(members), np.inf, dtype=np.float32)  # a topic with no rows takes none
     for t, rows in enumerate(members):
         if len(rows):
-            centroids[t] = vectors[rows].mean(axis=0)
+            centroids[t] = rows.mean(axis=0)
     centroids = normalize_rows(centroids)
     for t, rows in enumerate(members):
         if len(rows):
-            floors[t] = np.quantile(vectors[rows] @ centroids[t], WIDTH_QUANTILE)
+            floors[t] = np.quantile(rows @ centroids[t], WIDTH_QUANTILE)
     return centroids, floors
 
 

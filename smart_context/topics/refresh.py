@@ -25,11 +25,10 @@ from smart_context.messages import History, Message, turn_positions
 from smart_context.paths import ChatId
 from smart_context.topics.extract import extract
 from smart_context.topics.grow import MAP_KEY, MapState, join_new, needs_full_map, read_state
-from smart_context.vectors.ops import Matrix
 
 if TYPE_CHECKING:
     from smart_context.chats import ChatView, ChatViews
-    from smart_context.store import VectorStore
+    from smart_context.store import Synced, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -59,18 +58,18 @@ async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None
     at = turn_positions(everything)  # one pass over a long chat, not three
     turns = [everything[i] for i in at]
     store: VectorStore | None = None
-    vectors = None
+    usable: Synced | None = None  # the turns' vectors, read when asked
     try:
         store = await parts.store()
         # Sync every message the host may put in a history (its notices too), so none is
         # embedded again on the request path; topics come from the real turns only.
-        vectors = (await store.sync_chat(chat_id, parts.history(chat_id, everything)))[at]
+        synced = await store.sync_rows(chat_id, parts.history(chat_id, everything))
+        usable = synced.of(np.asarray(at, dtype=np.intp)) if synced.dim else None
     except SmartContextError as exc:
         log.warning("Smart Context: could not embed chat %s: %s", chat_id, exc)
     view = await parts.chats.view(chat_id)
     turn_ids = [str(m.get("id")) for m in turns]
     state = read_state(_ours(data).get(MAP_KEY))
-    usable = _usable(vectors)
     grow = not full and usable is not None and state is not None and turn_ids
     drifted: MapState | None = None  # the map that drifted, when that is why it is made again
     if grow and not needs_full_map(state, view.topics, turn_ids):
@@ -86,7 +85,7 @@ async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None
         parts.llm,
         parts.settings(),
         turns,
-        usable,
+        usable.whole() if usable is not None else None,
         view.topics,
         store.phrase_vectors if store is not None else None,
     )
@@ -143,10 +142,3 @@ def _ours(data: Mapping[str, Any]) -> dict[str, Any]:
     """Our key on the chat file, or an empty one when it is missing or not a dict."""
     state = data.get(STATE_KEY)
     return dict(state) if isinstance(state, dict) else {}
-
-
-def _usable(vectors: Matrix | None) -> Matrix | None:
-    """Vectors usable by the offline extractor (non-empty 2-D), else ``None``."""
-    if vectors is None or vectors.ndim != 2 or vectors.shape[1] == 0:
-        return None
-    return np.asarray(vectors, dtype=np.float32)
