@@ -108,7 +108,9 @@ class ChatVectors(KeyedMatrix):
     def prune(self, live: History) -> int:
         """Drop the rows of deleted or edited messages; returns how many were dropped."""
         rows, _ = self.locate(live)
-        return self.keep(np.unique(rows[rows >= 0]))
+        used = np.zeros(len(self), dtype=bool)  # a mark per row: no sort of 10,000 rows
+        used[rows[rows >= 0]] = True
+        return self.keep(np.flatnonzero(used))
 
 
 def _shared(history: History, located: Located) -> int:
