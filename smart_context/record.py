@@ -28,6 +28,32 @@ FILTERED: Mode = "filtered"
 FALLBACK: Mode = "fallback"
 
 
+@dataclass(frozen=True, eq=False)
+class Kept:
+    """What a topic filter kept, written into the record only when the record is written: a
+    10,000-message chat's filter keeps thousands of messages, and a budget then sends a few
+    hundred of them. ``flags`` say which of ``all_ids`` were kept; the first ``offset`` of them
+    are sticky messages older than the history (they have no score), and ``values`` is each
+    history message's similarity."""
+
+    all_ids: Sequence[Any]
+    flags: npt.NDArray[np.bool_]
+    offset: int
+    values: npt.NDArray[np.floating[Any]]
+
+    def ids(self) -> tuple[str, list[Any]]:
+        return shorter_ids(self.all_ids, self.flags)
+
+    def scores(self, sent: npt.NDArray[np.bool_] | None = None) -> dict[Any, float]:
+        """Each kept history message's score, rounded; ``sent``: only those sent (over
+        ``all_ids``), when a budget sent part of what the filter kept."""
+        flags = self.flags if sent is None else self.flags & sent
+        at = np.flatnonzero(flags[self.offset :])
+        ids = pick(self.all_ids, (at + self.offset).tolist())
+        rounded = np.round(self.values[at].astype(np.float64), 3).tolist()
+        return dict(zip(ids, rounded, strict=True))
+
+
 @dataclass(frozen=True)
 class ContextRecord:
     """What one request sent, in the user's words."""
@@ -41,6 +67,7 @@ class ContextRecord:
     # ("included_ids" | "excluded_ids", ids): the shorter side, see the module docstring
     ids: tuple[str, list[Any]] = field(default_factory=lambda: ("excluded_ids", []))
     scores: dict[Any, float] | None = None  # message id -> similarity, for the messages kept
+    kept: Kept | None = None  # a filter's ids and scores, written with the record
     best_score: float | None = None  # on fallback: the closest any message came
     note: str | None = None  # on fallback, in words: the filter did nothing, and why
     error: str | None = None  # a person can read it; the history was left whole
@@ -50,8 +77,10 @@ class ContextRecord:
         """The record of a request whose history was left as it was because of ``error``."""
         return cls(FULL, (), (), total_messages, error=error)
 
-    def as_dict(self) -> dict[str, Any]:
-        """The host's shape (``ctx.metadata["smart_context"]``), JSON-ready."""
+    def as_dict(self, sent: npt.NDArray[np.bool_] | None = None) -> dict[str, Any]:
+        """The host's shape (``ctx.metadata["smart_context"]``), JSON-ready. ``sent``: which of
+        the ids the rule chose from a budget sent, when it sent part of what the rule kept: the
+        scores are then of the messages sent (the caller writes their ids)."""
         out: dict[str, Any] = {
             "mode": self.mode,
             "active_topics": list(self.active_topics),
@@ -62,13 +91,17 @@ class ContextRecord:
             out["threshold"] = self.threshold
         if self.cuts is not None:
             out["cuts"] = self.cuts
-        if self.scores is not None:
+        if self.kept is not None:
+            out["scores"] = self.kept.scores(sent)
+        elif self.scores is not None:
             out["scores"] = self.scores
         if self.best_score is not None:
             out["best_score"] = self.best_score
         if self.note is not None:
             out["note"] = self.note
-        out[self.ids[0]] = self.ids[1]
+        if sent is None:
+            name, ids = self.kept.ids() if self.kept is not None else self.ids
+            out[name] = ids
         if self.error is not None:
             out["error"] = self.error
         return out
@@ -95,8 +128,10 @@ class RequestRecord:
     """The record of one request (docs/contract.md §6-§9), one part per section."""
 
     rule: ContextRecord  # the topic rule: mode, topics, sticky, scores
-    # the shorter id list of what was sent, when the budget narrowed the rule's history
+    # the shorter id list of what was sent, when the budget narrowed the rule's history, and
+    # which of the ids the rule chose from those are
     sent_ids: tuple[str, list[Any]] | None = None
+    sent: npt.NDArray[np.bool_] | None = None
     memory: MemoryPart | None = None
     knowledge: tuple[Mapping[str, Any], ...] | None = None  # the vault notes cited
     # the budget's part: ``budget``, ``recent_ids``, ``relevant_ids``, ``important_ids``,
@@ -109,7 +144,8 @@ class RequestRecord:
 
     def as_dict(self) -> dict[str, Any]:
         """The host's shape, JSON-ready."""
-        out = self.rule.as_dict()
+        narrowed = self.sent_ids is not None
+        out = self.rule.as_dict(self.sent if narrowed else None)
         if self.tools is not None:
             out["tools"] = list(self.tools)
         if self.sent_ids is not None:

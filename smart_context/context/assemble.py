@@ -197,9 +197,11 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
         record = replace(parts, usage=usage).as_dict()
         return Prepared([*system, *decision.history], request, record, offered)
     kept = np.array(fitted.kept, dtype=bool)
+    sent = None if kept.all() else _sent(decision, kept)
     record = replace(
         parts,
-        sent_ids=None if kept.all() else _sent_ids(decision, kept),
+        sent_ids=None if sent is None else shorter_ids(decision.all_ids, sent),
+        sent=sent,
         budget=fitted.record | {"budget": _said(fitted.record["budget"], gave_way)},
         usage=services.usage.measure(chat_id, decision, counter, fitted=fitted),
     ).as_dict()
@@ -315,14 +317,14 @@ def _as_system(text: str | None) -> list[dict[str, Any]]:
     return [{"role": "system", "content": text}] if text else []
 
 
-def _sent_ids(decision: Decision, kept: np.ndarray) -> tuple[str, list[Any]]:
-    """The record's id list when the budget sent only ``kept`` of the rule's history."""
+def _sent(decision: Decision, kept: np.ndarray) -> np.ndarray:
+    """Which of the rule's ids were sent, when the budget sent only ``kept`` of its history."""
     where = decision.positions
     if where is None:
         where = np.arange(len(decision.history), dtype=np.intp)
     flags = np.zeros(len(decision.all_ids), dtype=bool)
     flags[where[kept]] = True
-    return shorter_ids(decision.all_ids, flags)
+    return flags
 
 
 async def _click(

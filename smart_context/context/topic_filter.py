@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from smart_context.context.topic_scores import TopicScores
 from smart_context.messages import History, Message, pick
-from smart_context.record import FALLBACK, FILTERED, FULL, ContextRecord, shorter_ids
+from smart_context.record import FALLBACK, FILTERED, FULL, ContextRecord, Kept
 from smart_context.turns import closure
 
 
@@ -143,13 +143,10 @@ def decide(
     # a kept question brings its answer and an answer its question: the turns still alternate
     keep = closure(history.codes if positions is None else history.codes[positions], keep)
     kept_at = np.flatnonzero(keep)
-    idx = kept_at.tolist()
-    kept_ids = pick(ids, idx)
-    rounded = np.round(values[kept_at].astype(np.float64), 3).tolist()
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
-    kept_scores = dict(zip(kept_ids, rounded, strict=True))
-    filtered = record(FILTERED, scores=kept_scores, ids=shorter_ids(all_ids, kept_flags))
-    kept = [*older, *pick(messages, idx)]
+    # the ids and scores are written with the record: a budget may send only some of these
+    filtered = record(FILTERED, kept=Kept(all_ids, kept_flags, len(older), values))
+    kept = [*older, *pick(messages, kept_at.tolist())]
     where = np.concatenate((np.arange(len(older), dtype=np.intp), len(older) + kept_at))
     whole = history if not older and positions is None else History(candidates)
     return Decision(kept, filtered, all_ids, full=whole, positions=where)
