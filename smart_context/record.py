@@ -6,8 +6,8 @@ host's shape. :class:`RequestRecord` is the whole record of a request, one part 
 (the rule's, the memory section's, the notes', the budget's, usage), made once when the request
 is decided; nothing patches the dict it writes. The host stores the record with every reply, so
 it stays small as chats grow: it carries **either** ``included_ids`` **or** ``excluded_ids``,
-whichever list is shorter, and scores rounded to three decimals; :func:`included_ids` expands a
-stored record again.
+whichever list is shorter, and the scores of at most :data:`MAX_SCORES` messages, rounded to
+three decimals; :func:`included_ids` expands a stored record again.
 """
 
 from __future__ import annotations
@@ -21,6 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from smart_context.messages import pick
+
+# the most kept messages the record scores, the latest: a click on a subject of a 100,000-message
+# chat keeps tens of thousands, and the record is stored with every reply
+MAX_SCORES = 500
 
 Mode = Literal["full", "filtered", "fallback"]
 FULL: Mode = "full"
@@ -44,14 +48,17 @@ class Kept:
     def ids(self) -> tuple[str, list[Any]]:
         return shorter_ids(self.all_ids, self.flags)
 
-    def scores(self, sent: npt.NDArray[np.bool_] | None = None) -> dict[Any, float]:
-        """Each kept history message's score, rounded; ``sent``: only those sent (over
+    def scores(self, sent: npt.NDArray[np.bool_] | None = None) -> tuple[dict[Any, float], int]:
+        """The latest :data:`MAX_SCORES` kept history messages' scores, rounded, and how many
+        more were kept without one in the record; ``sent``: only those sent (over
         ``all_ids``), when a budget sent part of what the filter kept."""
         flags = self.flags if sent is None else self.flags & sent
         at = np.flatnonzero(flags[self.offset :])
+        omitted = max(len(at) - MAX_SCORES, 0)
+        at = at[omitted:]
         ids = pick(self.all_ids, (at + self.offset).tolist())
         rounded = np.round(self.values[at].astype(np.float64), 3).tolist()
-        return dict(zip(ids, rounded, strict=True))
+        return dict(zip(ids, rounded, strict=True)), omitted
 
 
 @dataclass(frozen=True)
@@ -92,7 +99,9 @@ class ContextRecord:
         if self.cuts is not None:
             out["cuts"] = self.cuts
         if self.kept is not None:
-            out["scores"] = self.kept.scores(sent)
+            out["scores"], omitted = self.kept.scores(sent)
+            if omitted:
+                out["scores_omitted"] = omitted
         elif self.scores is not None:
             out["scores"] = self.scores
         if self.best_score is not None:

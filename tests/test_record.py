@@ -38,3 +38,27 @@ def test_records_never_share_an_id_list() -> None:
     first = ContextRecord.failed(1, "x").as_dict()
     first["excluded_ids"].append("m0")  # a host may change what it was given
     assert ContextRecord.failed(1, "x").as_dict()["excluded_ids"] == []
+
+
+def test_a_filter_that_keeps_thousands_scores_the_latest_few_and_counts_the_rest() -> None:
+    import numpy as np
+
+    from smart_context.record import MAX_SCORES, Kept
+
+    ids = ["s0", *(f"m{i}" for i in range(2000))]  # one sticky message older than the history
+    flags = np.zeros(len(ids), dtype=bool)
+    flags[0] = True
+    flags[1::2] = True  # every other history message kept: 1,000 of them
+    values = np.linspace(0, 1, 2000, dtype=np.float32)
+    kept = Kept(ids, flags, 1, values)
+    record = ContextRecord(FILTERED, ("Bread",), ("s0",), len(ids), kept=kept).as_dict()
+    assert len(record["scores"]) == MAX_SCORES and record["scores_omitted"] == 1000 - MAX_SCORES
+    assert list(record["scores"])[-1] == "m1998" and "s0" not in record["scores"]
+    assert record["scores"]["m1998"] == round(float(values[1998]), 3)
+    assert included_ids(record, ids) == [ids[i] for i in np.flatnonzero(flags).tolist()]
+    # a budget that sent a few of them: their scores only, none omitted
+    sent = np.zeros(len(ids), dtype=bool)
+    sent[[0, 1, 1999]] = True
+    narrowed = ContextRecord(FILTERED, ("Bread",), ("s0",), len(ids), kept=kept).as_dict(sent)
+    assert list(narrowed["scores"]) == ["m0", "m1998"] and "scores_omitted" not in narrowed
+    assert "included_ids" not in narrowed and "excluded_ids" not in narrowed  # the caller's
