@@ -49,7 +49,9 @@ async def test_four_writers_on_one_chat_lose_nothing_and_keep_the_budget(
             await asyncio.gather(*(writer(k) for k in range(WRITERS)))
     finally:
         await sidecar.stop()
-    assert not [r for r in caplog.records if r.exc_info], "a request raised"
+    # ours only: another test's model client, collected late, may log its own close here
+    ours = [r for r in caplog.records if r.name.startswith("smart_context")]
+    assert not [r for r in ours if r.exc_info], "a request raised"
     messages = chat_on_disk(vault, "busy")["messages"]
     sent = [m["content"] for m in messages[300:] if m["role"] == "user"]
     asked = {f"Writer {k}, round {r}" for k in range(WRITERS) for r in range(ROUNDS)}
