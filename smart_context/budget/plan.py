@@ -214,7 +214,9 @@ class _Filler:
         if fits:
             self.why[order[:fits]] = IMPORTANT
             self.used += int(spent[fits - 1])
-        for i in order[fits : fits + SCAN_AFTER_FULL].tolist():
+        # of the next ones, only those that fit the room left now can fit later (it only shrinks)
+        after = order[fits : fits + SCAN_AFTER_FULL]
+        for i in after[self.tokens[after] <= self.room - self.used].tolist():
             self.take(i, IMPORTANT)
 
 
