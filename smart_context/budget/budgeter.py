@@ -158,7 +158,7 @@ class Budgeter:
         part = _Part(facts, positions)
         total = int(part.tokens.sum())
         if total <= room:
-            kept = [True] * len(candidates)
+            kept = np.ones(len(candidates), dtype=bool)
             record = budget_record(limit, costs, total, 0, [], [], [], [], counter)
             return Fitted([dict(m) for m in candidates], kept, record)
         added = await self._index(chat_id, facts, history.messages)
@@ -211,7 +211,7 @@ class Budgeter:
             counter,
         )
         record["reasons"] = reasons(why, ids, marked, hit_relevance, scores, turn_of(codes, why))
-        return Fitted(out, chosen.keep.tolist(), record)
+        return Fitted(out, chosen.keep, record)
 
     async def _index(
         self, chat_id: ChatId, facts: Facts, candidates: Sequence[Mapping[str, Any]]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from smart_context.budget.plan import Span
 from smart_context.budget.tokens import PER_REPLY, Counter, context_window, prompt_tokens
@@ -39,7 +40,7 @@ class Fitted:
     """The history to send (messages and summaries, in order of time) and the record's parts."""
 
     history: list[dict[str, Any]]
-    kept: list[bool]  # per candidate message
+    kept: npt.NDArray[np.bool_]  # per candidate message
     record: dict[str, Any] = field(default_factory=dict)
 
 

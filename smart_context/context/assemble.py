@@ -196,7 +196,7 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
         usage = services.usage.measure(chat_id, decision, counter, fixed_cost)
         record = replace(parts, usage=usage).as_dict()
         return Prepared([*system, *decision.history], request, record, offered)
-    kept = np.array(fitted.kept, dtype=bool)
+    kept = fitted.kept
     sent = None if kept.all() else _sent(decision, kept)
     record = replace(
         parts,
