@@ -63,8 +63,10 @@ def clean_topics(raw: Any) -> list[dict[str, Any]]:
     return [t for t in raw if isinstance(t, dict) and isinstance(t.get("label"), str)]
 
 
-def view_of(data: Mapping[str, Any]) -> ChatView:
-    """Build a :class:`ChatView` from a loaded chat file."""
+def view_of(data: Mapping[str, Any], previous: ChatView | None = None) -> ChatView:
+    """Build a :class:`ChatView` from a loaded chat file. A topic whose members are those of
+    ``previous`` (the chat's view before) keeps its :class:`TopicQuery`: the member sets of a
+    10,000-message chat's topics are not built again on every read and write of the file."""
     raw_messages = data.get("messages")
     messages: list[Any] = raw_messages if isinstance(raw_messages, list) else []
     topics = clean_topics(data.get("topics"))
@@ -79,12 +81,8 @@ def view_of(data: Mapping[str, Any]) -> ChatView:
     active_topics = (
         tuple(t for t in active if isinstance(t, str) and t) if isinstance(active, list) else ()
     )
-    queries = tuple(
-        TopicQuery(t["label"], frozenset(map(str, ids)) if isinstance(ids, list) else frozenset())
-        for t in topics
-        if not t.get("sticky")
-        for ids in (t.get("message_ids"),)
-    )
+    known = _queries_of(previous) if previous is not None else {}
+    queries = tuple(_query(t, known) for t in topics if not t.get("sticky"))
     return ChatView(
         topics,
         sticky,
@@ -93,6 +91,25 @@ def view_of(data: Mapping[str, Any]) -> ChatView:
         queries,
         data.get("context_items"),
         data.get("context_settings"),
+    )
+
+
+def _queries_of(view: ChatView) -> dict[str, tuple[Any, TopicQuery]]:
+    """A view's regular topics by label: their members as stored, and their query."""
+    regular = [t for t in view.topics if not t.get("sticky")]
+    if len(regular) != len(view.queries):  # a view made by hand
+        return {}
+    pairs = zip(regular, view.queries, strict=True)
+    return {t["label"]: (t.get("message_ids"), q) for t, q in pairs if q.label == t["label"]}
+
+
+def _query(topic: Mapping[str, Any], known: Mapping[str, tuple[Any, TopicQuery]]) -> TopicQuery:
+    ids = topic.get("message_ids")
+    before = known.get(topic["label"])
+    if before is not None and isinstance(ids, list) and before[0] == ids:
+        return before[1]
+    return TopicQuery(
+        topic["label"], frozenset(map(str, ids)) if isinstance(ids, list) else frozenset()
     )
 
 
@@ -139,8 +156,8 @@ class ChatViews:
 
     def adopt(self, chat_id: ChatId, data: Mapping[str, Any], clicks: int) -> ChatView:
         """Adopt a freshly read chat; ``clicks`` is :meth:`clicks` from when the read began."""
-        view = view_of(data)
         old = self._views.get(chat_id)
+        view = view_of(data, old)
         newer_in_memory = chat_id in self._saving.running or self.clicks(chat_id) != clicks
         if old is not None and newer_in_memory:
             view.active_topics = old.active_topics  # chosen after the file was read

@@ -63,3 +63,22 @@ async def test_a_failed_read_fails_every_caller_and_the_next_reads_again() -> No
     assert all(isinstance(r, Exception) for r in results) and memory.reads == 1
     memory.data = {"messages": []}
     assert (await views.load(CHAT))["messages"] == []
+
+
+def test_a_topic_whose_members_did_not_change_keeps_its_query() -> None:
+    from smart_context.chats import ChatView, view_of
+
+    bread = {"label": "Bread", "message_ids": ["m0", "m1"]}
+    boats = {"label": "Boats", "message_ids": ["m2"]}
+    sticky = {"label": "Instructions", "sticky": True, "message_ids": ["m3"]}
+    before = view_of({"messages": [], "topics": [bread, sticky, boats]})
+    grown = {**boats, "message_ids": ["m2", "m4"]}
+    after = view_of({"messages": [], "topics": [dict(bread), sticky, grown]}, before)
+    assert [q.label for q in after.queries] == ["Bread", "Boats"]
+    assert after.queries[0] is before.queries[0]  # the same members: not built again
+    assert after.queries[1].member_ids == frozenset({"m2", "m4"})  # new members: built
+    renamed = view_of({"messages": [], "topics": [{**bread, "label": "Rye"}]}, before)
+    assert renamed.queries[0].label == "Rye" and renamed.queries[0] is not before.queries[0]
+    # a view made by hand, its queries not those of its topics: nothing is taken from it
+    odd = ChatView(topics=[bread, boats], queries=before.queries[:1])
+    assert view_of({"messages": [], "topics": [bread]}, odd).queries[0] is not before.queries[0]
