@@ -132,3 +132,32 @@ class History:
         if self._contents is None:
             self._contents = [m.get("content") for m in self.messages]
         return self._contents
+
+
+class ChatTurns:
+    """Each chat's real turns (:func:`turn_positions`, with their ids as text) as the last pass
+    read them. A history of the same lineage (read through the chat's index, so it starts with
+    the messages read last time) is read from where the last one ended: the pass after a reply
+    reads the reply, not the 10,000 messages before it."""
+
+    MAX_CHATS = 64
+
+    def __init__(self) -> None:
+        self._chats: dict[Any, tuple[object, int, list[int], list[str]]] = {}
+
+    def of(self, chat_id: Any, history: History) -> tuple[list[int], list[str]]:
+        """Where ``history``'s real turns are, and their ids as text (new lists each call)."""
+        n = len(history)
+        memo = self._chats.get(chat_id)
+        start, at, ids = 0, [], []
+        lineage = history.lineage
+        if memo is not None and lineage is not None and memo[0] == lineage and memo[1] <= n:
+            start, at, ids = memo[1], memo[2], memo[3]
+        messages = history.messages
+        new = [start + i for i in turn_positions(messages[start:])]
+        at = [*at, *new]
+        ids = [*ids, *(str(messages[i].get("id")) for i in new)]
+        if len(self._chats) >= self.MAX_CHATS and chat_id not in self._chats:
+            self._chats.clear()  # a long-running sidecar visits many chats
+        self._chats[chat_id] = (history.lineage, n, at, ids)
+        return at, ids

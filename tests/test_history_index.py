@@ -187,3 +187,31 @@ async def test_a_history_with_something_odd_in_it_is_sent_as_the_host_made_it(
     record = ctx.metadata["smart_context"]
     assert ctx.history == messages and record["mode"] == "full"
     assert "holds a str at position 3" in record["error"]
+
+
+def test_a_pass_reads_the_real_turns_of_what_a_reply_added_only() -> None:
+    from smart_context.messages import ChatTurns, turn_positions
+
+    def talk(n: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [
+            {"id": i, "role": "user" if i % 2 == 0 else "assistant", "content": f"t{i}"}
+            for i in range(n)
+        ]
+        out[3]["notice"] = "no_model"  # the sidecar talking: no turn
+        return out
+
+    index, turns = HistoryIndex(), ChatTurns()
+    at, ids = turns.of("c", index.read(talk(1000)))
+    assert at == turn_positions(talk(1000)) and ids[:3] == ["0", "1", "2"] and 3 not in at
+    grown = [LookedAt(m) for m in talk(1002)]
+    history = index.read(grown)
+    LookedAt.reads.clear()
+    at, ids = turns.of("c", history)
+    assert at == turn_positions(talk(1002)) and ids[-2:] == ["1000", "1001"]
+    assert LookedAt.reads["role"] == 2  # the reply's two messages, not the 1,002
+    # another lineage (an edit before the end) or a shorter history: read whole again
+    edited = talk(1002)
+    edited[0]["content"] = "changed"
+    again = index.read(edited)
+    assert turns.of("c", again)[0] == turn_positions(edited)
+    assert turns.of("c", History(talk(10)))[0] == turn_positions(talk(10))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from smart_context.config import Settings
 from smart_context.errors import SmartContextError
 from smart_context.events import TOPICS_UPDATED
 from smart_context.host import LLM, ChatData, Emit, resolve
-from smart_context.messages import History, Message, turn_positions
+from smart_context.messages import ChatTurns, History, Message, pick, turn_positions
 from smart_context.paths import ChatId
 from smart_context.topics.extract import extract
 from smart_context.topics.grow import MAP_KEY, MapState, join_new, needs_full_map, read_state
@@ -47,6 +47,7 @@ class TopicPass:
     history: Callable[[ChatId, Sequence[Message]], History] = lambda _chat, messages: History(
         messages
     )
+    turns: ChatTurns = field(default_factory=ChatTurns)  # the real turns as the last pass read
 
 
 async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None:
@@ -55,20 +56,23 @@ async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None
     the topics, tell the UI."""
     data = await parts.chats.load(chat_id)
     everything = [m for m in data.get("messages") or [] if isinstance(m, dict)]
-    at = turn_positions(everything)  # one pass over a long chat, not three
-    turns = [everything[i] for i in at]
+    try:
+        history = parts.history(chat_id, everything)
+    except SmartContextError:  # refused by the chat's index: read whole, and embedded below
+        history = History(everything)
+    at, turn_ids = parts.turns.of(chat_id, history)  # past the last pass's only
+    turns = pick(everything, at)
     store: VectorStore | None = None
     usable: Synced | None = None  # the turns' vectors, read when asked
     try:
         store = await parts.store()
         # Sync every message the host may put in a history (its notices too), so none is
         # embedded again on the request path; topics come from the real turns only.
-        synced = await store.sync_rows(chat_id, parts.history(chat_id, everything))
+        synced = await store.sync_rows(chat_id, history)
         usable = synced.of(np.asarray(at, dtype=np.intp)) if synced.dim else None
     except SmartContextError as exc:
         log.warning("Smart Context: could not embed chat %s: %s", chat_id, exc)
     view = await parts.chats.view(chat_id)
-    turn_ids = [str(m.get("id")) for m in turns]
     state = read_state(_ours(data).get(MAP_KEY))
     grow = not full and usable is not None and state is not None and turn_ids
     drifted: MapState | None = None  # the map that drifted, when that is why it is made again
