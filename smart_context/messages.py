@@ -70,6 +70,15 @@ def common_start(
     return n if same else -1
 
 
+IdsAndContents = tuple[list[Any], list[Any]]
+
+
+def ids_and_contents(messages: Sequence[Message]) -> IdsAndContents:
+    """Each message's raw ``id`` and ``content``, in two comprehensions (a call with an ABC
+    check per message cost 4 ms at 10,000)."""
+    return [m.get("id") for m in messages], [m.get("content") for m in messages]
+
+
 def pick(values: Sequence[Any], at: Sequence[int]) -> list[Any]:
     """``values`` at the positions ``at``, in one C call: a filter keeps thousands of them."""
     if len(at) > 1:
