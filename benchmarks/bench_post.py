@@ -8,8 +8,8 @@ reply is the sidecar's "no model" notice, so no model time is in the figures. A 
 what the page does to send one: ``POST /api/chats/{id}/messages`` through the HTTP app (in
 process, no sockets), which stores the user message, runs the context hook, stores the reply
 and answers, then ``GET /api/chats`` for the chat list. The background topic pass each message
-schedules is waited for before the list is read, and timed apart (it maps the whole chat again,
-as a reply may ask). The target: the per-message time at
+schedules is waited for before the list is read, and timed apart (it joins the new turns to
+the map, or makes the map again when topics/grow.py says so). The target: the per-message time at
 10,000 messages is at most 3x the time at 100.
 """
 
