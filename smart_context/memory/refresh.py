@@ -150,14 +150,14 @@ async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False
     messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     settings = parts.settings()
 
-    def look() -> tuple[Keyed, int]:
+    def checked_keys() -> tuple[Keyed, int]:
         read = ids_and_contents(messages)  # read once, for both
         if parts.verify is not None:
             parts.verify(chat_id, messages, read)
         # hashed once for both parts, and only what is new since the last pass
         return parts.seen.keys(chat_id, messages, read)
 
-    keyed, indexed = await asyncio.to_thread(look)
+    keyed, indexed = await asyncio.to_thread(checked_keys)
     progress = _progress(parts.emit, chat_id, "index")
     await index_chat(parts.db, chat_id, messages, keyed, progress, indexed)
     parts.seen.indexed(chat_id, len(messages))
