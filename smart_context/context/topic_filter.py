@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from smart_context.context.topic_scores import TopicScores
-from smart_context.messages import History, Message, pick
+from smart_context.messages import History, Message, select
 from smart_context.record import FALLBACK, FILTERED, FULL, ContextRecord, Kept
 from smart_context.turns import closure
 
@@ -146,7 +146,7 @@ def decide(
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
     # the ids and scores are written with the record: a budget may send only some of these
     filtered = record(FILTERED, kept=Kept(all_ids, kept_flags, len(older), values))
-    kept = [*older, *pick(messages, kept_at.tolist())]
+    kept = [*older, *select(messages, keep)]
     where = np.concatenate((np.arange(len(older), dtype=np.intp), len(older) + kept_at))
     whole = history if not older and positions is None else History(candidates)
     return Decision(kept, filtered, all_ids, full=whole, positions=where)
