@@ -114,7 +114,10 @@ def decide(
         scores = TopicScores(scores.values[positions], scores.keep[positions], scores.cuts)
     sticky_ids = [m.get("id") for m in sticky]
     older = [m for m in sticky if find_id(m.get("id")) is None]
-    candidates = [*older, *messages] if older else list(messages)
+
+    def candidates() -> list[Any]:  # the whole history, older sticky messages first (a copy)
+        return [*older, *messages] if older else list(messages)
+
     all_ids = [*(m.get("id") for m in older), *ids] if older else ids
     active = selection.active_topics if selection.search_enabled else ()
     cuts = scores.cuts if scores is not None and selection.threshold == "auto" else None
@@ -122,20 +125,20 @@ def decide(
         ContextRecord,
         active_topics=active,
         sticky_ids=tuple(sticky_ids),
-        total_messages=len(candidates),
+        total_messages=len(older) + len(messages),
         threshold=selection.threshold,
         cuts={label: round(cut, 3) for label, cut in cuts.items()} if cuts else None,
         error=selection.error,
     )
     if not active or scores is None or not len(messages):
         source = history if not older and positions is None else None
-        return Decision(candidates, record(FULL), all_ids, source)
+        return Decision(candidates(), record(FULL), all_ids, source)
 
     values, keep = scores.values, scores.keep.copy()
     if not keep.any():
         best = round(float(values.max()), 3)
         fell_back = record(FALLBACK, best_score=best, note=fallback_note(active))
-        return Decision(candidates, fell_back, all_ids)
+        return Decision(candidates(), fell_back, all_ids)
 
     for sid in sticky_ids:
         if (at := find_id(sid)) is not None:
@@ -146,7 +149,7 @@ def decide(
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
     # the ids and scores are written with the record: a budget may send only some of these
     filtered = record(FILTERED, kept=Kept(all_ids, kept_flags, len(older), values))
-    kept = [*older, *select(messages, keep)]
+    kept = [*older, *select(messages, keep)] if older else select(messages, keep)
     where = np.concatenate((np.arange(len(older), dtype=np.intp), len(older) + kept_at))
-    whole = history if not older and positions is None else History(candidates)
+    whole = history if not older and positions is None else History(candidates())
     return Decision(kept, filtered, all_ids, full=whole, positions=where)
