@@ -39,6 +39,7 @@ from smart_context.items.catalog import ItemCatalog
 from smart_context.memory.model_tools import retrieved_text
 from smart_context.messages import History
 from smart_context.store import VectorStore
+from smart_context.turns import role_codes
 
 MODEL = "gpt-4o"
 SHARES = (0.02, 0.05, 0.10)
@@ -56,7 +57,7 @@ async def run_chat(
         vault = Path(tmp)
         chat_id, messages, store, db = await prepared(chat, vault, vault, embedder, settings)
         history = History(messages)
-        roles = [str(m.get("role")) for m in messages]
+        codes = role_codes(messages)
         total = sum(counter.count([str(m.get("content") or "") for m in messages]))
         position = {m["id"]: i for i, m in enumerate(messages)}
 
@@ -77,7 +78,7 @@ async def run_chat(
                     )
                     assert fitted is not None
                     kept = np.array(fitted.kept, dtype=bool)
-                    hits = look_back_hits(scores, roles, limit, ~kept)
+                    hits = look_back_hits(scores, codes, limit, ~kept)
                     sent = {int(i) for i in np.flatnonzero(kept)}
                     found = sent | set(hits)
                     out[(f"{sent_as}: budget", share)].append(len(answers & sent) / len(answers))
@@ -86,7 +87,7 @@ async def run_chat(
                     )
                     rows = [
                         {
-                            "role": roles[i],
+                            "role": messages[i].get("role"),
                             "content": messages[i]["content"],
                             "created_at": messages[i].get("created_at"),
                         }

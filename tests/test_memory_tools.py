@@ -268,3 +268,19 @@ def test_the_unsent_record_is_what_the_request_left_out_and_is_bounded() -> None
     for chat in ("c1", "c2", "c3"):
         log.put(chat, unsent)
     assert log.get("c1") is None and log.get("c3") == unsent
+
+
+def test_a_look_back_brings_each_hit_with_its_partner_as_the_budget_finds_it() -> None:
+    import numpy as np
+
+    from smart_context.commands.memory import look_back_hits
+    from smart_context.turns import ASSISTANT, USER
+
+    # two questions in a row, then the answer: the first question's partner is that answer
+    codes = np.array([USER, USER, ASSISTANT, USER, ASSISTANT], dtype=np.int8)
+    scores = np.array([0.9, 0.0, 0.0, 0.0, 0.1], dtype=np.float32)
+    everything = np.ones(5, dtype=bool)
+    assert look_back_hits(scores, codes, 1, everything) == [0, 2]
+    assert look_back_hits(scores, codes, 2, everything) == [0, 2, 3, 4]  # an answer, its question
+    allowed = np.array([True, True, False, True, True])  # a partner already sent is not repeated
+    assert look_back_hits(scores, codes, 1, allowed) == [0]

@@ -194,7 +194,7 @@ class Budgeter:
         codes = history.codes if positions is None else history.codes[positions]
         # a hit goes with its partner or not at all: sent alone, in_turns would drop it
         turns = partners(codes, hits)
-        inputs = Inputs(part.tokens, pinned, hit_relevance, scores, part.partner, hits, turns)
+        inputs = Inputs(part.tokens, pinned, hit_relevance, scores, hits, turns)
         chosen = in_turns(plan(inputs, spans, budget), codes, part.tokens, room)
         out = interleave(candidates, chosen.keep, [(spans[s], rows[s]) for s in chosen.summaries])
         why, keep = chosen.why, chosen.keep
@@ -375,21 +375,16 @@ def _lexical(
 
 class _Part:
     """The candidates of a request as positions of the whole history's facts: their tokens,
-    their turn partners among themselves, their ids, and any per-message array cut to them."""
+    their ids, and any per-message array cut to them."""
 
     def __init__(self, facts: Facts, positions: np.ndarray | None) -> None:
         self.positions = positions
         if positions is None:
-            self.n, self.tokens, self.partner = facts.n, facts.tokens, facts.partner
+            self.n, self.tokens = facts.n, facts.tokens
             self.ids: Sequence[str] = facts.str_ids
             return
         self.n = len(positions)
         self.tokens = facts.tokens[positions]
-        # a partner that is not among the candidates is no partner here
-        inverse = np.full(facts.n, -1, dtype=np.intp)
-        inverse[positions] = np.arange(self.n, dtype=np.intp)
-        partner = facts.partner[positions]
-        self.partner = np.where(partner >= 0, inverse[partner], -1).astype(np.intp)
         self.ids = _Picked(facts.str_ids, positions)
 
     def of(self, values: np.ndarray) -> np.ndarray:

@@ -1,5 +1,5 @@
 """What the budget needs to know of each message, kept between requests: its token count, its
-content key, its entities and the other half of its turn.
+content key and its entities (its turn partner is :func:`smart_context.turns.partners`).
 
 A 10,000-message history comes with every request; counting its tokens and finding its entities
 again each time would cost more than the whole assembly may. Like
@@ -16,7 +16,7 @@ instead of reading the chat again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +39,6 @@ class Facts:
     str_ids: list[str]  # the ids as text, as the store and the record use them
     keys: list[str]  # content keys, as the vectors and the text index use them
     tokens: IntArray  # what each message costs in the prompt, framing included
-    partner: IntArray  # the other half of each message's turn, -1 when none
     generation: int  # of the kept facts this was cut from: memos over them compare it
     resets: int
     owner: int  # id() of the kept facts, so memos tell two chats' facts apart
@@ -78,7 +77,6 @@ class MessageFacts:
         self.roles: list[str] = []
         self.tokens: IntArray = np.zeros(0, dtype=np.intp)
         self.entity_index: dict[str, list[int]] = {}
-        self.partner: IntArray = np.zeros(0, dtype=np.intp)
         self.generation = 0  # changes whenever the facts do: memos over them compare it
         # changes only when the facts are read afresh (an edit, a deletion): what holds for the
         # earlier messages, as the stored summaries over them, holds while messages are added
@@ -107,16 +105,11 @@ class MessageFacts:
         return self._last
 
     def _snapshot(self, n: int) -> Facts:
-        partner = self.partner[:n]
-        if n < len(self.partner) and n and partner[n - 1] >= n:
-            partner = partner.copy()  # its answer is not in this history
-            partner[n - 1] = -1
         return Facts(
             n,
             self.str_ids[:n],
             self.keys[:n],
             self.tokens[:n],
-            partner,
             self.generation,
             self.resets,
             id(self),
@@ -143,33 +136,5 @@ class MessageFacts:
         for offset, text in enumerate(texts):
             for entity in entities(text):
                 self.entity_index.setdefault(entity, []).append(known + offset)
-        self.partner = _extend_partners(self.partner, self.roles, known)
         self.ids, self.contents = list(ids), list(contents)
         self.generation += 1
-
-
-def _extend_partners(partner: IntArray, roles: Sequence[str], known: int) -> IntArray:
-    """:func:`turn_partners` of ``roles`` when ``partner`` holds those of its first ``known``:
-    only the new messages and the one before them are looked at."""
-    start = max(known - 1, 0)
-    window = turn_partners(roles[start:])
-    tail = np.where(window >= 0, window + start, -1)
-    if known and tail[0] < 0:
-        tail[0] = partner[start]  # the last known message keeps the question it answers
-    out: IntArray = np.concatenate((partner[:start], tail))
-    return out
-
-
-def turn_partners(roles: Sequence[str]) -> IntArray:
-    """For each message, the other half of its turn: a user message's answer right after it,
-    an answer's question right before it; -1 when there is none."""
-    n = len(roles)
-    out = np.full(n, -1, dtype=np.intp)
-    user = np.array([r == "user" for r in roles], dtype=bool)
-    assistant = np.array([r == "assistant" for r in roles], dtype=bool)
-    if n < 2:
-        return out
-    pairs = np.flatnonzero(user[:-1] & assistant[1:])
-    out[pairs] = pairs + 1
-    out[pairs + 1] = pairs
-    return out

@@ -95,9 +95,8 @@ class Inputs:
     pinned: Flags
     relevance: Floats  # the search's score; 0 where the search found nothing
     importance: Floats  # the importance score, for step 6
-    partner: IntArray  # the other message of its turn, -1 if none
     hits: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))  # best first
-    # per hit, its partner (smart_context.turns.partners), -1 for none; none given: ``partner``
+    # per hit, its partner (smart_context.turns.partners), -1 for none
     hit_partners: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
 
 
@@ -148,8 +147,9 @@ def _turns_by_worth(inputs: Inputs, limit: int) -> list[tuple[int, int]]:
     relevance plus :data:`TURN_WORTH` times its partner's, so of two equal hits the one whose
     question or answer is relevant too goes first."""
     hits = inputs.hits[:limit]
-    given = len(inputs.hit_partners) >= len(hits)
-    partner = inputs.hit_partners[: len(hits)] if given else inputs.partner[hits]
+    if len(inputs.hit_partners) < len(hits):
+        raise ValueError(f"{len(hits)} hits but {len(inputs.hit_partners)} partners")
+    partner = inputs.hit_partners[: len(hits)]
     relevance = inputs.relevance.astype(np.float64)
     worth = relevance[hits] + TURN_WORTH * np.where(partner >= 0, relevance[partner], 0.0)
     order = np.lexsort((np.arange(len(hits)), -np.round(worth, 9)))

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence, Set
+from collections.abc import Set
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from smart_context.budget.facts import turn_partners
 from smart_context.commands.guard import BadArguments, Result, chat_id_argument
 from smart_context.errors import NotFoundError
 from smart_context.events import MEMORY_CHANGED
@@ -28,6 +27,7 @@ from smart_context.messages import History, Message, message_text
 from smart_context.paths import ChatId, check_chat_id
 from smart_context.services import Services
 from smart_context.shorten import shorten
+from smart_context.turns import Codes, partners, role_codes
 
 MAX_QUERY_CHARS = 4000
 DEFAULT_LIMIT = 8
@@ -262,20 +262,19 @@ async def _best_messages(
     history = History(messages)
     scores = await services.budget.relevance(chat, history, query, services.store, None)
     allowed = np.array([among is None or m.get("id") in among for m in messages], dtype=bool)
-    chosen = look_back_hits(scores, [str(m.get("role")) for m in messages], limit, allowed)
+    chosen = look_back_hits(scores, role_codes(messages), limit, allowed)
     return [_message_row(messages[i], float(scores[i])) for i in chosen]
 
 
-def look_back_hits(
-    scores: np.ndarray, roles: Sequence[str], limit: int, allowed: np.ndarray
-) -> list[int]:
+def look_back_hits(scores: np.ndarray, codes: Codes, limit: int, allowed: np.ndarray) -> list[int]:
     """Positions a look back returns, in order of time: the ``limit`` best-scoring messages
-    among ``allowed`` (score above 0), each with the other half of its turn when allowed."""
+    among ``allowed`` (score above 0), each with its partner (:func:`turns.partners`: a
+    question its answer, an answer its question) when allowed. ``codes``: each message's role
+    (:func:`turns.role_codes`)."""
     scores = np.where(allowed, scores, 0.0)
     best = [i for i in np.argsort(-scores, kind="stable")[:limit].tolist() if scores[i] > 0]
-    partner = turn_partners(roles)
-    partners = (int(partner[i]) for i in best if partner[i] >= 0)
-    return sorted({*best, *(i for i in partners if allowed[i])})
+    partner = partners(codes, np.asarray(best, dtype=np.intp)).tolist()
+    return sorted({*best, *(j for j in partner if j >= 0 and allowed[j])})
 
 
 def _message_row(message: Message, score: float) -> dict[str, Any]:

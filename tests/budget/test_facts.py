@@ -3,12 +3,11 @@ each request as a snapshot that later updates leave alone."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import numpy as np
 
-from smart_context.budget.facts import MessageFacts, turn_partners
+from smart_context.budget.facts import MessageFacts
 from smart_context.budget.tokens import counter_for
 from smart_context.messages import History
 
@@ -20,20 +19,6 @@ def chat(roles: str) -> list[dict[str, Any]]:
         {"id": f"m{i}", "role": names[r], "content": f"Message {i} names Lisbon and 42."}
         for i, r in enumerate(roles)
     ]
-
-
-def test_partners_found_while_appending_equal_those_of_the_whole_history() -> None:
-    rng = random.Random(7)
-    for _ in range(50):
-        roles = "".join(rng.choice("uuaas") for _ in range(rng.randint(1, 40)))
-        messages = chat(roles)
-        facts = MessageFacts(counter_for("gpt-4o"))
-        n = 0
-        while n < len(messages):
-            n = min(len(messages), n + rng.randint(1, 5))
-            got = facts.update(History(messages[:n]))
-        whole = turn_partners([m["role"] for m in messages])
-        assert got.partner.tolist() == whole.tolist(), roles
 
 
 def test_a_request_keeps_its_snapshot_while_another_extends_the_chat() -> None:
@@ -54,9 +39,6 @@ def test_a_shorter_history_is_served_from_the_kept_facts_without_reading_it_agai
     earlier = facts.update(History(messages[:5]))  # a request that began before the last reply
     assert earlier.resets == whole.resets and earlier.generation == whole.generation
     assert earlier.tokens.tolist() == whole.tokens[:5].tolist()
-    # its last message is a question whose answer is not in its history
-    assert earlier.partner.tolist() == [1, 0, 3, 2, -1]
-    assert whole.partner[4] == 5
     edited = [*messages[:3], {**messages[3], "content": "changed"}]
     assert facts.update(History(edited)).resets == whole.resets + 1
 
@@ -71,12 +53,11 @@ def test_snapshot_lists_are_cut_to_the_request() -> None:
     assert isinstance(short.tokens, np.ndarray) and len(short.tokens) == 2
 
 
-def test_a_filters_part_of_the_history_keeps_partners_only_among_itself() -> None:
+def test_a_filters_part_of_the_history_is_cut_from_the_whole_facts() -> None:
     from smart_context.budget.budgeter import _Part
 
     facts = MessageFacts(counter_for("gpt-4o")).update(History(chat("uaua")))
     part = _Part(facts, np.array([0, 2, 3], dtype=np.intp))
-    assert part.partner.tolist() == [-1, 2, 1]  # m0's answer m1 is not in the part
     assert part.tokens.tolist() == facts.tokens[[0, 2, 3]].tolist()
     assert [part.ids[i] for i in range(3)] == ["m0", "m2", "m3"] and part.ids[1:] == ["m2", "m3"]
     assert part.of(np.arange(4)).tolist() == [0, 2, 3]

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from smart_context.budget.facts import turn_partners
 from smart_context.budget.plan import (
     IMPORTANT,
     LEFT_OUT,
@@ -20,20 +18,29 @@ from smart_context.budget.plan import (
     choose_summaries,
     plan,
 )
+from smart_context.turns import ASSISTANT, USER, partners
 
 
 def inputs(n: int, tokens: int = 10, **overrides: object) -> Inputs:
-    roles = ["user" if i % 2 == 0 else "assistant" for i in range(n)]
+    """``n`` messages taking turns, user first; the hits' partners as the budget finds them
+    (``hit_partners`` overrides them)."""
+    codes = np.array([USER if i % 2 == 0 else ASSISTANT for i in range(n)], dtype=np.int8)
     values: dict[str, object] = {
         "tokens": np.full(n, tokens, dtype=np.intp),
         "pinned": np.zeros(n, dtype=bool),
         "relevance": np.zeros(n, dtype=np.float32),
         "importance": np.zeros(n, dtype=np.float32),
-        "partner": turn_partners(roles),
         "hits": np.zeros(0, dtype=np.intp),
     }
     values.update(overrides)
+    if "hit_partners" not in values:
+        values["hit_partners"] = partners(codes, np.asarray(values["hits"], dtype=np.intp))
     return Inputs(**values)  # type: ignore[arg-type]
+
+
+def alone(hits: np.ndarray) -> np.ndarray:
+    """Partners for ``hits`` that have none."""
+    return np.full(len(hits), -1, dtype=np.intp)
 
 
 def test_a_history_that_fits_is_sent_whole() -> None:
@@ -58,9 +65,11 @@ def test_the_last_messages_come_first_then_pinned_then_relevant_with_their_turn(
 
 def test_a_small_room_sends_the_last_turn_and_spends_the_rest_on_relevance() -> None:
     hits = np.arange(10, 90, 10, dtype=np.intp)
-    alone = np.full(100, -1, dtype=np.intp)  # messages without turns: a hit costs itself
     strict = {"importance_threshold": 0.5}  # nothing fills the room by importance
-    chosen = plan(inputs(100, hits=hits, partner=alone), [], Budget(room=100, recent=10, **strict))
+    # hits without partners: each costs itself
+    chosen = plan(
+        inputs(100, hits=hits, hit_partners=alone(hits)), [], Budget(room=100, recent=10, **strict)
+    )
     assert (chosen.why[98:] == RECENT).all()  # the last turn
     assert (chosen.why[90:98] == LEFT_OUT).all()  # the rest of the last ten gave way
     assert (chosen.why[hits] == RELEVANT).all()
@@ -113,13 +122,16 @@ def test_of_two_equal_hits_the_one_whose_turn_is_relevant_too_goes_first() -> No
 
 def test_a_small_room_keeps_nothing_for_summaries_before_the_search() -> None:
     hits = np.arange(10, 90, 10, dtype=np.intp)
-    alone = np.full(100, -1, dtype=np.intp)
     budget = Budget(room=100, recent=2, importance_threshold=0.5)
-    chosen = plan(inputs(100, hits=hits, partner=alone), leaf_tree(10, tokens=10), budget)
+    chosen = plan(
+        inputs(100, hits=hits, hit_partners=alone(hits)), leaf_tree(10, tokens=10), budget
+    )
     assert (chosen.why[hits] == RELEVANT).all() and chosen.summaries == []
     # at a full room the summaries' share is kept while the search fills the rest
     budget = Budget(room=100, recent=2, importance_threshold=0.5, full_room=100)
-    chosen = plan(inputs(100, hits=hits, partner=alone), leaf_tree(10, tokens=10), budget)
+    chosen = plan(
+        inputs(100, hits=hits, hit_partners=alone(hits)), leaf_tree(10, tokens=10), budget
+    )
     assert chosen.summaries and chosen.why[80] == LEFT_OUT
 
 
@@ -135,7 +147,7 @@ def test_never_over_the_room_whatever_the_sizes() -> None:
         pinned = rng.random(n) < 0.05
         relevance = np.zeros(n, dtype=np.float32)
         chosen = plan(
-            Inputs(tokens, pinned, relevance, importance, np.full(n, -1, dtype=np.intp), hits),
+            Inputs(tokens, pinned, relevance, importance, hits, alone(hits)),
             spans,
             Budget(room=room, recent=int(rng.integers(0, 20))),
         )
@@ -224,16 +236,3 @@ def test_summaries_use_the_room_kept_for_them_and_the_history_what_is_left() -> 
     chosen = plan(inputs(100), spans, Budget(room=300, recent=10, summary_share=0.2))
     assert chosen.summary_tokens > 0 and chosen.summaries
     assert chosen.message_tokens + chosen.summary_tokens <= 300
-
-
-@pytest.mark.parametrize(
-    "roles,expected",
-    [
-        (["user", "assistant", "user", "assistant"], [1, 0, 3, 2]),
-        (["user", "user", "assistant"], [-1, 2, 1]),
-        (["assistant", "user"], [-1, -1]),
-        ([], []),
-    ],
-)
-def test_turn_partners(roles: list[str], expected: list[int]) -> None:
-    assert turn_partners(roles).tolist() == expected
