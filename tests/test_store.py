@@ -84,3 +84,24 @@ async def test_a_chat_without_vectors_is_looked_for_again_only_after_a_while(
     monkeypatch.setattr(store_module, "ABSENT_SECONDS", 0.0)
     await store.known_scores(other, history, queries)
     assert looks.count(looks[-1]) == 2  # looked for again once the while was over
+
+
+async def test_synced_rows_stay_those_of_their_sync_while_the_chat_changes(tmp_path: Path) -> None:
+    store = VectorStore(tmp_path, FakeEmbedder())
+    chat = check_chat_id("c")
+    texts = ["bread rye crumb", "boat sail wind", "oven bake loaf", "harbor dock boat"]
+    messages = [{"id": f"m{i}", "role": "user", "content": t} for i, t in enumerate(texts)]
+    synced = await store.sync_rows(chat, messages)
+    expected = await store.embed(texts)
+    np.testing.assert_allclose(synced.whole(), expected, atol=1e-6)
+    np.testing.assert_allclose(synced[np.array([2, 0])], expected[[2, 0]], atol=1e-6)
+    turns = synced.of(np.array([1, 3]))
+    assert len(turns) == 2 and turns.dim == synced.dim
+    # another sync drops the first two messages (renumbering the rows) and adds new ones
+    later = [
+        *messages[2:],
+        *({"id": f"n{i}", "role": "user", "content": f"kiln {i}"} for i in range(40)),
+    ]
+    await store.sync_rows(chat, later)
+    np.testing.assert_allclose(synced.whole(), expected, atol=1e-6)  # the earlier view holds
+    np.testing.assert_allclose(turns[np.array([0, 1])], expected[[1, 3]], atol=1e-6)
