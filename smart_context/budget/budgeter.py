@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
@@ -63,7 +63,7 @@ from smart_context.memory.db import MemoryDB
 from smart_context.memory.reads import ChatReads
 from smart_context.memory.records import Summary
 from smart_context.memory.tree import Node, Stored, plan_tree
-from smart_context.messages import History, message_text
+from smart_context.messages import History, message_text, pick
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.turns import partners
@@ -198,7 +198,7 @@ class Budgeter:
         chosen = in_turns(plan(inputs, spans, budget), codes, part.tokens, room)
         out = interleave(candidates, chosen.keep, [(spans[s], rows[s]) for s in chosen.summaries])
         why, keep = chosen.why, chosen.keep
-        ids = part.ids
+        ids = part.names(np.flatnonzero(keep))  # the kept few, read in one call
         record = budget_record(
             limit,
             costs,
@@ -379,36 +379,35 @@ class _Part:
 
     def __init__(self, facts: Facts, positions: np.ndarray | None) -> None:
         self.positions = positions
-        if positions is None:
-            self.n, self.tokens = facts.n, facts.tokens
-            self.ids: Sequence[str] = facts.str_ids
-            return
-        self.n = len(positions)
-        self.tokens = facts.tokens[positions]
-        self.ids = _Picked(facts.str_ids, positions)
+        self.str_ids = facts.str_ids
+        self.n = facts.n if positions is None else len(positions)
+        self.tokens = facts.tokens if positions is None else facts.tokens[positions]
+
+    def names(self, at: np.ndarray) -> _Names:
+        """The ids of the candidates at ``at``, read in one call, and of any other candidate
+        when asked."""
+        return _Names(self, at)
+
+    def name(self, i: int) -> str:
+        return self.str_ids[i if self.positions is None else int(self.positions[i])]
 
     def of(self, values: np.ndarray) -> np.ndarray:
         """``values`` (one per message of the whole history) for the candidates."""
         return values if self.positions is None else values[self.positions]
 
 
-class _Picked(Sequence[str]):
-    """``ids[positions[i]]`` for each ``i``, read only where asked (the record's few)."""
+class _Names(dict[int, str]):
+    """Candidate ids by position: those asked for first read at once (a record names the kept
+    few of 60,000 candidates), any other read when asked."""
 
-    def __init__(self, ids: Sequence[str], positions: np.ndarray) -> None:
-        self._ids, self._positions = ids, positions
+    def __init__(self, part: _Part, at: np.ndarray) -> None:
+        where = at if part.positions is None else part.positions[at]
+        super().__init__(zip(at.tolist(), pick(part.str_ids, where.tolist()), strict=True))
+        self._part = part
 
-    def __len__(self) -> int:
-        return len(self._positions)
-
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        if isinstance(i, slice):
-            return [self._ids[p] for p in self._positions[i].tolist()]
-        return self._ids[int(self._positions[i])]
+    def __missing__(self, i: int) -> str:
+        name = self[i] = self._part.name(i)
+        return name
 
 
 def _flags(facts: Facts, ids: set[str]) -> np.ndarray:

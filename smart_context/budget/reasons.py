@@ -16,7 +16,7 @@ as small as the budget, however long the chat grows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ Reason = dict[str, Any]
 
 def reasons(
     why: npt.NDArray[np.int8],
-    ids: Sequence[str],
+    ids: Sequence[str] | Mapping[int, str],
     marked: npt.NDArray[np.bool_],
     relevance: npt.NDArray[np.float32],
     importance: npt.NDArray[np.float32],
