@@ -10,25 +10,67 @@ are older than that window, so they are put first, in the order the chat file ha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from smart_context.context.topic_scores import TopicScores
-from smart_context.messages import History, Message, select
+from smart_context.messages import History, Message, pick, select
 from smart_context.record import FALLBACK, FILTERED, FULL, ContextRecord, Kept
 from smart_context.turns import closure
+
+
+class Picked(Sequence[Any]):
+    """The messages a filter kept, made into a list only when read whole: a budget after the
+    filter reads a few hundred of the 60,000 a click keeps of a 100,000-message chat, by
+    position; a request without one reads them all, in one C loop."""
+
+    def __init__(
+        self, everything: Sequence[Any], at: npt.NDArray[np.intp], whole: Callable[[], list[Any]]
+    ) -> None:
+        self._everything, self._at, self._whole = everything, at, whole
+        self._list: list[Any] | None = None
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if self._list is not None:
+            return self._list[i]
+        if isinstance(i, slice):
+            return pick(self._everything, self._at[i].tolist())
+        return self._everything[int(self._at[i])]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.as_list())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Picked):
+            other = other.as_list()
+        return isinstance(other, list) and self.as_list() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def as_list(self) -> list[Any]:
+        """The kept messages, in order (made once)."""
+        if self._list is None:
+            self._list = self._whole()
+        return self._list
 
 
 @dataclass(frozen=True)
 class Decision:
     """The history to send and the record of how it was chosen."""
 
-    history: list[Any]
+    history: Sequence[Any]  # a list, or the filter's :class:`Picked`
     record: ContextRecord
     # the ids the record's lists are over (the history's own list when nothing was added: read-only)
     all_ids: list[Any] = field(default_factory=list)
@@ -149,7 +191,12 @@ def decide(
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
     # the ids and scores are written with the record: a budget may send only some of these
     filtered = record(FILTERED, kept=Kept(all_ids, kept_flags, len(older), values))
-    kept = [*older, *select(messages, keep)] if older else select(messages, keep)
     where = np.concatenate((np.arange(len(older), dtype=np.intp), len(older) + kept_at))
     whole = history if not older and positions is None else History(candidates())
-    return Decision(kept, filtered, all_ids, full=whole, positions=where)
+
+    def kept() -> list[Any]:
+        return [*older, *select(messages, keep)] if older else select(messages, keep)
+
+    return Decision(
+        Picked(whole.messages, where, kept), filtered, all_ids, full=whole, positions=where
+    )

@@ -162,3 +162,19 @@ def test_a_click_that_keeps_questions_sends_their_answers_so_turns_alternate() -
     assert ids(d.history) == ["m0", "m1", "m2", "m3"]
     roles = [m["role"] for m in d.history]
     assert roles == ["user", "assistant", "user", "assistant"]
+
+
+def test_what_a_filter_keeps_is_read_by_position_until_it_is_read_whole() -> None:
+    sticky = [HISTORY[2]]
+    d = decide(HISTORY, sticky, ["Paris"], scores(0.1, 0.1, 0.1, 0.1, 0.8, 0.7), 0.5)
+    kept = d.history
+    assert isinstance(kept, topic_filter.Picked) and len(kept) == 4
+    assert kept[0]["id"] == "m2" and kept[-1]["id"] == "m5"  # a budget's reads
+    assert ids(kept[-2:]) == ["m4", "m5"] and ids(kept[1:3]) == ["m3", "m4"]
+    assert kept._list is None  # not made into a list by those reads
+    assert kept == [HISTORY[i] for i in (2, 3, 4, 5)] and kept != HISTORY
+    assert ids(list(kept)) == ["m2", "m3", "m4", "m5"] and kept._list is not None
+    # a sticky message older than the history comes first, by position too
+    older = {"id": "s0", "role": "user", "content": "always answer in French"}
+    d = decide(HISTORY, [older], ["Paris"], scores(0.1, 0.1, 0.1, 0.1, 0.8, 0.7), 0.5)
+    assert d.history[0]["id"] == "s0" and ids(d.history) == ["s0", "m4", "m5"]
