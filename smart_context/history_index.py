@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from smart_context.errors import SmartContextError
-from smart_context.messages import History, IdsAndContents, Message, ids_and_contents
+from smart_context.messages import History, Message
 from smart_context.turns import Codes, role_codes
 
 PROBE = 256  # shared messages compared per request, besides the first and the last
@@ -103,14 +103,15 @@ class HistoryIndex:
         except TypeError:  # an id that is a list or a dict: decided the slow way
             self.first = self.repeat = None
 
-    def verify(self, messages: Sequence[Message], read: IdsAndContents | None = None) -> bool:
+    def verify(self, messages: Sequence[Message], read: History | None = None) -> bool:
         """Compare every message the index shares with ``messages`` (off the request path);
-        ``False``, and the next :meth:`read` starts over, when one differs. ``read``: their ids
-        and contents, when the caller has them (:func:`ids_and_contents`)."""
+        ``False``, and the next :meth:`read` starts over, when one differs. ``read``: the
+        messages with their ids and contents read, when the caller has them."""
         shared = min(len(messages), len(self.ids))
         try:
-            ids, contents = ids_and_contents(messages[:shared]) if read is None else read
-            same = ids[:shared] == self.ids[:shared] and contents[:shared] == self.contents[:shared]
+            read = History(messages[:shared]) if read is None else read
+            ids, contents = read.ids[:shared], read.contents[:shared]
+            same = ids == self.ids[:shared] and contents == self.contents[:shared]
         except AttributeError:  # not a message: the next read starts over, and refuses it
             same = False
         if not same:
@@ -187,7 +188,7 @@ class HistoryIndexes:
         return self.of(chat_id).read(messages)
 
     def verify(
-        self, chat_id: str, messages: Sequence[Message], read: IdsAndContents | None = None
+        self, chat_id: str, messages: Sequence[Message], read: History | None = None
     ) -> None:
         """:meth:`HistoryIndex.verify` for a chat already indexed; nothing for another."""
         index = self._indexes.get(chat_id)

@@ -175,8 +175,7 @@ class Budgeter:
         pinned = marked | part.of(_flags(facts, {str(i) for i in sticky_ids}))
         # the recent messages are searched too: how many of them go depends on the room, and
         # one the plan sends anyway is skipped there
-        eligible = np.ones(part.n, dtype=bool)
-        hits = top_hits(rel, eligible, self.settings.search_limit, floor=MIN_RELEVANCE)
+        hits = top_hits(rel, self.settings.search_limit, floor=MIN_RELEVANCE)
         overlap = part.of(entity_overlap(entities(fixed.message), facts.mentions, facts.n))
         scores = importance(rel, overlap, marked, _weights(self.settings))
         hit_relevance = np.zeros_like(rel)

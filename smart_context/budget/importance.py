@@ -97,9 +97,9 @@ def importance(
     return out
 
 
-def top_hits(scores: Floats, eligible: Flags, limit: int, floor: float) -> IntArray:
-    """Positions of the best ``limit`` eligible scores at or above ``floor``, best first."""
-    candidates = np.flatnonzero(eligible & (scores >= floor))
+def top_hits(scores: Floats, limit: int, floor: float) -> IntArray:
+    """Positions of the best ``limit`` scores at or above ``floor``, best first."""
+    candidates = np.flatnonzero(scores >= floor)
     if len(candidates) > limit:
         part = np.argpartition(-scores[candidates], limit - 1)[:limit]
         candidates = candidates[part]

@@ -27,7 +27,7 @@ from smart_context.messages import History, Message, message_text
 from smart_context.paths import ChatId, check_chat_id
 from smart_context.services import Services
 from smart_context.shorten import shorten
-from smart_context.turns import Codes, partners, role_codes
+from smart_context.turns import Codes, partners
 
 MAX_QUERY_CHARS = 4000
 DEFAULT_LIMIT = 8
@@ -262,7 +262,7 @@ async def _best_messages(
     history = History(messages)
     scores = await services.budget.relevance(chat, history, query, services.store, None)
     allowed = np.array([among is None or m.get("id") in among for m in messages], dtype=bool)
-    chosen = look_back_hits(scores, role_codes(messages), limit, allowed)
+    chosen = look_back_hits(scores, history.codes, limit, allowed)
     return [_message_row(messages[i], float(scores[i])) for i in chosen]
 
 

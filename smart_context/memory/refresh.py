@@ -34,7 +34,7 @@ from smart_context.memory.db import MemoryDB
 from smart_context.memory.extractive import Line, summarize
 from smart_context.memory.records import Summary
 from smart_context.memory.tree import LEAF, Node, Stored, plan_tree
-from smart_context.messages import IdsAndContents, common_start, ids_and_contents, message_text
+from smart_context.messages import History, common_start, message_text
 from smart_context.paths import ChatId
 from smart_context.topics.extract import reply_text
 from smart_context.vectors.codec import cache_key
@@ -67,7 +67,7 @@ class MemoryPass:
     seen: SeenChats = field(default_factory=lambda: SeenChats())  # what earlier passes read
     # shown the chat's messages on each pass: the requests' index of the chat compares them all
     # (history_index.HistoryIndex.verify), off the request path
-    verify: Callable[[ChatId, Sequence[Mapping[str, Any]], IdsAndContents], None] | None = None
+    verify: Callable[[ChatId, Sequence[Mapping[str, Any]], History], None] | None = None
 
 
 @dataclass
@@ -95,13 +95,13 @@ class SeenChats:
         self,
         chat_id: ChatId,
         messages: Sequence[Mapping[str, Any]],
-        read: IdsAndContents | None = None,
+        read: History | None = None,
     ) -> tuple[Keyed, int]:
         """The messages' ids and keys, hashing only those past the last pass's when the chat
         only grew; and how many leading messages the index is known to hold (0: unknown).
-        ``read``: the messages' raw ids and contents, when the caller has them."""
-        raw, contents = ids_and_contents(messages) if read is None else read
-        ids = list(map(str, raw))
+        ``read``: the messages with their ids and contents read, when the caller has them."""
+        read = History(messages) if read is None else read
+        ids, contents = list(map(str, read.ids)), read.contents
         last = self._chats.get(chat_id)
         known = len(last.ids) if last is not None else 0
         if last is None or common_start(ids, contents, last.ids, last.contents) != known:
@@ -151,7 +151,7 @@ async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False
     settings = parts.settings()
 
     def checked_keys() -> tuple[Keyed, int]:
-        read = ids_and_contents(messages)  # read once, for both
+        read = History(messages)  # the ids and contents read once, for both
         if parts.verify is not None:
             parts.verify(chat_id, messages, read)
         # hashed once for both parts, and only what is new since the last pass

@@ -183,3 +183,28 @@ async def test_a_change_of_messages_is_reported_and_nothing_else_is(vault: Path)
     await memory.update_chat("c1", add_message("b"))
     await memory.save_chat("c1", {"messages": []})  # a clear is a change too
     assert changes == [("c1", 1), ("c1", 2), ("c1", 0)]
+
+
+async def test_a_hand_edited_entry_that_is_no_message_is_kept_and_copied_safely(
+    vault: Path,
+) -> None:
+    memory = ChatMemory(vault)
+    (vault / ".memory").mkdir()
+    stored = {"messages": [{"id": "a", "role": "user", "content": "hi"}, "a stray note", 7]}
+    (vault / ".memory" / "c3.json").write_text(json.dumps(stored), encoding="utf-8")
+    loaded = await memory.load_chat("c3")
+    assert loaded == stored
+    loaded["messages"][0]["content"] = "changed by a plugin"  # a copy: the cache keeps its own
+    assert (await memory.load_chat("c3"))["messages"][0]["content"] == "hi"
+
+    def touch(data: dict[str, Any]) -> dict[str, Any]:
+        data["messages"][0]["content"] = "changed in place"  # then refused: nothing is kept
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        await memory.update_chat("c3", touch)
+    assert (await memory.load_chat("c3"))["messages"] == stored["messages"]
+    new = {"id": "b", "role": "user", "content": "next"}
+    before = await memory.append_message("c3", new, history=True)
+    assert before == [stored["messages"][0]]  # the history a pipeline gets: messages only
+    assert (await memory.load_chat("c3"))["messages"][1:] == ["a stray note", 7, new]
