@@ -29,17 +29,17 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.bench_long_recall import load_chats, prepared
+from benchmarks.bench_long_recall import load_chats
+from benchmarks.budget_recall import default_settings, ready_chat
 from smart_context.budget.budgeter import Budgeter
 from smart_context.budget.parts import Fixed
 from smart_context.budget.tokens import counter_for
 from smart_context.commands.memory import look_back_hits
-from smart_context.config import Settings
+from smart_context.config import Settings, replace
 from smart_context.items.catalog import ItemCatalog
 from smart_context.memory.model_tools import retrieved_text
 from smart_context.messages import History
 from smart_context.store import VectorStore
-from smart_context.turns import role_codes
 
 MODEL = "gpt-4o"
 SHARES = (0.02, 0.05, 0.10)
@@ -53,58 +53,60 @@ async def run_chat(
     """Per (measure, share): recall without and with one look back, and its size in tokens."""
     out: dict[tuple[str, float], list[float]] = defaultdict(list)
     counter = counter_for(MODEL)
-    with tempfile.TemporaryDirectory() as tmp:
-        vault = Path(tmp)
-        chat_id, messages, store, db = await prepared(chat, vault, vault, embedder, settings)
-        history = History(messages)
-        codes = role_codes(messages)
-        total = sum(counter.count([str(m.get("content") or "") for m in messages]))
-        position = {m["id"]: i for i, m in enumerate(messages)}
+    with tempfile.TemporaryDirectory() as cache:
+        async with ready_chat(
+            chat["id"], chat["messages"], Path(cache), embedder, settings
+        ) as ready:
+            messages = ready.messages
+            history = History(messages)
+            position = {m["id"]: i for i, m in enumerate(messages)}
 
-        async def get_store() -> VectorStore:
-            return store
+            async def get_store() -> VectorStore:
+                return ready.store
 
-        for question in chat["questions"]:
-            text = question["text"]
-            answers = {position[a] for a in question["answers"] if a in position}
-            queries = await ItemCatalog.query_vectors(store, text)
-            for share in SHARES:
-                budget = Settings(**{**settings.__dict__, "budget_tokens": int(share * total)})
-                budgeter = Budgeter(budget, db)
-                scores = await budgeter.relevance(chat_id, history, text, get_store, queries)
-                for sent_as, message in (("question", text), ("vague", VAGUE)):
-                    fitted = await budgeter.fit(
-                        chat_id, messages, Fixed(message=message), MODEL, get_store, None
+            for question in chat["questions"]:
+                text = question["text"]
+                answers = {position[a] for a in question["answers"] if a in position}
+                queries = await ItemCatalog.query_vectors(ready.store, text)
+                for share in SHARES:
+                    budget = replace(settings, budget_tokens=int(share * ready.total))
+                    budgeter = Budgeter(budget, ready.db)
+                    scores = await budgeter.relevance(
+                        ready.chat_id, history, text, get_store, queries
                     )
-                    assert fitted is not None
-                    kept = np.array(fitted.kept, dtype=bool)
-                    hits = look_back_hits(scores, codes, limit, ~kept)
-                    sent = {int(i) for i in np.flatnonzero(kept)}
-                    found = sent | set(hits)
-                    out[(f"{sent_as}: budget", share)].append(len(answers & sent) / len(answers))
-                    out[(f"{sent_as}: + look back", share)].append(
-                        len(answers & found) / len(answers)
-                    )
-                    rows = [
-                        {
-                            "role": messages[i].get("role"),
-                            "content": messages[i]["content"],
-                            "created_at": messages[i].get("created_at"),
-                        }
-                        for i in hits
-                    ]
-                    read = retrieved_text(text, rows, [])
-                    out[(f"{sent_as}: tokens", share)].append(float(counter.count([read])[0]))
-        db.close()
+                    for sent_as, message in (("question", text), ("vague", VAGUE)):
+                        fitted = await budgeter.fit(
+                            ready.chat_id, messages, Fixed(message=message), MODEL, get_store, None
+                        )
+                        assert fitted is not None
+                        kept = fitted.kept
+                        hits = look_back_hits(scores, history.codes, limit, ~kept)
+                        sent = {int(i) for i in np.flatnonzero(kept)}
+                        found = sent | set(hits)
+                        recall = len(answers & sent) / len(answers)
+                        out[(f"{sent_as}: budget", share)].append(recall)
+                        out[(f"{sent_as}: + look back", share)].append(
+                            len(answers & found) / len(answers)
+                        )
+                        rows = [
+                            {
+                                "role": messages[i].get("role"),
+                                "content": messages[i]["content"],
+                                "created_at": messages[i].get("created_at"),
+                            }
+                            for i in hits
+                        ]
+                        read = retrieved_text(text, rows, [])
+                        out[(f"{sent_as}: tokens", share)].append(float(counter.count([read])[0]))
     return out
 
 
 async def main(chats_limit: int | None, limit: int) -> None:
     from smart_context.embeddings.local import LocalMiniLM
 
-    chats = load_chats(chats_limit)
+    chats = load_chats("long", chats_limit)
     embedder = LocalMiniLM.from_package()
-    settings = Settings(token_model=MODEL, summarizer="offline")
+    settings = default_settings()
     results: dict[tuple[str, float], list[float]] = defaultdict(list)
     start = time.perf_counter()
     for chat in chats:

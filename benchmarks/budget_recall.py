@@ -28,7 +28,7 @@ from smart_context.budget.budgeter import Budgeter
 from smart_context.budget.facts import MessageFacts
 from smart_context.budget.parts import Fixed
 from smart_context.budget.tokens import counter_for
-from smart_context.config import Settings
+from smart_context.config import Settings, replace
 from smart_context.items.query import MessageQuery
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.refresh import summarize_chat, sync_index
@@ -85,7 +85,7 @@ class ReadyChat:
         the room the history had (the budget less the message)."""
         budgeter = self._budgeters.get(limit)
         if budgeter is None:
-            settings = Settings(**{**self.settings.__dict__, "budget_tokens": limit})
+            settings = replace(self.settings, budget_tokens=limit)
             budgeter = self._budgeters[limit] = Budgeter(settings, self.db)
 
         async def get_store() -> VectorStore:
