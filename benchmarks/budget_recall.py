@@ -42,8 +42,9 @@ MODEL = "gpt-4o"  # whose tokenizer counts (exact, offline)
 
 def default_settings(**changes: Any) -> Settings:
     """The product's defaults, counting with :data:`MODEL`'s tokenizer and summarising offline
-    (there is no chat model in a benchmark); ``changes`` override any setting."""
-    return Settings(**{"token_model": MODEL, "summarizer": "offline", **changes})
+    (there is no chat model in a benchmark); ``changes`` override any setting, checked as a
+    vault's settings are (a mistyped one is an error, not a run on the defaults)."""
+    return replace(Settings(), **{"token_model": MODEL, "summarizer": "offline", **changes})
 
 
 @dataclass

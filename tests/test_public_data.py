@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from benchmarks.public.baselines import BM25, fill_by_rank, rank, rrf
-from benchmarks.public.snapshot import SOURCES, Snapshot, snapshot
+from benchmarks.public.snapshot import SOURCES, Snapshot, SnapshotError, reported, snapshot
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -68,6 +68,39 @@ def test_the_kept_back_split_is_never_read(tmp_path: Path) -> None:
         data.text("test/b.json")
     with pytest.raises(PermissionError):
         data.files("test/")
+    # however the path is spelled, and in a mirror too
+    bare = tmp_path / "mirror"
+    subprocess.run(["git", "clone", "-q", "--bare", str(tmp_path / "work"), str(bare)], check=True)
+    for root in (tmp_path / "work", bare):
+        data = Snapshot(SOURCES["sgd"], root)
+        for path in ("./test/b.json", "train/../test/b.json", "train//../test/b.json"):
+            with pytest.raises(PermissionError, match="independent check"):
+                data.text(path)
+        for path in ("../work/test/b.json", "/etc/hostname", "train/../../x"):
+            with pytest.raises(PermissionError, match="outside the snapshot"):
+                data.text(path)
+        assert data.json("./train/a.json") == {"x": 1}  # a plain file spelled oddly is read
+
+
+def test_an_absent_or_damaged_file_is_named_and_ends_the_run_plainly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = _repo(tmp_path)
+    (work / "train" / "cut.json").write_text('{"x": [1, 2', encoding="utf-8")
+    bare = tmp_path / "mirror"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
+    for root in (work, bare):
+        data = Snapshot(SOURCES["sgd"], root)
+        with pytest.raises(SnapshotError, match=r"train/gone\.json could not be read"):
+            data.json("train/gone.json")
+        if root == work:  # the cut file was never committed: only the checkout has it
+            with pytest.raises(SnapshotError, match=r"train/cut\.json is damaged"):
+                data.json("train/cut.json")
+    with pytest.raises(SystemExit) as ended, reported():
+        Snapshot(SOURCES["sgd"], work).json("train/cut.json")
+    assert ended.value.code == 1
+    said = capsys.readouterr().err
+    assert "Schema-Guided Dialogue: train/cut.json is damaged" in said and "again" in said
 
 
 def test_no_snapshot_is_a_skip_that_says_where_to_get_one(

@@ -61,7 +61,7 @@ import numpy as np
 from benchmarks.budget_recall import ReadyChat, default_settings, ready_chat
 from benchmarks.public import baselines
 from benchmarks.public.baselines import fill_by_rank, fill_with_partners
-from benchmarks.public.snapshot import Snapshot, snapshot
+from benchmarks.public.snapshot import Snapshot, reported, snapshot
 from smart_context.turns import partners, role_codes
 
 SHARES = (0.05, 0.10)
@@ -245,8 +245,11 @@ if __name__ == "__main__":
     parser.add_argument("--part", choices=("tune", "report", "both"), default="both")
     parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
+    if args.setting and args.part != "tune":
+        parser.error("a --setting is tried on the tune part only: add --part tune")
     found = snapshot("realtalk", args.data)
     if found is None:
         sys.exit(0)
     args.cache.mkdir(parents=True, exist_ok=True)
-    asyncio.run(main(found, args.part, args.cache, parse_settings(args.setting)))
+    with reported():
+        asyncio.run(main(found, args.part, args.cache, parse_settings(args.setting)))

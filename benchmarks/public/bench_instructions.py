@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
-from benchmarks.public.snapshot import Snapshot, snapshot
+from benchmarks.public.snapshot import Snapshot, reported, snapshot
 from smart_context.topics.offline.talk import _says_instruction, is_instruction
 
 TUNE_FILES = 15
@@ -72,4 +72,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with reported():
+        main()

@@ -50,7 +50,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.public.baselines import BM25, dense, rank, rrf
-from benchmarks.public.snapshot import Snapshot, snapshot
+from benchmarks.public.snapshot import Snapshot, reported, snapshot
 from benchmarks.tool_picks import CachedEmbedder, Key, Server, ToolVault, measure
 from smart_context.mcp.client import ToolInfo
 from smart_context.mcp.config import MAX_SERVER_NAME
@@ -315,4 +315,5 @@ def sweep(vault: ToolVault, tune: Part, keys: dict[str, Key]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with reported():
+        main()

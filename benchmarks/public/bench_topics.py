@@ -49,7 +49,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from baselines import BM25, dense, rank, rrf  # noqa: E402
-from snapshot import Snapshot, snapshot  # noqa: E402
+from snapshot import Snapshot, reported, snapshot  # noqa: E402
 from topic_runs import click, start  # noqa: E402
 
 from smart_context.embeddings.local import shared_local_model  # noqa: E402
@@ -340,4 +340,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with reported():
+        main()

@@ -5,16 +5,22 @@ Each set is a snapshot of a public repository, given as a checkout or as a bare 
 the benchmark says where to get it and exits without a figure: a figure on data we wrote
 ourselves is no substitute.
 
-Parts a set must never be read from are refused here, whatever the caller asks: Schema-Guided
-Dialogue's test split is kept for an independent check.
+Parts a set must never be read from are refused here, whatever the caller asks and however the
+path is spelled: Schema-Guided Dialogue's test split is kept for an independent check. A file
+that is absent or damaged is a :class:`SnapshotError` naming it; a benchmark run inside
+:func:`reported` ends on that message instead of a traceback.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
 import shutil
 import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +59,21 @@ SOURCES = {
 }
 
 
+class SnapshotError(Exception):
+    """A file of a snapshot that is absent or damaged; the message names it and says why."""
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Where a benchmark reads its snapshot: a damaged or incomplete one ends the run with the
+    file and the reason (exit status 1), not a traceback."""
+    try:
+        yield
+    except SnapshotError as exc:
+        print(f"{exc} Fetch the snapshot again.", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
 class Snapshot:
     """A checkout or a bare git directory of one public repository, read-only."""
 
@@ -63,7 +84,7 @@ class Snapshot:
 
     def files(self, prefix: str) -> list[str]:
         """The paths under ``prefix`` (a folder, with its slash), sorted."""
-        self._allowed(prefix)
+        prefix = self._allowed(prefix)
         if self.bare:
             paths, absent = [], []
             for line in self._git("ls-tree", "-r", "-l", "HEAD", "--", prefix).splitlines():
@@ -89,20 +110,36 @@ class Snapshot:
             return False
 
     def text(self, path: str) -> str:
-        self._allowed(path)
-        if self.bare:
-            return self._git("show", f"HEAD:{path}")
-        return (self.root / path).read_text(encoding="utf-8")
+        path = self._allowed(path)
+        try:
+            if self.bare:
+                return self._git("show", f"HEAD:{path}")
+            return (self.root / path).read_text(encoding="utf-8")
+        except subprocess.CalledProcessError as exc:
+            why = (exc.stderr or "").strip() or f"git exited with {exc.returncode}"
+            raise SnapshotError(f"{self.source.name}: {path} could not be read ({why}).") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SnapshotError(f"{self.source.name}: {path} could not be read ({exc}).") from exc
 
     def json(self, path: str) -> Any:
-        return json.loads(self.text(path))
+        text = self.text(path)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SnapshotError(f"{self.source.name}: {path} is damaged ({exc}).") from exc
 
     def _kept_back(self, path: str) -> bool:
         return any(path.startswith(p) for p in self.source.never)
 
-    def _allowed(self, path: str) -> None:
-        if self._kept_back(path):
+    def _allowed(self, path: str) -> str:
+        """``path`` spelled plainly (a folder keeps its slash), once it is inside the snapshot
+        and not kept back: ``./test/x`` and ``train/../test/x`` are the test split too."""
+        clean = posixpath.normpath(path) + ("/" if path.endswith("/") else "")
+        if posixpath.isabs(clean) or clean == ".." or clean.startswith("../"):
+            raise PermissionError(f"{self.source.name}: {path} is outside the snapshot")
+        if self._kept_back(clean):
             raise PermissionError(f"{self.source.name}: {path} is kept for an independent check")
+        return clean
 
     def _git(self, *args: str) -> str:
         done = subprocess.run(
