@@ -18,7 +18,7 @@ import argparse
 from collections.abc import Iterator
 
 from benchmarks.public.snapshot import Snapshot, reported, snapshot
-from smart_context.topics.offline.talk import _says_instruction, is_instruction
+from smart_context.topics.offline.talk import is_instruction, is_whole_instruction
 
 TUNE_FILES = 15
 
@@ -44,7 +44,7 @@ def realtalk_messages(data: Snapshot) -> Iterator[str]:
 
 
 def report(name: str, texts: list[str], show: int) -> None:
-    whole = {t for t in texts if _says_instruction(" ".join(t.lower().split()))}
+    whole = {t for t in texts if is_whole_instruction(t)}
     flagged = [t for t in texts if is_instruction(t)]
     extra = [t for t in flagged if t not in whole]
     print(

@@ -132,6 +132,11 @@ _WEAK_STANDING = re.compile(r"\b(?:in everything|for everything|everything you|t
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 _MIXED_WORDS = 40
 _THIS_ANSWER = re.compile(r"\b(?:it|this)\b")  # "keep it short": the answer asked for now
+# Beside a question or a task, a wish holds beyond it only when it says so: answers in the
+# plural, "always"/"from now on", or what never to put in one ("no emojis please"). "Be brief.",
+# "Use bullet points." or "Answer in one word." beside a task are for that task.
+_ANSWERS = re.compile(r"\b(?:answers|responses|replies)\b")
+_PROHIBITION = re.compile(r"^(?:no|don't|do not|avoid|stop)\b")
 
 
 def is_instruction(text: str, role: str = "user") -> bool:
@@ -147,8 +152,19 @@ def is_instruction(text: str, role: str = "user") -> bool:
     """
     if role != "user":
         return False
-    t = " ".join(text.replace("\u2019", "'").lower().split())
+    t = _plain(text)
     return _says_instruction(t) or _says_one_among_others(t)
+
+
+def is_whole_instruction(text: str) -> bool:
+    """Whether the whole of ``text`` is a standing instruction: :func:`is_instruction` without
+    the wish said beside a question (the benchmarks print the two apart)."""
+    return _says_instruction(_plain(text))
+
+
+def _plain(text: str) -> str:
+    """Lowercased, spaces collapsed, the typographic apostrophe phones type made plain."""
+    return " ".join(text.replace("\u2019", "'").lower().split())
 
 
 def _says_one_among_others(t: str) -> bool:
@@ -162,13 +178,14 @@ def _says_one_among_others(t: str) -> bool:
 
 
 def _about_answers(t: str) -> bool:
-    """Whether a sentence speaks of how to answer (beside a question, "I would prefer a
-    moderate price" or "let's keep looking" is about the task at hand)."""
+    """Whether a sentence said beside another speaks of how to answer from now on (beside a
+    question, "I would prefer a moderate price", "let's keep looking" or "be brief" is about
+    the task at hand)."""
     if _THIS_ANSWER.search(t):
         return False
     said = _LEAD.sub("", t)
-    about = _STANDING.search(t) or _RESPONSE.search(t) or _TONE.search(t) or _FORMAT.search(t)
-    return bool(about or _ALWAYS.match(said))
+    never = _PROHIBITION.match(said) and (_FORMAT.search(t) or _RESPONSE.search(t))
+    return bool(_STANDING.search(t) or _ANSWERS.search(t) or _ALWAYS.match(said) or never)
 
 
 def _says_instruction(t: str) -> bool:

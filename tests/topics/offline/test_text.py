@@ -103,6 +103,11 @@ def test_is_instruction_recognises_standing_instructions(text: str) -> None:
         "Let's keep looking. What about a concert?",
         "Yes, please. I'm in the kitchen, so use the kitchen speaker.",
         "Keep the dough in the fridge overnight. How long should it rest?",
+        # a wish beside a task is for that task unless it says it holds beyond it
+        "What's 2+2? Answer in one word.",
+        "Write a haiku about rain. Be brief.",
+        "Translate this to French. Be brief.",
+        "Summarise this article. Use bullet points.",
     ],
 )
 def test_is_instruction_rejects_chat_questions_tasks_and_long_messages(text: str) -> None:
@@ -264,3 +269,11 @@ def test_small_talk_is_recognised(text: str) -> None:
 )
 def test_content_is_not_small_talk(text: str) -> None:
     assert not is_small_talk(text)
+
+
+def test_the_whole_message_rule_reads_text_as_the_product_does() -> None:
+    from smart_context.topics.offline.talk import is_whole_instruction
+
+    assert is_whole_instruction("Don’t use emojis!")  # noqa: RUF001 (a phone's apostrophe)
+    mixed = "Please keep answers short. What's a good first houseplant?"
+    assert not is_whole_instruction(mixed) and is_instruction(mixed)  # said beside a question
