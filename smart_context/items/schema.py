@@ -2,19 +2,21 @@
 and the text the index embeds.
 
 The schema comes from a server we do not control: anything that is not the expected shape is
-left out, never an exception, and the parameters and their descriptions are bounded so one
-tool cannot fill the index.
+left out, never an exception, and the parameters, their names and their descriptions are
+bounded (a name on one line too) so one tool cannot fill the index or fake a parameter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from smart_context.shorten import shorten
 
 MAX_PARAMETERS = 50
+MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 300
 
 
@@ -41,10 +43,16 @@ def parameters(input_schema: Any) -> list[Parameter]:
         {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
     )
     return [
-        _parameter(name.strip(), spec, name in required_names)
-        for name, spec in list(properties.items())[:MAX_PARAMETERS]
-        if isinstance(name, str) and name.strip()
+        _parameter(_name(name), spec, name in required_names)
+        for name, spec in islice(properties.items(), MAX_PARAMETERS)
+        if isinstance(name, str) and _name(name)
     ]
+
+
+def _name(name: str) -> str:
+    """A parameter's name on one line, bounded: a line break in it would read as another
+    parameter in the UI, and a long one would fill the index."""
+    return shorten(name, MAX_NAME_CHARS)
 
 
 def _parameter(name: str, spec: Any, required: bool) -> Parameter:

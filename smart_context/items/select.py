@@ -136,6 +136,8 @@ def select(scores: Matrix, owner: IntArray, n_items: int, limits: Limits) -> lis
         if len(places) >= limits.top_n:
             break
         places.setdefault(int(i))
-    chosen = set(places) | set(np.flatnonzero(pooled >= limits.include_score).tolist())
+    # an item this close always goes, still over the absolute floor (a caller may set it higher)
+    close = pooled >= max(limits.include_score, limits.absolute_floor)
+    chosen = set(places) | set(np.flatnonzero(close).tolist())
     order = sorted(chosen, key=lambda i: (-float(pooled[i]), i))
     return [Chosen(i, float(pooled[i])) for i in order]

@@ -81,8 +81,6 @@ def find(
     # the notes' own floor is ``min_score`` (a setting), not the documents' absolute floor
     floored = replace(limits, absolute_floor=min_score)
     for chosen in select(scores, layout.owner, len(layout.notes), floored):
-        if chosen.score < min_score:  # an item over ``include_score`` passes select's floors
-            continue
         start, end = int(layout.starts[chosen.item]), int(layout.starts[chosen.item + 1])
         top = np.argsort(-best[start:end], kind="stable")[:passages] + start
         picked = tuple((int(i) - start, layout.chunks[i]) for i in top.tolist())

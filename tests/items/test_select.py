@@ -74,7 +74,8 @@ def test_a_message_that_matches_nothing_adds_nothing() -> None:
     hello = np.array([[0.14, 0.08, 0.07, 0.03, 0.01]], dtype=np.float32)
     owner = np.arange(5)
     assert select(hello, owner, 5, Limits()) == []
-    assert select(hello, owner, 5, Limits(per_query=1, floor=0.0)) == []  # nor per sentence
+    two_sentences = np.vstack([hello, hello[:, ::-1]])  # each sentence's own best: none close
+    assert select(two_sentences, owner, 5, Limits(per_query=1, floor=0.0)) == []  # nor per sentence
     # a message that does match keeps its item, and still not the stragglers
     dough = np.array([[0.55, 0.08, 0.07, 0.03, 0.25]], dtype=np.float32)
     assert [c.item for c in select(dough, owner, 5, Limits())] == [0, 4]
@@ -85,3 +86,14 @@ def test_an_item_far_below_the_best_is_never_added() -> None:
     scores = np.array([[0.9, 0.5, 0.35, 0.3]], dtype=np.float32)
     chosen = select(scores, np.arange(4), 4, Limits(top_n=5, include_score=2.0))
     assert [c.item for c in chosen] == [0, 1]  # 0.35 < 0.4 x 0.9, though over the floor
+
+
+def test_an_item_over_include_score_still_needs_the_absolute_floor() -> None:
+    # the vault's notes set the absolute floor to their knowledge_min_score, which may sit above
+    # include_score: a close item goes only when it clears both
+    scores = np.array([[0.72, 0.6]], dtype=np.float32)
+    limits = Limits(top_n=1, include_score=0.7, absolute_floor=0.75)
+    assert select(scores, np.arange(2), 2, limits) == []
+    assert [
+        c.item for c in select(scores, np.arange(2), 2, Limits(top_n=1, include_score=0.7))
+    ] == [0]

@@ -83,6 +83,26 @@ def test_a_hostile_schema_is_bounded() -> None:
     assert lines[0].endswith("…")
 
 
+def test_a_hostile_parameter_name_is_one_bounded_line_in_the_panel_and_the_index() -> None:
+    from smart_context.items.schema import MAX_NAME_CHARS
+
+    schema = {
+        "properties": {
+            "q\nadmin (string, required)": {"type": "string"},  # would read as two parameters
+            "n" * 100_000: {"type": "string", "description": "huge"},
+            "  ": {"type": "string"},  # no name: left out
+        },
+        "required": ["q\nadmin (string, required)"],
+    }
+    lines = parameters_text(schema).splitlines()
+    assert lines == [
+        "q admin (string, required) (string, required)",
+        f"{'n' * (MAX_NAME_CHARS - 1)}… (string): huge",
+    ]
+    tool = tool_item("s", "lookup", "Look up", schema)
+    assert len(index_text(tool)) < 300 and "\nadmin" not in index_text(tool)
+
+
 def test_a_long_description_is_cut_between_words() -> None:
     tool = tool_item("s", "t", "word " * 2000)
     assert tool.description.endswith("word…")
