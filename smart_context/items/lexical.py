@@ -41,7 +41,7 @@ K1 = 1.2
 B = 0.75
 SATURATION = 8.0  # a BM25 score of 8 (three or four good rare words) counts half
 
-_CAMEL = re.compile(r"([a-z0-9])([A-Z])")  # faster than a look-behind at every position
+CAMEL = re.compile(r"([a-z0-9])([A-Z])")  # faster than a look-behind at every position
 _WORD = re.compile(r"[a-z0-9]+")
 # fmt: off
 _STOP = frozenset([
@@ -63,7 +63,7 @@ def words(text: str) -> list[str]:
 
 
 def _tokens(text: str) -> list[str]:
-    return _WORD.findall(_CAMEL.sub(r"\1 \2", text).lower())
+    return _WORD.findall(CAMEL.sub(r"\1 \2", text).lower())
 
 
 def _term(token: str) -> str:

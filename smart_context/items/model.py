@@ -11,14 +11,15 @@ selection found for it (:mod:`.expand`).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from smart_context.items.lexical import CAMEL
 from smart_context.items.schema import parameters
 
-_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _WORD = re.compile(r"[^\W_]+")
 
 ItemType = Literal["rule", "reference", "tool"]
@@ -113,7 +114,8 @@ def index_text(item: Item) -> str:
 def spoken(identifier: str) -> str:
     """An identifier as lower-case words: ``read_file``, ``readFile`` and ``read-file`` are
     ``read file``; one without a letter or digit stays as it is."""
-    words = _WORD.findall(_CAMEL.sub(r"\1 \2", identifier))
+    plain = unicodedata.normalize("NFC", identifier)  # "e" + a combining accent is one letter
+    words = _WORD.findall(CAMEL.sub(r"\1 \2", plain))
     return " ".join(words).lower() if words else identifier
 
 

@@ -66,6 +66,7 @@ def test_a_tool_is_indexed_by_its_names_in_words_and_parameters_without_types() 
     assert spoken("read_file") == spoken("readFile") == spoken("read-file") == "read file"
     assert spoken("v1/nutrition") == "v1 nutrition"
     assert spoken("café_crème") == "café crème"
+    assert spoken("cafe\u0301_cre\u0300me") == "café crème"  # accents as combining marks
     assert spoken("__") == "__"  # no word in it: left as it is
 
 
