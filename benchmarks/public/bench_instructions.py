@@ -15,8 +15,8 @@ REALTALK. Our own labelled set (both sides): ``benchmarks/bench_topic_filter.py`
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
 
+from benchmarks.public.bench_history import load
 from benchmarks.public.snapshot import Snapshot, reported, snapshot
 from smart_context.topics.offline.talk import is_instruction, is_whole_instruction
 
@@ -32,15 +32,6 @@ def sgd_user_turns(data: Snapshot, split: str, first: int | None = None) -> list
         for turn in dialogue["turns"]
         if turn["speaker"] == "USER"
     ]
-
-
-def realtalk_messages(data: Snapshot) -> Iterator[str]:
-    for path in data.files("data/"):
-        if path.startswith("data/Chat_"):
-            chat = data.json(path)
-            for key, session in chat.items():
-                if key.startswith("session_") and isinstance(session, list):
-                    yield from (str(m.get("clean_text") or "") for m in session)
 
 
 def report(name: str, texts: list[str], show: int) -> None:
@@ -68,7 +59,8 @@ def main() -> None:
         report("SGD dev, report part", sgd_user_turns(sgd, "dev"), args.show)
     realtalk = snapshot("realtalk", args.realtalk)
     if realtalk is not None:
-        report("REALTALK, report part", list(realtalk_messages(realtalk)), args.show)
+        texts = [str(m["content"]) for chat in load(realtalk, "both") for m in chat.messages]
+        report("REALTALK, report part", texts, args.show)
 
 
 if __name__ == "__main__":
