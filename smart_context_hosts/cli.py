@@ -3,6 +3,7 @@
     smart-context context VAULT CHAT_ID [--topics A,B]   which messages go to the model, and why
     smart-context topics VAULT CHAT_ID                   run topic extraction and print the topics
     smart-context serve [VAULT]                          the reference sidecar with the panel
+    smart-context proxy VAULT --upstream URL             Smart Context for any OpenAI client
     smart-context doctor VAULT                           damaged files and crash leftovers
     smart-context stats VAULT [--json]                   tokens sent per chat, against the whole
     smart-context memories VAULT [--json]                the stored memories, exported
@@ -256,6 +257,12 @@ def build_parser() -> argparse.ArgumentParser:
     from smart_context_hosts.sidecar.serve import add_serve_arguments
 
     add_serve_arguments(serve)
+    prox = sub.add_parser(
+        "proxy", help="an OpenAI-compatible server that puts Smart Context in front of another"
+    )
+    from smart_context_hosts.proxy.serve import add_proxy_arguments
+
+    add_proxy_arguments(prox)
     return parser
 
 
@@ -294,6 +301,10 @@ def run_command(args: argparse.Namespace) -> int:
             from smart_context_hosts.sidecar.serve import run_serve
 
             return run_serve(args)
+        if args.command == "proxy":
+            from smart_context_hosts.proxy.serve import run_proxy
+
+            return run_proxy(args)
         if args.command == "install-tailor":
             from smart_context_hosts.install.tailor import run_install
 

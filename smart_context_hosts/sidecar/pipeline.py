@@ -77,6 +77,8 @@ class Reply:
     notice: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     usage: list[TurnUsage] = field(default_factory=list)  # per model turn, when reported
+    model: str | None = None  # the model that answered, when not the vault's chat model
+    wire: dict[str, Any] | None = None  # the reply as a client holds it (the proxy's chats)
 
 
 def reply_usage(turns: list[TurnUsage]) -> dict[str, int] | None:
@@ -156,7 +158,7 @@ class Pipeline:
         else:
             reply.text = str(ctx.response)
             yield PipelineEvent("token", {"text": reply.text})
-        yield await self._finish(chat_id, ctx, reply, user_message)
+        yield await self.finish(chat_id, ctx, reply, user_message)
 
     async def dry_run(self, chat_id: str, content: str) -> dict[str, Any]:
         """What sending ``content`` now would use: the phases up to the prompt run on a copy of
@@ -246,9 +248,12 @@ class Pipeline:
         )
         return Reply(text=str(text), notice="aborted")
 
-    async def _finish(
+    async def finish(
         self, chat_id: str, ctx: PipelineContext, reply: Reply, user_message: dict[str, Any]
     ) -> PipelineEvent:
+        """Store the reply with the record of what it was sent with, after
+        ``pipeline_post_process``; then ``pipeline_output``. Another host's model phase (the
+        proxy's upstream) ends here too."""
         usage = reply_usage(reply.usage)
         if usage is not None and isinstance(ctx.metadata, dict):  # plugins compare their counts
             ctx.metadata["usage"] = usage
@@ -292,9 +297,11 @@ class Pipeline:
         usage = reply_usage(reply.usage)
         if usage is not None:  # the server's own count, beside the plugin's in its record
             message["usage"] = usage
-        model = self.llm.model_name("chat")
+        model = reply.model or self.llm.model_name("chat")
         if model is not None and reply.notice is None:
             message["model"] = model
+        if reply.wire is not None:
+            message["wire"] = json_safe(reply.wire)
         if reply.error is not None:
             message["error"] = reply.error
             if reply.text:

@@ -1,0 +1,344 @@
+"""``smart-context proxy``: an OpenAI-compatible server in front of another, as a Starlette app.
+
+``POST /v1/chat/completions`` of a named chat goes through the vault's plugins
+(:mod:`.relay`) and on to the upstream, streamed or not; every other request passes through
+untouched, its key and all. The response says what happened in ``X-Smart-Context``: what was
+sent of how much (``sent 1,204 of 18,930 tokens; filter: Sourdough``), or ``off`` and why the
+request went as it came (no chat id, a client's background task, a failure of ours).
+
+A stream passes through as it arrives, read on the side for the reply to store. An upstream
+error, timeout or 429 reaches the client with its status and body. An upstream that cannot be
+reached at all is a 502 in OpenAI's error shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from smart_context_hosts.proxy.conversation import split
+from smart_context_hosts.proxy.identity import (
+    background_task,
+    lowered,
+    prefix_chat,
+    which_chat,
+)
+from smart_context_hosts.proxy.relay import Relay, Turn, header_safe
+from smart_context_hosts.proxy.replies import Answer, StreamReader, whole_reply
+from smart_context_hosts.sidecar.runtime import Sidecar
+
+HEADER = "X-Smart-Context"
+# not forwarded either way (RFC 9110 §7.6.1), or set anew for the hop they take
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+MAX_BODY_BYTES = 64 * 1024 * 1024  # a 10,000-message history with its tools is about 5 MB
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProxyOptions:
+    """``upstream``: the base URL the client would otherwise use (``https://api.openai.com/v1``);
+    ``chat_headers``: more headers that name a chat; ``prefix_chats``: guess a chat from its
+    first message when none is named (opt-in: see docs/proxy.md); ``timeout``: seconds the
+    upstream may stay silent."""
+
+    upstream: str
+    chat_headers: Sequence[str] = ()
+    prefix_chats: bool = False
+    timeout: float = 600.0
+
+
+class Proxy:
+    """The proxy's state: the vault's sidecar, the chat turns, the upstream client."""
+
+    def __init__(
+        self, sidecar: Sidecar, options: ProxyOptions, transport: httpx.AsyncBaseTransport | None
+    ) -> None:
+        self.sidecar = sidecar
+        self.options = options
+        self.relay = Relay(sidecar)
+        self.client = httpx.AsyncClient(
+            transport=transport,
+            timeout=httpx.Timeout(options.timeout, connect=30.0),
+            follow_redirects=False,
+        )
+        self._finishing: dict[str, asyncio.Task[None]] = {}  # per chat: its last reply's storing
+
+    def url(self, path: str, query: str) -> str:
+        """Where a request for ``path`` goes: ``/v1/...`` under the upstream's base URL, any
+        other path at the upstream's origin."""
+        base = self.options.upstream.rstrip("/")
+        if path == "/v1" or path.startswith("/v1/"):
+            target = base + path[3:]
+        else:
+            parts = urlsplit(base)
+            target = f"{parts.scheme}://{parts.netloc}{path}"
+        return f"{target}?{query}" if query else target
+
+    async def settle(self) -> None:
+        """Wait until every reply received is stored."""
+        while self._finishing:
+            await asyncio.gather(*self._finishing.values(), return_exceptions=True)
+
+    def finish_soon(self, turn: Turn, answer: Answer, error: str | None) -> None:
+        """Store the reply after the response ended; the chat's next turn waits for it."""
+        chat_id = turn.chat.chat_id
+        task = asyncio.create_task(self._finish(turn, answer, error), name=f"proxy:{chat_id}")
+        self._finishing[chat_id] = task
+        task.add_done_callback(
+            lambda t: (
+                self._finishing.pop(chat_id, None) if self._finishing.get(chat_id) is t else None
+            )
+        )
+
+    async def before_turn(self, chat_id: str) -> None:
+        """The chat's last reply stored, so this turn finds it in the chat."""
+        task = self._finishing.get(chat_id)
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _finish(self, turn: Turn, answer: Answer, error: str | None) -> None:
+        try:
+            await self.relay.finish(turn, answer, error)
+        except Exception:  # the client has its reply; only our copy of it is missing
+            log.exception("Chat %s: the reply could not be stored.", turn.chat.chat_id)
+
+
+def _proxy(request: Request) -> Proxy:
+    proxy: Proxy = request.app.state.proxy
+    return proxy
+
+
+def forwarded_headers(headers: Sequence[tuple[str, str]], *, ours: bool) -> dict[str, str]:
+    """The request's headers for the upstream (``ours``: without the chat-naming and task
+    headers meant for the proxy, and asking for an uncompressed reply it can read)."""
+    out: dict[str, str] = {}
+    for name, value in headers:
+        key = name.lower()
+        if key in HOP_BY_HOP or (
+            ours and (key.startswith("x-smart-context") or key == "accept-encoding")
+        ):
+            continue
+        out[key] = value
+    if ours:
+        out["accept-encoding"] = "identity"
+    return out
+
+
+def returned_headers(headers: httpx.Headers, note: str) -> dict[str, str]:
+    """The upstream's response headers for the client, with ours."""
+    out = {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
+    out[HEADER] = note
+    return out
+
+
+async def chat_completions(request: Request) -> Response:
+    proxy = _proxy(request)
+    raw = await _body(request)
+    if raw is None:
+        return _error(413, f"The request body is over {MAX_BODY_BYTES} bytes.")
+    headers = lowered(request.headers.items())
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        return await _pass(request, raw, "off; the body is not a JSON object")
+    task = background_task(headers, body)
+    if task is not None:
+        return await _pass(request, raw, f"off; {task}")
+    parts = split(body.get("messages"))
+    if parts is None:
+        return await _pass(request, raw, "off; no user message with text")
+    chat = which_chat(headers, body, proxy.options.chat_headers)
+    if chat is None and proxy.options.prefix_chats:
+        chat = prefix_chat(parts)
+    if chat is None:
+        return await _pass(
+            request,
+            raw,
+            "off; no chat id: send X-Smart-Context-Chat (or X-OpenWebUI-Chat-Id, metadata.chat_id,"
+            " user)",
+        )
+    try:
+        await proxy.before_turn(chat.chat_id)
+        turn = await proxy.relay.prepare(chat, parts, body)
+    except Exception as exc:  # the client's request still goes: a failure of ours costs no reply
+        log.exception("Chat %s: Smart Context failed; the request goes as it came.", chat.chat_id)
+        return await _pass(request, raw, header_safe(f"off; failed: {type(exc).__name__}: {exc}"))
+    return await _send_turn(request, proxy, turn)
+
+
+async def _send_turn(request: Request, proxy: Proxy, turn: Turn) -> Response:
+    content = json.dumps(turn.body, ensure_ascii=False).encode("utf-8")
+    headers = forwarded_headers(request.headers.items(), ours=True)
+    headers["content-type"] = "application/json"
+    upstream = proxy.client.build_request(
+        "POST", proxy.url(request.url.path, request.url.query), headers=headers, content=content
+    )
+    try:
+        response = await proxy.client.send(upstream, stream=True)
+    except httpx.HTTPError as exc:
+        proxy.finish_soon(turn, Answer(), f"The model server could not be reached: {exc}")
+        return _error(
+            502, f"Smart Context proxy: the upstream could not be reached: {exc}", turn.summary
+        )
+    note = turn.summary
+    if response.status_code >= 400 or not turn.body.get("stream"):
+        try:
+            data = await response.aread()
+        except httpx.HTTPError as exc:
+            await response.aclose()
+            proxy.finish_soon(turn, Answer(), f"The model server's reply broke off: {exc}")
+            return _error(502, f"Smart Context proxy: the upstream's reply broke off: {exc}", note)
+        await response.aclose()
+        if response.status_code >= 400:
+            error = f"The model server answered {response.status_code}: {data[:300]!r}"
+            proxy.finish_soon(turn, Answer(), error)
+        else:
+            proxy.finish_soon(turn, whole_reply(data), None)
+        return Response(
+            data, status_code=response.status_code, headers=returned_headers(response.headers, note)
+        )
+    return StreamingResponse(
+        _relay_stream(proxy, turn, response),
+        status_code=response.status_code,
+        headers=returned_headers(response.headers, note),
+    )
+
+
+async def _relay_stream(proxy: Proxy, turn: Turn, response: httpx.Response) -> AsyncIterator[bytes]:
+    """The upstream's stream, each piece passed on as it arrives and read on the side."""
+    reader = StreamReader()
+    error: str | None = "The client closed the stream before the reply ended."
+    try:
+        async for piece in response.aiter_raw():
+            reader.feed(piece)
+            yield piece
+        error = None
+    except httpx.HTTPError as exc:
+        error = f"The model server's stream broke off: {exc}"
+    finally:
+        await response.aclose()
+        answer = reader.close()
+        if error is None and not answer.finished:
+            error = "The model server's stream ended before the reply did."
+        proxy.finish_soon(turn, answer, error)
+
+
+async def passthrough(request: Request) -> Response:
+    """Any other path: to the upstream and back, untouched."""
+    raw = await _body(request)
+    if raw is None:
+        return _error(413, f"The request body is over {MAX_BODY_BYTES} bytes.")
+    return await _pass(request, raw, None)
+
+
+async def _pass(request: Request, raw: bytes, note: str | None) -> Response:
+    """``raw`` to the upstream as the client sent it; the answer streamed back as it comes."""
+    proxy = _proxy(request)
+    upstream = proxy.client.build_request(
+        request.method,
+        proxy.url(request.url.path, request.url.query),
+        headers=forwarded_headers(request.headers.items(), ours=False),
+        content=raw,
+    )
+    try:
+        response = await proxy.client.send(upstream, stream=True)
+    except httpx.HTTPError as exc:
+        return _error(502, f"Smart Context proxy: the upstream could not be reached: {exc}", note)
+    headers = {k: v for k, v in response.headers.items() if k.lower() not in HOP_BY_HOP}
+    if note is not None:
+        headers[HEADER] = note
+    return StreamingResponse(_raw(response), status_code=response.status_code, headers=headers)
+
+
+async def _raw(response: httpx.Response) -> AsyncIterator[bytes]:
+    try:
+        async for piece in response.aiter_raw():
+            yield piece
+    except httpx.HTTPError as exc:
+        log.warning("The upstream's answer broke off: %s", exc)
+    finally:
+        await response.aclose()
+
+
+async def _body(request: Request) -> bytes | None:
+    """The whole request body, or ``None`` when it is over :data:`MAX_BODY_BYTES`."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            return None
+    return bytes(body)
+
+
+def _error(status: int, message: str, note: str | None = None) -> JSONResponse:
+    """An error of the proxy itself, in OpenAI's error shape."""
+    headers = {HEADER: note} if note else None
+    return JSONResponse(
+        {"error": {"message": message, "type": "smart_context_proxy", "code": status}},
+        status_code=status,
+        headers=headers,
+    )
+
+
+def create_app(
+    sidecar: Sidecar,
+    options: ProxyOptions,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Starlette:
+    """The proxy for ``sidecar``'s vault; its lifespan starts and stops the plugins.
+    ``transport``: how to reach the upstream (tests), else the network."""
+    proxy = Proxy(sidecar, options, transport)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await sidecar.start()
+        try:
+            yield
+        finally:
+            await proxy.settle()
+            await proxy.client.aclose()
+            await sidecar.stop()
+
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/{path:path}", passthrough, methods=METHODS),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.proxy = proxy
+    return app
+
+
+def note_of(headers: Mapping[str, str]) -> str | None:
+    """The ``X-Smart-Context`` header of a response (tests, the benchmark)."""
+    return headers.get(HEADER) or headers.get(HEADER.lower())

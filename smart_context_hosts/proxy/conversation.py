@@ -1,0 +1,192 @@
+"""A client's ``messages`` as a vault chat, and the chat as ``messages`` again: pure functions.
+
+A stateless client resends the whole conversation with each request. The proxy splits it
+(:func:`split`): the client's own system prompt at the top (kept apart, first and unchanged in
+what goes upstream), the history, the user message being answered, and any tool round that
+follows it (sent on untouched). The history and the message are then merged into the stored
+chat (:func:`merge`): what the chat already holds keeps its ids and records, and where the client
+says otherwise (an edited message, a regenerated reply) the client wins, since it is the client's
+conversation.
+
+A stored message is the sidecar's shape (``id``, ``role``, ``content`` as text, ``created_at``);
+a message that was more than a role and a text (parts, a name, tool calls, a tool result) keeps
+its exact form under ``wire`` and goes upstream as it came (:func:`wire_form`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Message = dict[str, Any]
+
+LEAD_ROLES = frozenset({"system", "developer"})  # the client's instructions, kept first
+TEXT_PARTS = frozenset({"text", "input_text"})
+SIDECAR_ONLY = ("notice", "error")  # a stored message the client never saw or sent
+
+
+@dataclass(frozen=True)
+class Split:
+    """A request's ``messages``: ``lead`` (the client's system prompt), ``history``,
+    ``message`` (the last user message), ``tail`` (a tool round after it)."""
+
+    lead: list[Message]
+    history: list[Message]
+    message: Message
+    tail: list[Message]
+
+    @property
+    def text(self) -> str:
+        """What the user asked, as text."""
+        return text_of(self.message.get("content"))
+
+
+@dataclass(frozen=True)
+class Merged:
+    """The chat's messages after a request: ``kept`` of them were stored before, ``dropped``
+    stored ones the client no longer has (an edit or a regenerated reply replaced them)."""
+
+    messages: list[Message]
+    kept: int
+    dropped: int
+
+
+def split(messages: Any) -> Split | None:
+    """The parts of a request's ``messages``; ``None`` when there is no user message with text
+    to work on (the request then goes upstream as it came)."""
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        return None
+    start = 0
+    while start < len(messages) and messages[start].get("role") in LEAD_ROLES:
+        start += 1
+    last = next(
+        (i for i in range(len(messages) - 1, start - 1, -1) if messages[i].get("role") == "user"),
+        None,
+    )
+    if last is None or not text_of(messages[last].get("content")).strip():
+        return None
+    return Split(
+        lead=list(messages[:start]),
+        history=list(messages[start:last]),
+        message=messages[last],
+        tail=list(messages[last + 1 :]),
+    )
+
+
+def text_of(content: Any) -> str:
+    """A message's text: the string itself, or its text parts joined (images and other parts
+    carry none)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            p["text"]
+            for p in content
+            if isinstance(p, dict)
+            and p.get("type") in TEXT_PARTS
+            and isinstance(p.get("text"), str)
+        ]
+        return "\n".join(parts)
+    return ""
+
+
+def is_plain(message: Mapping[str, Any]) -> bool:
+    """Whether a client's message is a role and a text, nothing else."""
+    return set(message) <= {"role", "content"} and isinstance(message.get("content"), str)
+
+
+def stored_form(message: Mapping[str, Any], message_id: str, now: str) -> Message:
+    """How a client's message is kept in the chat file."""
+    out: Message = {
+        "id": message_id,
+        "role": str(message.get("role") or "user"),
+        "content": text_of(message.get("content")),
+        "created_at": now,
+    }
+    if not is_plain(message):
+        out["wire"] = json.loads(json.dumps(message))  # its own copy, and JSON only
+    return out
+
+
+def wire_form(message: Mapping[str, Any]) -> Message:
+    """How a stored message (or one the plugin added) goes upstream: as the client sent it, or
+    as a role and a text."""
+    wire = message.get("wire")
+    if isinstance(wire, dict) and isinstance(wire.get("role"), str):
+        return dict(wire)
+    return {"role": str(message.get("role")), "content": text_of(message.get("content"))}
+
+
+def _same(stored: Mapping[str, Any], incoming: Mapping[str, Any]) -> bool:
+    if stored.get("role") != incoming.get("role"):
+        return False
+    if "wire" in stored or not is_plain(incoming):
+        return wire_form(stored) == dict(incoming)
+    return _normal(stored.get("content")) == _normal(incoming.get("content"))
+
+
+def _normal(text: Any) -> str:
+    return " ".join(text.split()) if isinstance(text, str) else ""
+
+
+def merge(
+    stored: Sequence[Message],
+    incoming: Sequence[Message],
+    new_id: Callable[[], str],
+    now: str,
+) -> Merged:
+    """The chat after a request whose conversation (history and user message) is ``incoming``.
+
+    The stored messages that match ``incoming`` from the start stay as they are (ids, records).
+    An assistant message the client sends back changed (a client that trims or reformats its
+    replies) keeps its id and record with the client's text. At the first other difference the
+    client wins: the stored messages from there on are dropped and the client's are added. The
+    sidecar's own notices and errors are skipped when matching, and dropped with the rest."""
+    out: list[Message] = []
+    i = 0
+    j = 0
+    while i < len(incoming) and j < len(stored):
+        if any(stored[j].get(k) for k in SIDECAR_ONLY):
+            j += 1
+            continue
+        have, want = stored[j], incoming[i]
+        if _same(have, want):
+            out.append(dict(have))
+        elif have.get("role") == want.get("role") == "assistant":
+            updated = stored_form(want, str(have.get("id") or new_id()), now)
+            out.append({**have, **updated, "created_at": have.get("created_at", now)})
+            if "wire" not in updated:
+                out[-1].pop("wire", None)
+        else:
+            break
+        i += 1
+        j += 1
+    kept = len(out)
+    dropped = sum(1 for m in stored[j:] if not any(m.get(k) for k in SIDECAR_ONLY))
+    out.extend(stored_form(m, new_id(), now) for m in incoming[i:])
+    return Merged(out, kept, dropped)
+
+
+def paired_tools(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` without a tool result whose call is not among them, and without the calls
+    of an assistant message whose results are not all there (its text stays): a server refuses
+    a request with either, and a filter or a budget may have split a pair."""
+    answered: set[str] = {str(m.get("tool_call_id")) for m in messages if m.get("role") == "tool"}
+    out: list[Message] = []
+    called: set[str] = set()
+    for message in messages:
+        calls = message.get("tool_calls")
+        if message.get("role") == "assistant" and isinstance(calls, list) and calls:
+            ids = {str(c.get("id")) for c in calls if isinstance(c, dict)}
+            if ids <= answered:
+                called |= ids
+                out.append(message)
+            elif text_of(message.get("content")).strip():
+                out.append({k: v for k, v in message.items() if k != "tool_calls"})
+            continue
+        if message.get("role") == "tool" and str(message.get("tool_call_id")) not in called:
+            continue
+        out.append(message)
+    return out

@@ -1,0 +1,240 @@
+"""One proxied chat turn, without HTTP: the client's messages into the vault chat, the plugins'
+pipeline over it, the request rebuilt for the upstream, and the reply stored with its record.
+
+The same :class:`~smart_context_hosts.sidecar.runtime.Sidecar` runs it as runs ``serve``: the
+vault's plugins, settings, chat files and background passes. So a proxied chat is a vault chat
+like any other: ``serve``'s page shows it with its topics, a bubble clicked there is read by
+the next proxied request, and ``stats`` counts it.
+
+What goes upstream is the client's request with one change, its ``messages``: the client's
+system prompt first and unchanged, then what the plugins chose (their own system messages, the
+history they kept), then the user message and any tool round after it as they came. The
+client's tools, options and model stay as they were. When any of this fails the client's
+request goes as it came (:class:`Passed`): a user never loses a reply because of us.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from smart_context.record import json_safe
+from smart_context_hosts.proxy.conversation import (
+    SIDECAR_ONLY,
+    Split,
+    merge,
+    paired_tools,
+    stored_form,
+    wire_form,
+)
+from smart_context_hosts.proxy.identity import Chat
+from smart_context_hosts.proxy.replies import Answer
+from smart_context_hosts.sidecar.llm import TurnUsage
+from smart_context_hosts.sidecar.memory import now_iso
+from smart_context_hosts.sidecar.pipeline import (
+    PipelineContext,
+    Reply,
+    new_message_id,
+    title_from,
+)
+from smart_context_hosts.sidecar.plugins import call_hook
+from smart_context_hosts.sidecar.runtime import Sidecar
+
+BEFORE_UPSTREAM = ("pipeline_input", "pipeline_context", "pipeline_prompt")
+MAX_HEADER_LABELS = 4
+MAX_MEMOS = 256  # chats whose last request is remembered for the quick check
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A chat turn ready to go upstream: ``body`` is the rebuilt request, ``summary`` the
+    ``X-Smart-Context`` header."""
+
+    chat: Chat
+    ctx: PipelineContext
+    user_message: dict[str, Any]
+    body: dict[str, Any]
+    summary: str
+    known: list[dict[str, Any]]  # the client's conversation, for the next request's quick check
+
+
+@dataclass(frozen=True)
+class _Memo:
+    """A chat as the last request left it: the client's messages, and the stored chat's length
+    and last id then. A request that extends those messages appends without comparing."""
+
+    wire: list[dict[str, Any]]
+    count: int
+    last_id: Any
+
+
+class Relay:
+    """The proxy's chat turns over one vault (:meth:`prepare`, then :meth:`finish`)."""
+
+    def __init__(self, sidecar: Sidecar) -> None:
+        self.sidecar = sidecar
+        self._memos: dict[str, _Memo] = {}
+
+    async def prepare(self, chat: Chat, parts: Split, body: dict[str, Any]) -> Turn:
+        """Store the client's messages in the chat, run the phases before the model, and
+        rebuild the request. Raises when it cannot (the caller then sends the client's
+        request as it came)."""
+        chat_id = chat.chat_id
+        incoming = [*parts.history, parts.message]
+        stored, user_message = await self._store(chat_id, incoming, parts)
+        ctx = PipelineContext(
+            message=parts.text,
+            original_message=parts.text,
+            history=stored,
+            metadata=self._metadata(chat_id, body),
+        )
+        for phase in BEFORE_UPSTREAM:
+            await call_hook(self.sidecar.pm, phase, ctx=ctx)
+            if ctx.should_abort:
+                raise RuntimeError(f"a plugin stopped the message: {ctx.abort_reason}")
+        record = ctx.metadata.get("smart_context") if isinstance(ctx.metadata, dict) else None
+        if not isinstance(record, dict):
+            raise RuntimeError("no plugin chose the context (is Smart Context enabled?)")
+        if record.get("error"):
+            raise RuntimeError(str(record["error"]))
+        return Turn(
+            chat=chat,
+            ctx=ctx,
+            user_message=user_message,
+            body={**body, "messages": self._messages(ctx, parts)},
+            summary=summary(record),
+            known=incoming,
+        )
+
+    async def finish(self, turn: Turn, answer: Answer, error: str | None = None) -> None:
+        """Store the upstream's reply on the chat with the record of what it was sent with
+        (``error``: why there is no whole reply), then the plugins' after-reply work."""
+        wire: dict[str, Any] = {"role": "assistant", "content": answer.text}
+        if answer.tool_calls:
+            wire["tool_calls"] = answer.tool_calls
+        usage = []
+        if answer.prompt_tokens is not None and answer.completion_tokens is not None:
+            usage.append(TurnUsage(answer.prompt_tokens, answer.completion_tokens))
+        reply = Reply(
+            text=answer.text,
+            error=error,
+            usage=usage,
+            model=answer.model or _str(turn.body.get("model")),
+            wire=wire if answer.tool_calls else None,
+        )
+        event = await self.sidecar.pipeline.finish(
+            turn.chat.chat_id, turn.ctx, reply, turn.user_message
+        )
+        stored = event.data.get("assistant_message") or {}
+        memo = self._memos.get(turn.chat.chat_id)
+        if memo is not None:  # the chat as this reply left it
+            known = turn.known if error else [*turn.known, wire]
+            self._remember(turn.chat.chat_id, _Memo(known, memo.count + 1, stored.get("id")))
+
+    def _remember(self, chat_id: str, memo: _Memo) -> None:
+        self._memos.pop(chat_id, None)
+        if len(self._memos) >= MAX_MEMOS:
+            self._memos.pop(next(iter(self._memos)))
+        self._memos[chat_id] = memo
+
+    async def _store(
+        self, chat_id: str, incoming: list[dict[str, Any]], parts: Split
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Merge the client's conversation into the chat; the history before the user message
+        (copies) and the stored user message."""
+        now = now_iso()
+        memo = self._memos.get(chat_id)
+        lead = json_safe(parts.lead)
+
+        def update(data: dict[str, Any]) -> dict[str, Any]:
+            messages = data["messages"]
+            last = messages[-1].get("id") if messages and isinstance(messages[-1], dict) else None
+            if (
+                memo is not None
+                and len(messages) == memo.count
+                and last == memo.last_id
+                and len(incoming) > len(memo.wire)
+                and incoming[: len(memo.wire)] == memo.wire
+            ):  # the usual turn: the client's conversation so far and a new message
+                added = [stored_form(m, new_message_id(), now) for m in incoming[len(memo.wire) :]]
+                messages = [*messages, *added]
+            else:
+                merged = merge(
+                    [m for m in messages if isinstance(m, dict)], incoming, new_message_id, now
+                )
+                if merged.dropped:
+                    log.info(
+                        "Chat %s: the client no longer has %d stored message(s) (an edit or a "
+                        "regenerated reply); its version is kept.",
+                        chat_id,
+                        merged.dropped,
+                    )
+                messages = merged.messages
+            out = {**data, "messages": messages, "updated_at": now}
+            if lead or "proxy" in data:
+                out["proxy"] = {**(data.get("proxy") or {}), "system": lead}
+            if not str(data.get("title") or "").strip():
+                out["title"] = title_from(parts.text)
+            out.setdefault("created_at", now)
+            return out
+
+        data = await self.sidecar.host.memory.update_chat(chat_id, update)
+        messages = data["messages"]
+        self._remember(chat_id, _Memo(list(incoming), len(messages), messages[-1].get("id")))
+        return [dict(m) for m in messages[:-1]], dict(messages[-1])
+
+    def _metadata(self, chat_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {"chat_id": chat_id, "host": "proxy"}
+        model = _str(body.get("model"))
+        if model:  # its tokenizer counts the budget
+            out["model"] = model
+        # the model's tool calls go back to the client, which knows only its own tools: the
+        # plugins' tools would reach a client that cannot run them (docs/proxy.md)
+        out["tools_supported"] = False
+        return out
+
+    @staticmethod
+    def _messages(ctx: PipelineContext, parts: Split) -> list[dict[str, Any]]:
+        kept = [
+            wire_form(m)
+            for m in ctx.history
+            if isinstance(m, dict) and not any(m.get(k) for k in SIDECAR_ONLY)
+        ]
+        message = parts.message
+        if ctx.message != parts.text:  # a plugin rewrote the message
+            message = {**message, "content": ctx.message}
+        return [*parts.lead, *paired_tools(kept), message, *parts.tail]
+
+
+def summary(record: dict[str, Any]) -> str:
+    """The ``X-Smart-Context`` header of a rebuilt request: what was sent of how much, and the
+    topics filtering it. Labels are percent-encoded beyond printable ASCII."""
+    usage = record.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
+    sent, full = usage.get("sent_tokens"), usage.get("full_tokens")
+    text = (
+        f"sent {sent:,} of {full:,} tokens"
+        if isinstance(sent, int) and isinstance(full, int)
+        else f"mode {record.get('mode')}"
+    )
+    topics = [t for t in record.get("active_topics") or [] if isinstance(t, str)]
+    if topics:
+        shown = ", ".join(topics[:MAX_HEADER_LABELS])
+        more = len(topics) - MAX_HEADER_LABELS
+        text += f"; filter: {shown}" + (f" and {more} more" if more > 0 else "")
+    return header_safe(text)
+
+
+def header_safe(text: str) -> str:
+    """``text`` as a header value: printable ASCII, the rest percent-encoded (UTF-8), so no
+    label can end the header or start another."""
+    return quote(text, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None

@@ -1,0 +1,138 @@
+"""``smart-context proxy VAULT --upstream URL``: run the OpenAI-compatible proxy on this machine.
+
+It listens on 127.0.0.1 (another address needs ``--allow-remote``: the proxy reads and writes
+the vault's chats for whoever reaches it), on port 8766 unless told otherwise, beside ``serve``
+on 8765, which shows the proxied chats with the panel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from smart_context_hosts.sidecar.config import SidecarConfigError
+from smart_context_hosts.sidecar.serve import (
+    DEFAULT_HOST,
+    GRACEFUL_SHUTDOWN_SECONDS,
+    ServeError,
+    bind_socket,
+    check_bind_host,
+    resolve_vault,
+)
+
+DEFAULT_PORT = 8766
+
+
+def check_upstream(url: str) -> str:
+    """``url`` when it is an http(s) URL with a host, else a :class:`ServeError` that says so."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ServeError(
+            f"--upstream {url!r} is not an http(s) URL. Give the base URL your client would use, "
+            "for example https://api.openai.com/v1 or http://127.0.0.1:11434/v1"
+        )
+    if parts.query or parts.fragment:
+        raise ServeError(f"--upstream {url!r}: give the base URL alone, without ? or #")
+    return url.strip().rstrip("/")
+
+
+def proxy(
+    vault: Path | None,
+    upstream: str,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    allow_remote: bool = False,
+    chat_headers: tuple[str, ...] = (),
+    prefix_chats: bool = False,
+    timeout: float = 600.0,
+) -> None:
+    """Serve the proxy for ``vault`` until interrupted; a :class:`ServeError` says why not."""
+    check_bind_host(host, allow_remote)
+    upstream = check_upstream(upstream)
+    folder = resolve_vault(vault)
+    import uvicorn
+
+    from smart_context_hosts.proxy.app import ProxyOptions, create_app
+    from smart_context_hosts.sidecar.connections import server_config
+    from smart_context_hosts.sidecar.runtime import Sidecar
+
+    options = ProxyOptions(upstream, chat_headers, prefix_chats, timeout)
+    app = create_app(Sidecar(folder), options)
+    sock = bind_socket(host, port)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104 (naming it only)
+    config = server_config(
+        app,
+        host=host,
+        port=sock.getsockname()[1],
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        log_level="info",
+    )
+    print(
+        f"Smart Context proxy: vault {folder}, upstream {upstream}\n"
+        f"Point your client at http://{shown}:{sock.getsockname()[1]}/v1 and name each chat "
+        "with the X-Smart-Context-Chat header (Ctrl+C to stop)",
+        flush=True,
+    )
+    try:
+        asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    finally:
+        sock.close()
+
+
+def add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``proxy`` options, for the ``smart-context`` command line."""
+    parser.add_argument("vault", type=Path, help="the vault folder its chats are kept in")
+    parser.add_argument(
+        "--upstream",
+        required=True,
+        help="the OpenAI-compatible server to forward to: the base URL your client would use",
+    )
+    parser.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (8766; 0 = any)")
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --host other machines can reach (the proxy has no login)",
+    )
+    parser.add_argument(
+        "--chat-header",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another request header that names the chat (repeatable)",
+    )
+    parser.add_argument(
+        "--prefix-chats",
+        action="store_true",
+        help="when no chat is named, take one chat per first message (two chats that start "
+        "alike become one)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds the upstream may stay silent (600)"
+    )
+
+
+def run_proxy(args: argparse.Namespace) -> int:
+    """Run ``proxy`` from parsed arguments; returns the process exit code."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
+    try:
+        proxy(
+            args.vault,
+            args.upstream,
+            host=args.host,
+            port=args.port,
+            allow_remote=args.allow_remote,
+            chat_headers=tuple(args.chat_header),
+            prefix_chats=args.prefix_chats,
+            timeout=args.timeout,
+        )
+    except (ServeError, SidecarConfigError) as exc:
+        print(f"smart-context proxy: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0

@@ -1,0 +1,350 @@
+"""``smart-context proxy`` end to end: the real ``openai`` client, the proxy served by uvicorn on
+loopback, and a scripted OpenAI-compatible upstream on loopback (tests/openai_server.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_of
+from smart_context_hosts.sidecar.app import create_app as create_page_app
+from smart_context_hosts.sidecar.runtime import Sidecar
+from tests.openai_server import OpenAIStub, tool_calls
+from tests.sidecar.conftest import chat_on_disk, live_server, llm_table, running_app, write_settings
+
+PLUGIN_TABLE = '[plugins.smart_context]\nembedder = "host"\ntopic_extractor = "offline"\n'
+SYSTEM = {"role": "system", "content": "You are terse. Never use emoji."}
+
+
+@dataclass
+class Running:
+    client: openai.AsyncOpenAI
+    url: str
+    sidecar: Sidecar
+    stub: OpenAIStub
+    vault: Path
+    proxy: Proxy
+
+    def chat_bodies(self) -> list[dict[str, Any]]:
+        """What the upstream received at /v1/chat/completions, in order."""
+        return [body for path, body in self.stub.requests if path == "/v1/chat/completions"]
+
+    async def settle(self) -> None:
+        """Every reply stored, and the plugin's background work after it done."""
+        await self.proxy.settle()
+        await self.sidecar.pm.get_plugin("smart_context").services.settle(timeout=30)
+
+
+@pytest.fixture
+def vault(tmp_path: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "vault"
+    folder.mkdir()
+    monkeypatch.setenv("STUB_KEY", openai_server.api_key)
+    write_settings(
+        folder,
+        PLUGIN_TABLE + llm_table(openai_server.base_url, "STUB_KEY", embedding="stub-embedding"),
+    )
+    return folder
+
+
+@pytest.fixture
+async def running(vault: Path, openai_server: OpenAIStub) -> AsyncIterator[Running]:
+    sidecar = Sidecar(vault)
+    app = create_app(sidecar, ProxyOptions(openai_server.base_url, chat_headers=("X-Conv",)))
+    async with live_server(app) as url:
+        client = openai.AsyncOpenAI(
+            base_url=f"{url}/v1", api_key=openai_server.api_key, max_retries=0
+        )
+        yield Running(client, url, sidecar, openai_server, vault, app.state.proxy)
+        await app.state.proxy.settle()
+        await client.close()
+
+
+async def turn(
+    run: Running, history: list[dict[str, Any]], text: str, chat: str | None = "trip", **extra: Any
+) -> tuple[str, str | None]:
+    """Send ``history`` and ``text`` as a client would; the reply's text and our header."""
+    headers = {"X-Smart-Context-Chat": chat} if chat else {}
+    raw = await run.client.chat.completions.with_raw_response.create(
+        model="stub-chat",
+        messages=[*history, {"role": "user", "content": text}],
+        extra_headers=headers,
+        **extra,
+    )
+    reply = raw.parse().choices[0].message.content or ""
+    history += [{"role": "user", "content": text}, {"role": "assistant", "content": reply}]
+    return reply, note_of(raw.headers)
+
+
+async def test_a_chat_through_the_proxy_is_a_vault_chat_with_its_records(running: Running) -> None:
+    history: list[dict[str, Any]] = [SYSTEM]
+    for text in ("Plan four days in Kyoto", "Which temples first?", "And where to eat?"):
+        reply, note = await turn(running, history, text)
+        assert reply == f"echo: {text}"
+        assert note is not None and note.startswith("sent ") and " tokens" in note
+    bodies = running.chat_bodies()
+    assert all(body["messages"][0] == SYSTEM for body in bodies)  # first and unchanged
+    assert bodies[-1]["messages"][-1] == {"role": "user", "content": "And where to eat?"}
+    assert bodies[-1]["model"] == "stub-chat"
+    await running_settle(running)
+    chat = chat_on_disk(running.vault, "trip")
+    roles = [(m["role"], m["content"]) for m in chat["messages"]]
+    assert roles == [(m["role"], m["content"]) for m in history[1:]]
+    replies = [m for m in chat["messages"] if m["role"] == "assistant"]
+    assert all(m["smart_context"]["usage"]["sent_tokens"] > 0 for m in replies)
+    assert all(m["model"] == "stub-chat" and m["usage"]["prompt_tokens"] > 0 for m in replies)
+    assert chat["proxy"]["system"] == [SYSTEM] and chat["title"] == "Plan four days in Kyoto"
+    # the next turn of a stateless client finds the stored messages, none twice
+    await turn(running, history, "Thanks!")
+    await running_settle(running)
+    assert len(chat_on_disk(running.vault, "trip")["messages"]) == 8
+
+
+async def running_settle(run: Running) -> None:
+    await run.settle()
+
+
+async def test_a_streamed_reply_passes_through_and_is_stored(running: Running) -> None:
+    running.stub.chat_replies.append("Start at Fushimi Inari at dawn, then Tofuku-ji.")
+    raw = await running.client.chat.completions.with_raw_response.create(
+        model="stub-chat",
+        messages=[{"role": "user", "content": "Temples?"}],
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_headers={"X-Smart-Context-Chat": "trip"},
+    )
+    assert note_of(
+        raw.headers,
+    ) is not None and note_of(raw.headers).startswith("sent ")  # type: ignore[union-attr]
+    pieces = [
+        c.choices[0].delta.content
+        async for c in raw.parse()
+        if c.choices and c.choices[0].delta.content
+    ]
+    assert len(pieces) > 3 and "".join(pieces) == "Start at Fushimi Inari at dawn, then Tofuku-ji."
+    await running_settle(running)
+    stored = chat_on_disk(running.vault, "trip")["messages"]
+    assert stored[-1]["content"] == "Start at Fushimi Inari at dawn, then Tofuku-ji."
+    assert stored[-1]["usage"]["completion_tokens"] == 8 and "error" not in stored[-1]
+
+
+async def test_other_paths_and_the_key_pass_through_untouched(running: Running) -> None:
+    models = await running.client.models.list()
+    assert [m.id for m in models.data] == ["stub-embedding", "stub-chat"]
+    wrong = openai.AsyncOpenAI(base_url=f"{running.url}/v1", api_key="sk-wrong", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as caught:
+        await wrong.models.list()
+    await wrong.close()
+    assert "Incorrect API key" in str(caught.value)
+    embedded = await running.client.embeddings.create(model="stub-embedding", input="hello")
+    assert len(embedded.data[0].embedding) == 64
+
+
+async def test_upstream_errors_reach_the_client_with_their_status_and_body(
+    running: Running,
+) -> None:
+    running.stub.fail_next.append(429)
+    with pytest.raises(openai.RateLimitError) as limited:
+        await turn(running, [], "hello")
+    assert limited.value.status_code == 429 and "Rate limit reached" in str(limited.value)
+    running.stub.fail_next.append(500)
+    with pytest.raises(openai.InternalServerError):
+        await turn(running, [], "hello", stream=True)
+    await running_settle(running)
+    stored = chat_on_disk(running.vault, "trip")["messages"]
+    assert stored[-1]["error"].startswith("The model server answered 500")
+    # the client tries again: the same message, stored once, and the error dropped
+    reply, _ = await turn(running, [], "hello")
+    await running_settle(running)
+    assert reply == "echo: hello"
+    assert [m["content"] for m in chat_on_disk(running.vault, "trip")["messages"]] == [
+        "hello",
+        "echo: hello",
+    ]
+
+
+async def test_an_unreachable_upstream_is_a_502_in_openais_shape(vault: Path) -> None:
+    sidecar = Sidecar(vault)
+    app = create_app(sidecar, ProxyOptions("http://127.0.0.1:9/v1"))
+    async with live_server(app) as url:
+        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0)
+        with pytest.raises(openai.APIStatusError) as caught:
+            await client.chat.completions.create(
+                model="m",
+                messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"X-Smart-Context-Chat": "c"},
+            )
+        await client.close()
+    assert caught.value.status_code == 502
+    assert "could not be reached" in caught.value.body["message"]  # type: ignore[index]
+
+
+async def test_the_clients_tools_and_tool_calls_pass_through_untouched(running: Running) -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "The weather in a city",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ]
+    running.stub.chat_replies.append(tool_calls(("get_weather", {"city": "Kyoto"})))
+    asked = [{"role": "user", "content": "Weather in Kyoto?"}]
+    first = await running.client.chat.completions.create(
+        model="stub-chat",
+        messages=asked,
+        tools=tools,
+        extra_headers={"X-Smart-Context-Chat": "w"},  # type: ignore[arg-type]
+    )
+    call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+    assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {
+        "city": "Kyoto"
+    }
+    round_two = [
+        *asked,
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "Rain, 12 C"},
+    ]
+    await running.client.chat.completions.create(
+        model="stub-chat",
+        messages=round_two,
+        tools=tools,
+        extra_headers={"X-Smart-Context-Chat": "w"},  # type: ignore[arg-type]
+    )
+    bodies = running.chat_bodies()
+    assert bodies[0]["tools"] == tools and bodies[1]["tools"] == tools
+    assert bodies[1]["messages"][-2:] == round_two[-2:]  # the tool round, as the client sent it
+
+
+async def test_without_a_chat_id_the_request_passes_untouched_and_says_why(
+    running: Running,
+) -> None:
+    messages = [SYSTEM, {"role": "user", "content": "hi"}]
+    raw = await running.client.chat.completions.with_raw_response.create(
+        model="stub-chat", messages=messages
+    )  # type: ignore[arg-type]
+    assert note_of(raw.headers).startswith("off; no chat id")  # type: ignore[union-attr]
+    assert running.chat_bodies()[-1]["messages"] == messages
+    assert not list((running.vault / ".memory").glob("*.json"))
+
+
+async def test_a_chat_is_named_by_any_of_its_sources(running: Running) -> None:
+    await running.client.chat.completions.create(
+        model="stub-chat",
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"X-OpenWebUI-Chat-Id": "0f9e-77", "X-Conv": "ignored"},
+    )
+    await running.client.chat.completions.create(
+        model="stub-chat",
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"X-Conv": "lc-1"},
+    )
+    await running.client.chat.completions.create(
+        model="stub-chat",
+        messages=[{"role": "user", "content": "hi"}],
+        metadata={"chat_id": "meta-1"},
+    )
+    await running.client.chat.completions.create(
+        model="stub-chat",
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"X-Smart-Context-Chat": "../../etc"},
+    )
+    await running_settle(running)
+    names = {p.stem for p in (running.vault / ".memory").glob("*.json")} - {
+        p.name.split(".")[0] + ".embeddings" for p in (running.vault / ".memory").glob("*")
+    }
+    hashed = names - {"0f9e-77", "lc-1", "meta-1"}
+    assert len(names) == 4 and len(hashed) == 1 and hashed.pop().startswith("h-")
+    assert not (running.vault.parent / "etc.json").exists()
+
+
+async def test_open_webui_background_tasks_pass_through_and_are_never_stored(
+    running: Running,
+) -> None:
+    raw = await running.client.chat.completions.with_raw_response.create(
+        model="stub-chat",
+        messages=[{"role": "user", "content": "### Task:\nGenerate a concise, 3-5 word title..."}],
+        stream=False,
+        extra_headers={"X-OpenWebUI-Chat-Id": "owui-1"},
+    )
+    assert note_of(raw.headers).startswith("off; a background task")  # type: ignore[union-attr]
+    assert not (running.vault / ".memory" / "owui-1.json").exists()
+
+
+async def test_when_smart_context_fails_the_original_request_goes_and_says_so(
+    running: Running,
+) -> None:
+    (running.vault / ".memory").mkdir(exist_ok=True)
+    (running.vault / ".memory" / "broken.json").mkdir()  # the chat cannot be written
+    messages = [SYSTEM, {"role": "user", "content": "still answered?"}]
+    raw = await running.client.chat.completions.with_raw_response.create(
+        model="stub-chat",
+        messages=messages,
+        extra_headers={"X-Smart-Context-Chat": "broken"},  # type: ignore[arg-type]
+    )
+    assert raw.parse().choices[0].message.content == "echo: still answered?"
+    assert note_of(raw.headers).startswith("off; failed")  # type: ignore[union-attr]
+    assert running.chat_bodies()[-1]["messages"] == messages
+
+
+async def test_a_bubble_clicked_in_the_page_changes_the_next_proxied_request(
+    running: Running, vault: Path
+) -> None:
+    history: list[dict[str, Any]] = []
+    trip = ["Plan four days in Kyoto", "Kyoto temples at dawn?", "Kyoto trains and passes?"]
+    bread = ["My sourdough starter smells of acetone", "How often do I feed the starter?"]
+    for text in trip + bread:
+        await turn(running, history, text)
+    await running_settle(running)
+    messages = chat_on_disk(vault, "trip")["messages"]
+    kyoto = [m["id"] for m in messages if "Kyoto" in m["content"]]
+    sourdough = [m["id"] for m in messages if "starter" in m["content"]]
+    # the page is another process on the same vault: its own sidecar, reading the same files
+    page = Sidecar(vault)
+    async with running_app(create_page_app(page)) as browser:
+        await page.host.memory.update_chat(
+            "trip",
+            lambda d: {
+                **d,
+                "topics": [
+                    {"label": "Kyoto Trip", "count": len(kyoto), "message_ids": kyoto},
+                    {"label": "Sourdough", "count": len(sourdough), "message_ids": sourdough},
+                ],
+            },
+        )
+        clicked = await browser.post(
+            "/api/commands/smart_context.set_filter",
+            json={"chat_id": "trip", "topics": ["Sourdough"]},
+        )
+        assert clicked.json()["status"] == "success", clicked.text
+    _, note = await turn(running, history, "Any more tips?")
+    assert note is not None and note.endswith("filter: Sourdough")
+    sent = [m["content"] for m in running.chat_bodies()[-1]["messages"]]
+    assert "My sourdough starter smells of acetone" in sent
+    assert not any("Kyoto" in text for text in sent)
+    await running_settle(running)
+    last = chat_on_disk(vault, "trip")["messages"][-1]
+    assert last["smart_context"]["active_topics"] == ["Sourdough"]
+
+
+async def test_a_body_that_is_not_json_passes_through(running: Running) -> None:
+    async with httpx.AsyncClient() as raw:
+        answer = await raw.post(
+            f"{running.url}/v1/chat/completions",
+            content=b"{not json",
+            headers={
+                "Authorization": f"Bearer {running.stub.api_key}",
+                "X-Smart-Context-Chat": "c",
+            },
+        )
+    assert note_of(answer.headers) == "off; the body is not a JSON object"
+    assert answer.status_code >= 400  # the upstream's own answer to it
