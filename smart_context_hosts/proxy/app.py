@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -36,6 +37,9 @@ from smart_context_hosts.proxy.identity import (
 )
 from smart_context_hosts.proxy.relay import Relay, Turn, header_safe
 from smart_context_hosts.proxy.replies import Answer, StreamReader, whole_reply
+from smart_context_hosts.proxy.turns_api import ROUTES as TURN_ROUTES
+from smart_context_hosts.proxy.turns_api import Turns
+from smart_context_hosts.sidecar.guard import LocalGuard
 from smart_context_hosts.sidecar.runtime import Sidecar
 
 HEADER = "X-Smart-Context"
@@ -313,9 +317,12 @@ def create_app(
     sidecar: Sidecar,
     options: ProxyOptions,
     transport: httpx.AsyncBaseTransport | None = None,
+    *,
+    allow_remote: bool = False,
 ) -> Starlette:
     """The proxy for ``sidecar``'s vault; its lifespan starts and stops the plugins.
-    ``transport``: how to reach the upstream (tests), else the network."""
+    ``transport``: how to reach the upstream (tests), else the network. The sidecar's guard
+    keeps web pages away (a DNS-rebinding page, a cross-site POST): the proxy writes chats."""
     proxy = Proxy(sidecar, options, transport)
 
     @asynccontextmanager
@@ -331,11 +338,14 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            *TURN_ROUTES,
             Route("/{path:path}", passthrough, methods=METHODS),
         ],
+        middleware=[Middleware(LocalGuard, allow_remote=allow_remote)],
         lifespan=lifespan,
     )
     app.state.proxy = proxy
+    app.state.turns = Turns(proxy.relay)
     return app
 
 

@@ -61,7 +61,7 @@ def proxy(
     from smart_context_hosts.sidecar.runtime import Sidecar
 
     options = ProxyOptions(upstream, chat_headers, prefix_chats, timeout)
-    app = create_app(Sidecar(folder), options)
+    app = create_app(Sidecar(folder), options, allow_remote=allow_remote)
     sock = bind_socket(host, port)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104 (naming it only)
     config = server_config(

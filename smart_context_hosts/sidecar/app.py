@@ -29,6 +29,9 @@ from starlette.staticfiles import StaticFiles
 from smart_context.errors import ChatIdError
 from smart_context.paths import check_chat_id
 from smart_context.resources import static_dir
+from smart_context_hosts.proxy.relay import Relay
+from smart_context_hosts.proxy.turns_api import ROUTES as TURN_ROUTES
+from smart_context_hosts.proxy.turns_api import Turns
 from smart_context_hosts.sidecar.chatfile import finite
 from smart_context_hosts.sidecar.events import format_sse, to_json
 from smart_context_hosts.sidecar.guard import LocalGuard
@@ -394,6 +397,7 @@ def create_app(
         Route("/api/chats/{chat_id}/tool-calls/{call_id}", answer_tool_call, methods=["POST"]),
         Route("/api/commands/{name}", run_command, methods=["POST"]),
         Route("/api/events", events, methods=["GET"]),
+        *TURN_ROUTES,  # the Open WebUI filter's (smart_context_hosts/proxy/turns_api.py)
         Mount("/static", StaticFiles(directory=static_dir(), check_dir=False), name="static"),
     ]
     app = Starlette(
@@ -409,6 +413,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.sidecar = sidecar
+    app.state.turns = Turns(Relay(sidecar))
     app.state.keepalive_seconds = keepalive_seconds
     app.state.templates = page_environment(static_dir())
     return app

@@ -1,0 +1,136 @@
+"""Chat turns for a client that calls its model itself: the Open WebUI filter
+(``integrations/open_webui/smart_context_filter.py``) and any other front end with hooks
+before and after its model call.
+
+- ``POST /api/turns`` ``{"chat_id", "messages", "model"?}``: the client's messages are stored as
+  the vault chat and rebuilt by the plugins, as the proxy does; the answer is
+  ``{"messages", "summary", "rebuilt"}``. When the request is not a chat turn, or anything of
+  ours fails, ``messages`` are the client's own, ``rebuilt`` is false and ``summary`` says why:
+  the client sends them as they were.
+- ``POST /api/turns/reply`` ``{"chat_id", "content", "model"?, "usage"?}``: the model's reply to
+  the chat's last turn, stored with the record of what it was sent with.
+
+``serve`` and ``proxy`` both answer them, for the vault they serve.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from smart_context_hosts.proxy.conversation import split
+from smart_context_hosts.proxy.identity import Chat, background_task, safe_chat_id
+from smart_context_hosts.proxy.relay import Relay, Turn
+from smart_context_hosts.proxy.replies import Answer
+
+MAX_PENDING = 256  # chats whose turn waits for its reply
+MAX_REPLY_CHARS = 1_000_000
+
+log = logging.getLogger(__name__)
+
+
+class Turns:
+    """The relay and, per chat, the turn whose reply has not come yet."""
+
+    def __init__(self, relay: Relay) -> None:
+        self.relay = relay
+        self.pending: OrderedDict[str, Turn] = OrderedDict()
+
+    def hold(self, turn: Turn) -> None:
+        self.pending.pop(turn.chat.chat_id, None)
+        while len(self.pending) >= MAX_PENDING:
+            self.pending.popitem(last=False)  # a client that never sent the reply
+        self.pending[turn.chat.chat_id] = turn
+
+
+def _turns(request: Request) -> Turns:
+    turns: Turns = request.app.state.turns
+    return turns
+
+
+async def _object(request: Request) -> dict[str, Any] | JSONResponse:
+    try:
+        body = await request.json()
+    except ValueError as exc:
+        return _refused(f"The request body is not valid JSON ({exc}).")
+    return body if isinstance(body, dict) else _refused("The request body must be a JSON object.")
+
+
+def _refused(message: str, status: int = 400) -> JSONResponse:
+    return JSONResponse({"status": "error", "error": message}, status_code=status)
+
+
+def _chat(body: dict[str, Any]) -> Chat | None:
+    given = body.get("chat_id")
+    if isinstance(given, str | int) and str(given).strip():
+        return Chat(safe_chat_id(str(given).strip()), "chat_id")
+    return None
+
+
+async def start_turn(request: Request) -> JSONResponse:
+    body = await _object(request)
+    if isinstance(body, JSONResponse):
+        return body
+    chat = _chat(body)
+    messages = body.get("messages")
+    if chat is None:
+        return _refused("chat_id is required: the client's id of the conversation.")
+    if not isinstance(messages, list):
+        return _refused("messages is required: the conversation as the client would send it.")
+
+    def unchanged(why: str) -> JSONResponse:
+        return JSONResponse({"messages": messages, "summary": f"off; {why}", "rebuilt": False})
+
+    task = background_task({}, body)
+    parts = split(messages)
+    if task is not None:
+        return unchanged(task)
+    if parts is None:
+        return unchanged("no user message with text")
+    turns = _turns(request)
+    try:
+        turn = await turns.relay.prepare(chat, parts, {"model": body.get("model"), "messages": []})
+    except Exception as exc:  # the client sends its own messages: a failure of ours costs nothing
+        log.exception("Chat %s: Smart Context failed; the client's messages go as they are.", chat)
+        return unchanged(f"failed: {type(exc).__name__}: {exc}")
+    turns.hold(turn)
+    return JSONResponse(
+        {"messages": turn.body["messages"], "summary": turn.summary, "rebuilt": True}
+    )
+
+
+async def finish_turn(request: Request) -> JSONResponse:
+    body = await _object(request)
+    if isinstance(body, JSONResponse):
+        return body
+    chat = _chat(body)
+    content = body.get("content")
+    if chat is None or not isinstance(content, str) or len(content) > MAX_REPLY_CHARS:
+        return _refused(
+            f"chat_id and content (text of at most {MAX_REPLY_CHARS} characters) are required."
+        )
+    turn = _turns(request).pending.pop(chat.chat_id, None)
+    if turn is None:
+        return _refused(f"Chat {chat.chat_id} has no turn waiting for its reply.", 404)
+    answer = Answer(text=content, finished=True)
+    model = body.get("model")
+    answer.model = model if isinstance(model, str) and model.strip() else None
+    usage = body.get("usage")
+    if isinstance(usage, dict):
+        for key in ("prompt_tokens", "completion_tokens"):
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                setattr(answer, key, value)
+    await _turns(request).relay.finish(turn, answer)
+    return JSONResponse({"status": "success"})
+
+
+ROUTES = [
+    Route("/api/turns", start_turn, methods=["POST"]),
+    Route("/api/turns/reply", finish_turn, methods=["POST"]),
+]
