@@ -144,48 +144,58 @@ class Relay:
     async def _store(
         self, chat_id: str, incoming: list[dict[str, Any]], parts: Split
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """Merge the client's conversation into the chat; the history before the user message
+        """Put the client's conversation in the chat; the history before the user message
         (copies) and the stored user message."""
         now = now_iso()
-        memo = self._memos.get(chat_id)
+        memory = self.sidecar.host.memory
         lead = json_safe(parts.lead)
+        memo = self._memos.get(chat_id)
+        keys: dict[str, Any] = {"updated_at": now}
+        if lead or memo is None:
+            keys["proxy"] = {"system": lead}
+        defaults = {"title": title_from(parts.text), "created_at": now}
+        if (
+            memo is not None
+            and len(incoming) > len(memo.wire)
+            and incoming[: len(memo.wire)] == memo.wire
+        ):
+            # the usual turn: the conversation as the last request left it, and what is new,
+            # appended in time that does not grow with the chat, while the chat is as we left it
+            added = [stored_form(m, new_message_id(), now) for m in incoming[len(memo.wire) :]]
+            before = await memory.append_messages(
+                chat_id,
+                added,
+                updates=keys,
+                defaults=defaults,
+                history=True,
+                expect=lambda data: _as_left(data, memo),
+            )
+            if before is not None:
+                messages = [*before, *added]
+                self._remember(chat_id, _Memo(list(incoming), len(messages), added[-1]["id"]))
+                return before + [dict(m) for m in added[:-1]], dict(added[-1])
 
         def update(data: dict[str, Any]) -> dict[str, Any]:
-            messages = data["messages"]
-            last = messages[-1].get("id") if messages and isinstance(messages[-1], dict) else None
-            if (
-                memo is not None
-                and len(messages) == memo.count
-                and last == memo.last_id
-                and len(incoming) > len(memo.wire)
-                and incoming[: len(memo.wire)] == memo.wire
-            ):  # the usual turn: the client's conversation so far and a new message
-                added = [stored_form(m, new_message_id(), now) for m in incoming[len(memo.wire) :]]
-                messages = [*messages, *added]
-            else:
-                merged = merge(
-                    [m for m in messages if isinstance(m, dict)], incoming, new_message_id, now
+            merged = merge(
+                [m for m in data["messages"] if isinstance(m, dict)], incoming, new_message_id, now
+            )
+            if merged.dropped:
+                log.info(
+                    "Chat %s: the client no longer has %d stored message(s) (an edit or a "
+                    "regenerated reply); its version is kept.",
+                    chat_id,
+                    merged.dropped,
                 )
-                if merged.dropped:
-                    log.info(
-                        "Chat %s: the client no longer has %d stored message(s) (an edit or a "
-                        "regenerated reply); its version is kept.",
-                        chat_id,
-                        merged.dropped,
-                    )
-                messages = merged.messages
-            out = {**data, "messages": messages, "updated_at": now}
-            if lead or "proxy" in data:
-                out["proxy"] = {**(data.get("proxy") or {}), "system": lead}
-            if not str(data.get("title") or "").strip():
-                out["title"] = title_from(parts.text)
-            out.setdefault("created_at", now)
+            out = {**data, "messages": merged.messages, **keys}
+            for key, value in defaults.items():
+                if not str(data.get(key) or "").strip():
+                    out[key] = value
             return out
 
-        data = await self.sidecar.host.memory.update_chat(chat_id, update)
+        data = await memory.update_chat(chat_id, update)
         messages = data["messages"]
         self._remember(chat_id, _Memo(list(incoming), len(messages), messages[-1].get("id")))
-        return [dict(m) for m in messages[:-1]], dict(messages[-1])
+        return messages[:-1], messages[-1]
 
     def _metadata(self, chat_id: str, body: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"chat_id": chat_id, "host": "proxy"}
@@ -208,6 +218,14 @@ class Relay:
         if ctx.message != parts.text:  # a plugin rewrote the message
             message = {**message, "content": ctx.message}
         return [*parts.lead, *paired_tools(kept), message, *parts.tail]
+
+
+def _as_left(data: dict[str, Any], memo: _Memo) -> bool:
+    """Whether a chat is as the last turn left it: as long, and ending with the same message
+    (another client that changed it, or the page, sends this turn the long way)."""
+    messages = data["messages"]
+    last = messages[-1] if messages else None
+    return len(messages) == memo.count and isinstance(last, dict) and last.get("id") == memo.last_id
 
 
 def summary(record: dict[str, Any]) -> str:

@@ -28,7 +28,7 @@ import string
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -158,25 +158,49 @@ class ChatMemory:
         """Append ``message``, set the keys of ``updates`` and those of ``defaults`` the chat has
         no (or a blank) value for: the pipeline's write, in time that does not grow with the
         chat. Returns the messages before it as copies when ``history`` is true, else ``[]``."""
+        before = await self.append_messages(
+            chat_id, [message], updates=updates, defaults=defaults, history=history
+        )
+        assert before is not None  # nothing was expected of the chat
+        return before
+
+    async def append_messages(
+        self,
+        chat_id: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        updates: Mapping[str, Any] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+        history: bool = False,
+        expect: Callable[[ChatData], bool] | None = None,
+    ) -> list[dict[str, Any]] | None:
+        """:meth:`append_message` for several messages, and only if ``expect`` (given the chat
+        as stored, to read, not change) says the chat is as the caller last saw it: ``None``,
+        and nothing written, when it does not."""
         checked = check_chat_id(chat_id)
-        own = json.loads(chatfile.line_of(message))  # the stored copy: shares nothing
+        own = [json.loads(chatfile.line_of(m)) for m in messages]  # stored copies: share nothing
         before: list[dict[str, Any]] = []
+        stale = False
 
         def append(data: ChatData) -> ChatData:
-            messages = data["messages"]
+            nonlocal stale
+            if expect is not None and not expect(data):
+                stale = True
+                return data
+            stored = data["messages"]
             if history:
                 try:  # one loop in C, as in _copy
-                    before.extend(map(dict.copy, messages))
+                    before.extend(map(dict.copy, stored))
                 except TypeError:  # a hand-edited file with something else than a message
-                    before[:] = [dict(m) for m in messages if isinstance(m, dict)]
-            data = {**data, "messages": [*messages, own], **(updates or {})}
+                    before[:] = [dict(m) for m in stored if isinstance(m, dict)]
+            data = {**data, "messages": [*stored, *own], **(updates or {})}
             for key, value in (defaults or {}).items():
                 if not str(data.get(key) or "").strip():
                     data[key] = value
             return data
 
         await self._write(checked, lambda: self._store_sync(checked, append, appended=True))
-        return before
+        return None if stale else before
 
     def exists(self, chat_id: str) -> bool:
         """Whether the chat has a file."""

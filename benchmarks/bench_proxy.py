@@ -1,0 +1,142 @@
+"""The proxy's own time per chat turn, against the length of the chat.
+
+Run: python benchmarks/bench_proxy.py [--sizes 100,1000,10000] [--turns 20]
+
+For each size, a stateless client holds a chat of that many messages and sends it whole with
+each new user message, as clients of the OpenAI API do, through ``smart-context proxy`` (its
+HTTP app in process, no sockets) to an upstream that reads the request as a server would (one
+``json.loads``) and answers at once. The chat is in the vault and indexed before the turns are
+timed (a first request stored it), and the plugin runs on random vectors (bench_context.py), so
+no model time is in the figures. Between turns, the reply's storing and the plugin's background
+pass are waited for, untimed: a person reads the reply before writing again.
+
+Printed per size, medians over the turns: the turn through the proxy; the same request sent
+straight to the upstream (the client writing it, the upstream reading it), in the same
+process; the plugin's own time (its pipeline hooks); and what the proxy adds beyond both:
+reading the client's request, storing the new message, writing the rebuilt request, and
+forwarding it. Target: <= 5 ms added at 10,000 messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import httpx
+from bench_context import RandomEmbedder, make_chat
+
+import smart_context_hosts.proxy.relay as relay_module
+from smart_context.plugin import SmartContextPlugin
+from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app
+from smart_context_hosts.sidecar.plugins import get_plugin_manager
+from smart_context_hosts.sidecar.runtime import Sidecar
+
+UPSTREAM = "http://upstream.test/v1"
+REPLY = {
+    "id": "chatcmpl-bench",
+    "object": "chat.completion",
+    "model": "gpt-4o",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Noted."}}],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+}
+
+
+def upstream(request: httpx.Request) -> httpx.Response:
+    """A server that reads the request and answers at once."""
+    json.loads(request.content)
+    return httpx.Response(200, json=REPLY)
+
+
+class Timed:
+    """``call_hook`` of the relay, timed: the plugins' own share of a turn."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._call = relay_module.call_hook
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> list[Any]:
+        start = time.perf_counter()
+        try:
+            return await self._call(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+async def bench_size(root: Path, size: int, turns: int, timed: Timed) -> None:
+    vault = root / f"v{size}"
+    (vault / ".memory").mkdir(parents=True)
+    plugin = SmartContextPlugin(RandomEmbedder())
+    manager = get_plugin_manager(None, load_entrypoints=False)
+    manager.register(plugin, name="smart_context")
+    sidecar = Sidecar(vault, plugin_manager=manager)
+    transport = httpx.MockTransport(upstream)
+    app = create_app(sidecar, ProxyOptions(UPSTREAM), transport=transport)
+    proxy: Proxy = app.state.proxy
+    history = [{"role": m["role"], "content": m["content"]} for m in make_chat(size)]
+    headers = {"X-Smart-Context-Chat": f"bench{size}", "Authorization": "Bearer sk-bench"}
+    through, straight, plugin_ms, added = [], [], [], []
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8766"
+        ) as client,
+        httpx.AsyncClient(transport=transport) as direct,
+    ):
+        for turn in range(turns + 3):  # three to warm up: store, index, settle
+            history.append({"role": "user", "content": f"question {turn}: what about the plan?"})
+            body = {"model": "gpt-4o", "messages": history}
+            timed.seconds = 0.0
+            start = time.perf_counter()
+            answer = await client.post("/v1/chat/completions", json=body, headers=headers)
+            elapsed = time.perf_counter() - start
+            assert answer.status_code == 200, answer.text
+            assert answer.headers["x-smart-context"].startswith("sent"), answer.headers
+            start = time.perf_counter()
+            await direct.post(f"{UPSTREAM}/chat/completions", json=body, headers=headers)
+            baseline = time.perf_counter() - start
+            history.append({"role": "assistant", "content": "Noted."})
+            await proxy.settle()
+            assert plugin.services is not None
+            await plugin.services.settle(timeout=600)
+            if turn >= 3:
+                through.append(elapsed * 1000)
+                straight.append(baseline * 1000)
+                plugin_ms.append(timed.seconds * 1000)
+                added.append((elapsed - baseline - timed.seconds) * 1000)
+    med = statistics.median
+    print(
+        f"  {size:>6} messages: through the proxy {med(through):7.2f} ms, straight to the "
+        f"upstream {med(straight):6.2f} ms, the plugin {med(plugin_ms):6.2f} ms; "
+        f"added by the proxy {med(added):6.2f} ms (p90 {sorted(added)[int(0.9 * (len(added) - 1))]:.2f})"
+    )
+
+
+async def main(sizes: list[int], turns: int) -> None:
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}; {turns} turns per size, medians:"
+    )
+    timed = Timed()
+    relay_module.call_hook = timed  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            await bench_size(Path(tmp), size, turns, timed)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--sizes", default="100,1000,10000")
+    parser.add_argument("--turns", type=int, default=20)
+    args = parser.parse_args()
+    asyncio.run(main([int(s) for s in args.sizes.split(",")], args.turns))
