@@ -115,10 +115,11 @@ async def bench_size(root: Path, size: int, turns: int, timed: Timed) -> None:
                 plugin_ms.append(timed.seconds * 1000)
                 added.append((elapsed - baseline - timed.seconds) * 1000)
     med = statistics.median
+    p90 = sorted(added)[int(0.9 * (len(added) - 1))]
     print(
         f"  {size:>6} messages: through the proxy {med(through):7.2f} ms, straight to the "
         f"upstream {med(straight):6.2f} ms, the plugin {med(plugin_ms):6.2f} ms; "
-        f"added by the proxy {med(added):6.2f} ms (p90 {sorted(added)[int(0.9 * (len(added) - 1))]:.2f})"
+        f"added by the proxy {med(added):6.2f} ms (p90 {p90:.2f})"
     )
 
 
