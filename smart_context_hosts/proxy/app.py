@@ -38,7 +38,7 @@ from smart_context_hosts.proxy.identity import (
 from smart_context_hosts.proxy.relay import Relay, Turn, header_safe
 from smart_context_hosts.proxy.replies import Answer, StreamReader, whole_reply
 from smart_context_hosts.proxy.turns_api import ROUTES as TURN_ROUTES
-from smart_context_hosts.proxy.turns_api import Turns
+from smart_context_hosts.proxy.vaults import OneVault, Vaults
 from smart_context_hosts.sidecar.guard import LocalGuard
 from smart_context_hosts.sidecar.runtime import Sidecar
 
@@ -79,20 +79,21 @@ class ProxyOptions:
 
 
 class Proxy:
-    """The proxy's state: the vault's sidecar, the chat turns, the upstream client."""
+    """The proxy's state: whose vault a request works on, the upstream client, and the replies
+    being stored."""
 
     def __init__(
-        self, sidecar: Sidecar, options: ProxyOptions, transport: httpx.AsyncBaseTransport | None
+        self, vaults: Vaults, options: ProxyOptions, transport: httpx.AsyncBaseTransport | None
     ) -> None:
-        self.sidecar = sidecar
+        self.vaults = vaults
         self.options = options
-        self.relay = Relay(sidecar)
         self.client = httpx.AsyncClient(
             transport=transport,
             timeout=httpx.Timeout(options.timeout, connect=30.0),
             follow_redirects=False,
         )
-        self._finishing: dict[str, asyncio.Task[None]] = {}  # per chat: its last reply's storing
+        # per vault and chat: its last reply's storing, which the chat's next turn waits for
+        self._finishing: dict[tuple[int, str], asyncio.Task[None]] = {}
 
     def url(self, path: str, query: str) -> str:
         """Where a request for ``path`` goes: ``/v1/...`` under the upstream's base URL, any
@@ -110,26 +111,24 @@ class Proxy:
         while self._finishing:
             await asyncio.gather(*self._finishing.values(), return_exceptions=True)
 
-    def finish_soon(self, turn: Turn, answer: Answer, error: str | None) -> None:
+    def finish_soon(self, relay: Relay, turn: Turn, answer: Answer, error: str | None) -> None:
         """Store the reply after the response ended; the chat's next turn waits for it."""
-        chat_id = turn.chat.chat_id
-        task = asyncio.create_task(self._finish(turn, answer, error), name=f"proxy:{chat_id}")
-        self._finishing[chat_id] = task
+        key = (id(relay), turn.chat.chat_id)
+        task = asyncio.create_task(self._finish(relay, turn, answer, error))
+        self._finishing[key] = task
         task.add_done_callback(
-            lambda t: (
-                self._finishing.pop(chat_id, None) if self._finishing.get(chat_id) is t else None
-            )
+            lambda t: self._finishing.pop(key, None) if self._finishing.get(key) is t else None
         )
 
-    async def before_turn(self, chat_id: str) -> None:
+    async def before_turn(self, relay: Relay, chat_id: str) -> None:
         """The chat's last reply stored, so this turn finds it in the chat."""
-        task = self._finishing.get(chat_id)
+        task = self._finishing.get((id(relay), chat_id))
         if task is not None:
             await asyncio.gather(task, return_exceptions=True)
 
-    async def _finish(self, turn: Turn, answer: Answer, error: str | None) -> None:
+    async def _finish(self, relay: Relay, turn: Turn, answer: Answer, error: str | None) -> None:
         try:
-            await self.relay.finish(turn, answer, error)
+            await relay.finish(turn, answer, error)
         except Exception:  # the client has its reply; only our copy of it is missing
             log.exception("Chat %s: the reply could not be stored.", turn.chat.chat_id)
 
@@ -191,15 +190,18 @@ async def chat_completions(request: Request) -> Response:
             " user)",
         )
     try:
-        await proxy.before_turn(chat.chat_id)
-        turn = await proxy.relay.prepare(chat, parts, body)
+        vault = await proxy.vaults.of(headers)
+        if isinstance(vault, str):
+            return await _pass(request, raw, header_safe(f"off; {vault}"))
+        await proxy.before_turn(vault.relay, chat.chat_id)
+        turn = await vault.relay.prepare(chat, parts, body)
     except Exception as exc:  # the client's request still goes: a failure of ours costs no reply
         log.exception("Chat %s: Smart Context failed; the request goes as it came.", chat.chat_id)
         return await _pass(request, raw, header_safe(f"off; failed: {type(exc).__name__}: {exc}"))
-    return await _send_turn(request, proxy, turn)
+    return await _send_turn(request, proxy, vault.relay, turn)
 
 
-async def _send_turn(request: Request, proxy: Proxy, turn: Turn) -> Response:
+async def _send_turn(request: Request, proxy: Proxy, relay: Relay, turn: Turn) -> Response:
     content = json.dumps(turn.body, ensure_ascii=False).encode("utf-8")
     headers = forwarded_headers(request.headers.items(), ours=True)
     headers["content-type"] = "application/json"
@@ -209,7 +211,7 @@ async def _send_turn(request: Request, proxy: Proxy, turn: Turn) -> Response:
     try:
         response = await proxy.client.send(upstream, stream=True)
     except httpx.HTTPError as exc:
-        proxy.finish_soon(turn, Answer(), f"The model server could not be reached: {exc}")
+        proxy.finish_soon(relay, turn, Answer(), f"The model server could not be reached: {exc}")
         return _error(
             502, f"Smart Context proxy: the upstream could not be reached: {exc}", turn.summary
         )
@@ -219,25 +221,27 @@ async def _send_turn(request: Request, proxy: Proxy, turn: Turn) -> Response:
             data = await response.aread()
         except httpx.HTTPError as exc:
             await response.aclose()
-            proxy.finish_soon(turn, Answer(), f"The model server's reply broke off: {exc}")
+            proxy.finish_soon(relay, turn, Answer(), f"The model server's reply broke off: {exc}")
             return _error(502, f"Smart Context proxy: the upstream's reply broke off: {exc}", note)
         await response.aclose()
         if response.status_code >= 400:
             error = f"The model server answered {response.status_code}: {data[:300]!r}"
-            proxy.finish_soon(turn, Answer(), error)
+            proxy.finish_soon(relay, turn, Answer(), error)
         else:
-            proxy.finish_soon(turn, whole_reply(data), None)
+            proxy.finish_soon(relay, turn, whole_reply(data), None)
         return Response(
             data, status_code=response.status_code, headers=returned_headers(response.headers, note)
         )
     return StreamingResponse(
-        _relay_stream(proxy, turn, response),
+        _relay_stream(proxy, relay, turn, response),
         status_code=response.status_code,
         headers=returned_headers(response.headers, note),
     )
 
 
-async def _relay_stream(proxy: Proxy, turn: Turn, response: httpx.Response) -> AsyncIterator[bytes]:
+async def _relay_stream(
+    proxy: Proxy, relay: Relay, turn: Turn, response: httpx.Response
+) -> AsyncIterator[bytes]:
     """The upstream's stream, each piece passed on as it arrives and read on the side."""
     reader = StreamReader()
     error: str | None = "The client closed the stream before the reply ended."
@@ -253,7 +257,7 @@ async def _relay_stream(proxy: Proxy, turn: Turn, response: httpx.Response) -> A
         answer = reader.close()
         if error is None and not answer.finished:
             error = "The model server's stream ended before the reply did."
-        proxy.finish_soon(turn, answer, error)
+        proxy.finish_soon(relay, turn, answer, error)
 
 
 async def passthrough(request: Request) -> Response:
@@ -314,26 +318,36 @@ def _error(status: int, message: str, note: str | None = None) -> JSONResponse:
 
 
 def create_app(
-    sidecar: Sidecar,
+    vaults: Sidecar | Vaults,
     options: ProxyOptions,
     transport: httpx.AsyncBaseTransport | None = None,
     *,
     allow_remote: bool = False,
 ) -> Starlette:
-    """The proxy for ``sidecar``'s vault; its lifespan starts and stops the plugins.
-    ``transport``: how to reach the upstream (tests), else the network. The sidecar's guard
-    keeps web pages away (a DNS-rebinding page, a cross-site POST): the proxy writes chats."""
-    proxy = Proxy(sidecar, options, transport)
+    """The proxy for one vault's sidecar (started and stopped by the app's lifespan), or for
+    the vaults of several people (:class:`~.vaults.People`). ``transport``: how to reach the
+    upstream (tests), else the network. The sidecar's guard keeps web pages away (a
+    DNS-rebinding page, a cross-site POST): the proxy writes chats."""
+    one: Sidecar | None = None
+    chosen: Vaults
+    if isinstance(vaults, Sidecar):
+        one, chosen = vaults, OneVault(vaults)
+    else:
+        chosen = vaults
+    proxy = Proxy(chosen, options, transport)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await sidecar.start()
+        if one is not None:
+            await one.start()
         try:
             yield
         finally:
             await proxy.settle()
             await proxy.client.aclose()
-            await sidecar.stop()
+            await chosen.close()
+            if one is not None:
+                await one.stop()
 
     app = Starlette(
         routes=[
@@ -345,7 +359,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.proxy = proxy
-    app.state.turns = Turns(proxy.relay)
+    app.state.vaults = chosen
     return app
 
 

@@ -16,6 +16,7 @@ request goes as it came (:class:`Passed`): a user never loses a reply because of
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -45,6 +46,7 @@ from smart_context_hosts.sidecar.runtime import Sidecar
 BEFORE_UPSTREAM = ("pipeline_input", "pipeline_context", "pipeline_prompt")
 MAX_HEADER_LABELS = 4
 MAX_MEMOS = 256  # chats whose last request is remembered for the quick check
+MAX_PENDING = 256  # chats whose turn waits for a reply a client brings (the turns API)
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,18 @@ class Relay:
     def __init__(self, sidecar: Sidecar) -> None:
         self.sidecar = sidecar
         self._memos: dict[str, _Memo] = {}
+        self._pending: OrderedDict[str, Turn] = OrderedDict()
+
+    def hold(self, turn: Turn) -> None:
+        """Keep ``turn`` until its reply comes (:meth:`take`), the chat's last turn only."""
+        self._pending.pop(turn.chat.chat_id, None)
+        while len(self._pending) >= MAX_PENDING:
+            self._pending.popitem(last=False)  # a client that never sent the reply
+        self._pending[turn.chat.chat_id] = turn
+
+    def take(self, chat_id: str) -> Turn | None:
+        """The chat's turn waiting for its reply, if any, no longer waiting."""
+        return self._pending.pop(chat_id, None)
 
     async def prepare(self, chat: Chat, parts: Split, body: dict[str, Any]) -> Turn:
         """Store the client's messages in the chat, run the phases before the model, and

@@ -11,9 +11,11 @@ import argparse
 import asyncio
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from smart_context.errors import SmartContextError
 from smart_context_hosts.sidecar.config import SidecarConfigError
 from smart_context_hosts.sidecar.serve import (
     DEFAULT_HOST,
@@ -40,6 +42,16 @@ def check_upstream(url: str) -> str:
     return url.strip().rstrip("/")
 
 
+@dataclass(frozen=True)
+class Team:
+    """``--vaults DIR``: a vault per person under ``folder``, the person named by the key's
+    owner (``key_owners``, a JSON file) or by ``user_header``."""
+
+    folder: Path
+    user_header: str | None = None
+    key_owners: Path | None = None
+
+
 def proxy(
     vault: Path | None,
     upstream: str,
@@ -49,19 +61,36 @@ def proxy(
     chat_headers: tuple[str, ...] = (),
     prefix_chats: bool = False,
     timeout: float = 600.0,
+    team: Team | None = None,
 ) -> None:
-    """Serve the proxy for ``vault`` until interrupted; a :class:`ServeError` says why not."""
+    """Serve the proxy for ``vault`` (or a ``team``'s vaults) until interrupted; a
+    :class:`ServeError` says why not."""
     check_bind_host(host, allow_remote)
     upstream = check_upstream(upstream)
-    folder = resolve_vault(vault)
     import uvicorn
 
     from smart_context_hosts.proxy.app import ProxyOptions, create_app
+    from smart_context_hosts.proxy.vaults import People, read_key_owners
     from smart_context_hosts.sidecar.connections import server_config
     from smart_context_hosts.sidecar.runtime import Sidecar
 
     options = ProxyOptions(upstream, chat_headers, prefix_chats, timeout)
-    app = create_app(Sidecar(folder), options, allow_remote=allow_remote)
+    if team is None:
+        folder = resolve_vault(vault)
+        app = create_app(Sidecar(folder), options, allow_remote=allow_remote)
+    else:
+        if vault is not None:
+            raise ServeError("Give a VAULT or --vaults DIR, not both.")
+        if team.user_header is None and team.key_owners is None:
+            raise ServeError(
+                "--vaults needs --user-header NAME or --key-owners FILE: who is asking"
+            )
+        folder = team.folder.expanduser().resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+        owners = read_key_owners(team.key_owners) if team.key_owners else None
+        app = create_app(
+            People(folder, team.user_header, owners), options, allow_remote=allow_remote
+        )
     sock = bind_socket(host, port)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104 (naming it only)
     config = server_config(
@@ -72,7 +101,8 @@ def proxy(
         log_level="info",
     )
     print(
-        f"Smart Context proxy: vault {folder}, upstream {upstream}\n"
+        f"Smart Context proxy: {'vaults under ' if team else 'vault '}{folder}, "
+        f"upstream {upstream}\n"
         f"Point your client at http://{shown}:{sock.getsockname()[1]}/v1 and name each chat "
         "with the X-Smart-Context-Chat header (Ctrl+C to stop)",
         flush=True,
@@ -85,7 +115,9 @@ def proxy(
 
 def add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``proxy`` options, for the ``smart-context`` command line."""
-    parser.add_argument("vault", type=Path, help="the vault folder its chats are kept in")
+    parser.add_argument(
+        "vault", nargs="?", type=Path, default=None, help="the vault folder its chats are kept in"
+    )
     parser.add_argument(
         "--upstream",
         required=True,
@@ -114,6 +146,21 @@ def add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="seconds the upstream may stay silent (600)"
     )
+    parser.add_argument(
+        "--vaults",
+        type=Path,
+        metavar="DIR",
+        help="instead of VAULT: a vault per person under DIR (with --user-header or --key-owners)",
+    )
+    parser.add_argument(
+        "--user-header", metavar="NAME", help="with --vaults: the header that names the person"
+    )
+    parser.add_argument(
+        "--key-owners",
+        type=Path,
+        metavar="FILE",
+        help="with --vaults: JSON of each key's SHA-256 (hex) to its owner's name",
+    )
 
 
 def run_proxy(args: argparse.Namespace) -> int:
@@ -129,8 +176,9 @@ def run_proxy(args: argparse.Namespace) -> int:
             chat_headers=tuple(args.chat_header),
             prefix_chats=args.prefix_chats,
             timeout=args.timeout,
+            team=Team(args.vaults, args.user_header, args.key_owners) if args.vaults else None,
         )
-    except (ServeError, SidecarConfigError) as exc:
+    except (ServeError, SidecarConfigError, SmartContextError) as exc:
         print(f"smart-context proxy: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -16,7 +16,6 @@ before and after its model call.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from typing import Any
 
 from starlette.requests import Request
@@ -24,33 +23,23 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from smart_context_hosts.proxy.conversation import split
-from smart_context_hosts.proxy.identity import Chat, background_task, safe_chat_id
-from smart_context_hosts.proxy.relay import Relay, Turn
+from smart_context_hosts.proxy.identity import Chat, background_task, lowered, safe_chat_id
+from smart_context_hosts.proxy.relay import Relay
 from smart_context_hosts.proxy.replies import Answer
+from smart_context_hosts.proxy.vaults import Vaults
 
-MAX_PENDING = 256  # chats whose turn waits for its reply
 MAX_REPLY_CHARS = 1_000_000
 
 log = logging.getLogger(__name__)
 
 
-class Turns:
-    """The relay and, per chat, the turn whose reply has not come yet."""
-
-    def __init__(self, relay: Relay) -> None:
-        self.relay = relay
-        self.pending: OrderedDict[str, Turn] = OrderedDict()
-
-    def hold(self, turn: Turn) -> None:
-        self.pending.pop(turn.chat.chat_id, None)
-        while len(self.pending) >= MAX_PENDING:
-            self.pending.popitem(last=False)  # a client that never sent the reply
-        self.pending[turn.chat.chat_id] = turn
-
-
-def _turns(request: Request) -> Turns:
-    turns: Turns = request.app.state.turns
-    return turns
+async def _relay(request: Request) -> Relay | JSONResponse:
+    """The relay of the vault the request works on (the app's ``state.vaults``)."""
+    vaults: Vaults = request.app.state.vaults
+    found = await vaults.of(lowered(request.headers.items()))
+    return (
+        _refused(f"Smart Context is off: {found}", 403) if isinstance(found, str) else found.relay
+    )
 
 
 async def _object(request: Request) -> dict[str, Any] | JSONResponse:
@@ -92,13 +81,15 @@ async def start_turn(request: Request) -> JSONResponse:
         return unchanged(task)
     if parts is None:
         return unchanged("no user message with text")
-    turns = _turns(request)
+    relay = await _relay(request)
+    if isinstance(relay, JSONResponse):
+        return relay
     try:
-        turn = await turns.relay.prepare(chat, parts, {"model": body.get("model"), "messages": []})
+        turn = await relay.prepare(chat, parts, {"model": body.get("model"), "messages": []})
     except Exception as exc:  # the client sends its own messages: a failure of ours costs nothing
         log.exception("Chat %s: Smart Context failed; the client's messages go as they are.", chat)
         return unchanged(f"failed: {type(exc).__name__}: {exc}")
-    turns.hold(turn)
+    relay.hold(turn)
     return JSONResponse(
         {"messages": turn.body["messages"], "summary": turn.summary, "rebuilt": True}
     )
@@ -114,7 +105,10 @@ async def finish_turn(request: Request) -> JSONResponse:
         return _refused(
             f"chat_id and content (text of at most {MAX_REPLY_CHARS} characters) are required."
         )
-    turn = _turns(request).pending.pop(chat.chat_id, None)
+    relay = await _relay(request)
+    if isinstance(relay, JSONResponse):
+        return relay
+    turn = relay.take(chat.chat_id)
     if turn is None:
         return _refused(f"Chat {chat.chat_id} has no turn waiting for its reply.", 404)
     answer = Answer(text=content, finished=True)
@@ -126,7 +120,7 @@ async def finish_turn(request: Request) -> JSONResponse:
             value = usage.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 setattr(answer, key, value)
-    await _turns(request).relay.finish(turn, answer)
+    await relay.finish(turn, answer)
     return JSONResponse({"status": "success"})
 
 

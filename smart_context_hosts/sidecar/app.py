@@ -29,9 +29,8 @@ from starlette.staticfiles import StaticFiles
 from smart_context.errors import ChatIdError
 from smart_context.paths import check_chat_id
 from smart_context.resources import static_dir
-from smart_context_hosts.proxy.relay import Relay
 from smart_context_hosts.proxy.turns_api import ROUTES as TURN_ROUTES
-from smart_context_hosts.proxy.turns_api import Turns
+from smart_context_hosts.proxy.vaults import OneVault
 from smart_context_hosts.sidecar.chatfile import finite
 from smart_context_hosts.sidecar.events import format_sse, to_json
 from smart_context_hosts.sidecar.guard import LocalGuard
@@ -413,7 +412,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.sidecar = sidecar
-    app.state.turns = Turns(Relay(sidecar))
+    app.state.vaults = OneVault(sidecar)
     app.state.keepalive_seconds = keepalive_seconds
     app.state.templates = page_environment(static_dir())
     return app

@@ -46,6 +46,37 @@ def test_a_bad_upstream_or_address_is_refused_with_a_message(tmp_path: Path) -> 
     assert remote.returncode == 2 and "--allow-remote" in remote.stderr
 
 
+def test_a_team_needs_to_say_who_is_asking(tmp_path: Path) -> None:
+    up = ["--upstream", "http://h/v1"]
+    nobody = subprocess.run(
+        [*CLI, "proxy", "--vaults", str(tmp_path), *up], capture_output=True, text=True, timeout=60
+    )
+    assert nobody.returncode == 2 and "--user-header NAME or --key-owners FILE" in nobody.stderr
+    both = subprocess.run(
+        [*CLI, "proxy", str(tmp_path), "--vaults", str(tmp_path), "--user-header", "X-U", *up],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert both.returncode == 2 and "not both" in both.stderr
+    (tmp_path / "owners.json").write_text("[]", encoding="utf-8")
+    bad = subprocess.run(
+        [
+            *CLI,
+            "proxy",
+            "--vaults",
+            str(tmp_path),
+            "--key-owners",
+            str(tmp_path / "owners.json"),
+            *up,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "SHA-256" in bad.stderr
+
+
 def test_the_command_serves_a_chat_end_to_end(tmp_path: Path, openai_server: OpenAIStub) -> None:
     write_settings(
         tmp_path,
