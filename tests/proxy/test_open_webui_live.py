@@ -1,0 +1,223 @@
+"""Smart Context in a real Open WebUI, both ways: Open WebUI's OpenAI connection pointed at
+``smart-context proxy``, and our Filter function installed through Open WebUI's API.
+
+Opt-in: Open WebUI is a large install (``pip install open-webui`` in a venv of its own). Set
+``SMART_CONTEXT_OPEN_WEBUI`` to its ``open-webui`` executable, or have one on the PATH; without
+it the test is skipped. It runs Open WebUI offline (about 15 s to start, 1.2 GB of memory), the
+proxy and ``serve`` as the commands users run, and a scripted upstream on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.openai_server import _Server
+from tests.sidecar.conftest import chat_on_disk
+
+OPEN_WEBUI = os.environ.get("SMART_CONTEXT_OPEN_WEBUI") or shutil.which("open-webui")
+FILTER = Path(__file__).resolve().parents[2] / "smart_context_hosts" / "open_webui_filter.py"
+SETTINGS = '[plugins.smart_context]\ntopic_extractor = "offline"\n'
+
+pytestmark = pytest.mark.skipif(
+    not OPEN_WEBUI, reason="Open WebUI is not installed (set SMART_CONTEXT_OPEN_WEBUI)"
+)
+
+
+@contextmanager
+def running(args: list[str], env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
+    process = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
+    try:
+        yield process
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def address_of(process: subprocess.Popen[str], pattern: str) -> str:
+    assert process.stdout is not None
+    for _ in range(10):
+        found = re.search(pattern, process.stdout.readline())
+        if found:
+            return found.group(1)
+    raise AssertionError("the command did not say where it listens")
+
+
+def call(base: str, path: str, body: Any = None, token: str | None = None) -> Any:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, headers=headers, method="POST")
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.loads(answer.read())
+
+
+def wait_until_up(url: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except (OSError, urllib.error.URLError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def test_open_webui_through_the_proxy_and_with_the_filter(tmp_path: Path) -> None:
+    assert OPEN_WEBUI
+    stub_server = _Server()
+    threading.Thread(target=stub_server.serve_forever, daemon=True).start()
+    stub = stub_server.stub
+    proxied, filtered = tmp_path / "proxied", tmp_path / "filtered"
+    for vault in (proxied, filtered):
+        vault.mkdir()
+        (vault / ".vault.toml").write_text(SETTINGS, encoding="utf-8")
+    cli = [sys.executable, "-m", "smart_context_hosts.cli"]
+    with (
+        running([*cli, "proxy", str(proxied), "--upstream", stub.base_url, "--port", "0"]) as proxy,
+        running([*cli, "serve", str(filtered), "--port", "0"]) as serve,
+    ):
+        proxy_url = address_of(proxy, r"client at (http://127\.0\.0\.1:\d+)/v1")
+        serve_url = address_of(serve, r"Open (http://127\.0\.0\.1:\d+)/").rstrip("/")
+        port = 18000 + os.getpid() % 1000
+        env = {
+            **os.environ,
+            "OFFLINE_MODE": "true",
+            "HF_HUB_OFFLINE": "1",
+            "WEBUI_AUTH": "False",
+            "RAG_EMBEDDING_ENGINE": "openai",
+            "ENABLE_OLLAMA_API": "false",
+            "OPENAI_API_BASE_URL": f"{proxy_url}/v1",
+            "OPENAI_API_KEY": stub.api_key,
+            "ENABLE_FORWARD_USER_INFO_HEADERS": "true",
+            "DATA_DIR": str(tmp_path / "open-webui"),
+        }
+        with running([OPEN_WEBUI, "serve", "--host", "127.0.0.1", "--port", str(port)], env):
+            webui = f"http://127.0.0.1:{port}"
+            wait_until_up(f"{webui}/health", 180)
+            token = call(webui, "/api/v1/auths/signin", {"email": "", "password": ""})["token"]
+
+            # 1. the proxy: Open WebUI's connection goes through it, its chat id in a header
+            chat = call(
+                webui, "/api/v1/chats/new", {"chat": {"title": "t", "messages": []}}, token
+            )["id"]
+            first = [{"role": "user", "content": "Plan four days in Kyoto"}]
+            answer = call(
+                webui,
+                "/api/chat/completions",
+                {
+                    "model": "stub-chat",
+                    "stream": False,
+                    "chat_id": chat,
+                    "id": str(uuid.uuid4()),
+                    "messages": first,
+                },
+                token,
+            )
+            assert answer["choices"][0]["message"]["content"] == "echo: Plan four days in Kyoto"
+            second = [*first, {"role": "assistant", "content": "echo: Plan four days in Kyoto"}]
+            second.append({"role": "user", "content": "Which temples first?"})
+            call(
+                webui,
+                "/api/chat/completions",
+                {
+                    "model": "stub-chat",
+                    "stream": True,
+                    "chat_id": chat,
+                    "id": str(uuid.uuid4()),
+                    "messages": second,
+                    "background_tasks": {"title_generation": True, "tags_generation": True},
+                },
+                token,
+            )
+            deadline = time.monotonic() + 60
+            while sum("### Task:" in json.dumps(b) for _, b in stub.requests) < 2:
+                assert time.monotonic() < deadline, "Open WebUI's background tasks never came"
+                time.sleep(0.5)
+            time.sleep(2)
+            stored = chat_on_disk(proxied, chat)["messages"]
+            assert [(m["role"], m["content"]) for m in stored] == [
+                ("user", "Plan four days in Kyoto"),
+                ("assistant", "echo: Plan four days in Kyoto"),
+                ("user", "Which temples first?"),
+                ("assistant", "echo: Which temples first?"),
+            ]  # the title and tag tasks passed through, never stored
+            assert all(m["smart_context"]["usage"]["sent_tokens"] > 0 for m in stored[1::2])
+
+            # 2. the filter, installed through Open WebUI's API, talking to serve
+            content = FILTER.read_text(encoding="utf-8")
+            made = call(
+                webui,
+                "/api/v1/functions/create",
+                {
+                    "id": "smart_context",
+                    "name": "Smart Context",
+                    "content": content,
+                    "meta": {"description": "x"},
+                },
+                token,
+            )
+            assert made["type"] == "filter"
+            call(webui, "/api/v1/functions/id/smart_context/toggle", None, token)
+            call(webui, "/api/v1/functions/id/smart_context/toggle/global", None, token)
+            call(
+                webui,
+                "/api/v1/functions/id/smart_context/valves/update",
+                {"url": serve_url, "timeout": 10, "priority": 0},
+                token,
+            )
+            other = call(
+                webui, "/api/v1/chats/new", {"chat": {"title": "f", "messages": []}}, token
+            )["id"]
+            asked = [
+                {"role": "system", "content": "Be terse."},
+                {"role": "user", "content": "How do I feed a sourdough starter?"},
+            ]
+            turn = {"model": "stub-chat", "chat_id": other, "id": str(uuid.uuid4())}
+            call(
+                webui,
+                "/api/chat/completions",
+                {**turn, "stream": False, "messages": asked, "filter_ids": ["smart_context"]},
+                token,
+            )
+            replied = [
+                *asked,
+                {"role": "assistant", "content": "echo: How do I feed a sourdough starter?"},
+            ]
+            call(
+                webui,
+                "/api/chat/completed",
+                {**turn, "session_id": "s", "messages": replied, "filter_ids": ["smart_context"]},
+                token,
+            )
+            kept = chat_on_disk(filtered, other)
+            assert kept["proxy"]["system"] == [asked[0]]
+            assert [m["content"] for m in kept["messages"]] == [
+                asked[1]["content"],
+                replied[-1]["content"],
+            ]
+            assert kept["messages"][-1]["smart_context"]["usage"]["sent_tokens"] > 0
+    stub_server.shutdown()
