@@ -211,10 +211,8 @@ async def _send_turn(request: Request, proxy: Proxy, relay: Relay, turn: Turn) -
     try:
         response = await proxy.client.send(upstream, stream=True)
     except httpx.HTTPError as exc:
-        proxy.finish_soon(relay, turn, Answer(), f"The model server could not be reached: {exc}")
-        return _error(
-            502, f"Smart Context proxy: the upstream could not be reached: {exc}", turn.summary
-        )
+        proxy.finish_soon(relay, turn, Answer(), f"The model server did not answer: {exc!r}")
+        return _unreached(exc, turn.summary)
     note = turn.summary
     if response.status_code >= 400 or not turn.body.get("stream"):
         try:
@@ -222,7 +220,7 @@ async def _send_turn(request: Request, proxy: Proxy, relay: Relay, turn: Turn) -
         except httpx.HTTPError as exc:
             await response.aclose()
             proxy.finish_soon(relay, turn, Answer(), f"The model server's reply broke off: {exc}")
-            return _error(502, f"Smart Context proxy: the upstream's reply broke off: {exc}", note)
+            return _unreached(exc, note)
         await response.aclose()
         if response.status_code >= 400:
             error = f"The model server answered {response.status_code}: {data[:300]!r}"
@@ -280,7 +278,7 @@ async def _pass(request: Request, raw: bytes, note: str | None) -> Response:
     try:
         response = await proxy.client.send(upstream, stream=True)
     except httpx.HTTPError as exc:
-        return _error(502, f"Smart Context proxy: the upstream could not be reached: {exc}", note)
+        return _unreached(exc, note)
     headers = {k: v for k, v in response.headers.items() if k.lower() not in HOP_BY_HOP}
     if note is not None:
         headers[HEADER] = note
@@ -305,6 +303,16 @@ async def _body(request: Request) -> bytes | None:
         if len(body) > MAX_BODY_BYTES:
             return None
     return bytes(body)
+
+
+def _unreached(exc: httpx.HTTPError, note: str | None) -> JSONResponse:
+    """What the client gets when the upstream gave no answer: 504 when it stayed silent past
+    the timeout, else 502."""
+    if isinstance(exc, httpx.TimeoutException):
+        return _error(
+            504, f"Smart Context proxy: the upstream did not answer in time ({exc!r})", note
+        )
+    return _error(502, f"Smart Context proxy: the upstream could not be reached: {exc}", note)
 
 
 def _error(status: int, message: str, note: str | None = None) -> JSONResponse:

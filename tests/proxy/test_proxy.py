@@ -3,6 +3,7 @@ loopback, and a scripted OpenAI-compatible upstream on loopback (tests/openai_se
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -12,6 +13,10 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
 
 from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_of
 from smart_context_hosts.sidecar.app import create_app as create_page_app
@@ -348,3 +353,60 @@ async def test_a_body_that_is_not_json_passes_through(running: Running) -> None:
         )
     assert note_of(answer.headers) == "off; the body is not a JSON object"
     assert answer.status_code >= 400  # the upstream's own answer to it
+
+
+async def test_a_stream_passes_each_piece_on_as_it_arrives(vault: Path) -> None:
+    gate = asyncio.Event()
+
+    async def completions(request: Request) -> StreamingResponse:
+        async def pieces() -> AsyncIterator[bytes]:
+            yield b'data: {"choices": [{"index": 0, "delta": {"content": "first"}}]}\n\n'
+            await gate.wait()  # the rest only once the client has shown it got the first
+            last = {"index": 0, "delta": {"content": " second"}, "finish_reason": "stop"}
+            yield f"data: {json.dumps({'choices': [last]})}\n\n".encode()
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(pieces(), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+    async with live_server(upstream) as up:
+        app = create_app(Sidecar(vault), ProxyOptions(f"{up}/v1"))
+        async with live_server(app) as url:
+            client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0)
+            stream = await client.chat.completions.create(
+                model="m",
+                messages=[{"role": "user", "content": "hi"}],
+                stream=True,
+                extra_headers={"X-Smart-Context-Chat": "s"},
+            )
+            chunks = stream.__aiter__()
+            first = await asyncio.wait_for(chunks.__anext__(), timeout=10)
+            assert first.choices[0].delta.content == "first" and not gate.is_set()
+            gate.set()
+            rest = [c.choices[0].delta.content async for c in chunks]
+            await client.close()
+            await app.state.proxy.settle()
+    assert rest == [" second"]
+    assert chat_on_disk(vault, "s")["messages"][-1]["content"] == "first second"
+
+
+async def test_an_upstream_that_stays_silent_is_a_504_and_the_turn_says_so(
+    vault: Path, openai_server: OpenAIStub
+) -> None:
+    openai_server.delay = 2.0
+    app = create_app(Sidecar(vault), ProxyOptions(openai_server.base_url, timeout=0.5))
+    async with live_server(app) as url:
+        client = openai.AsyncOpenAI(
+            base_url=f"{url}/v1", api_key=openai_server.api_key, max_retries=0
+        )
+        with pytest.raises(openai.APIStatusError) as caught:
+            await client.chat.completions.create(
+                model="stub-chat",
+                messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"X-Smart-Context-Chat": "slow"},
+            )
+        await client.close()
+        await app.state.proxy.settle()
+    assert caught.value.status_code == 504
+    assert "did not answer in time" in caught.value.body["message"]  # type: ignore[index]
+    assert "did not answer" in chat_on_disk(vault, "slow")["messages"][-1]["error"]
