@@ -19,6 +19,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -35,12 +36,14 @@ from smart_context_hosts.proxy.identity import (
     prefix_chat,
     which_chat,
 )
+from smart_context_hosts.proxy.own_tools import StreamFilter, requested, run_calls
 from smart_context_hosts.proxy.relay import Relay, Turn, header_safe
 from smart_context_hosts.proxy.replies import Answer, StreamReader, whole_reply
 from smart_context_hosts.proxy.turns_api import ROUTES as TURN_ROUTES
 from smart_context_hosts.proxy.vaults import OneVault, Vaults
 from smart_context_hosts.sidecar.guard import LocalGuard
 from smart_context_hosts.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.tools import MAX_TOOL_ROUNDS, assistant_turn
 
 HEADER = "X-Smart-Context"
 # not forwarded either way (RFC 9110 §7.6.1), or set anew for the hop they take
@@ -201,52 +204,144 @@ async def chat_completions(request: Request) -> Response:
     return await _send_turn(request, proxy, vault.relay, turn)
 
 
+@dataclass(frozen=True)
+class _Upstream:
+    """Where a turn's requests go (the first, and those after our tools ran), with the
+    client's headers."""
+
+    proxy: Proxy
+    url: str
+    headers: dict[str, str]
+
+    async def send(self, body: dict[str, Any]) -> httpx.Response:
+        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        request = self.proxy.client.build_request(
+            "POST", self.url, headers=self.headers, content=content
+        )
+        return await self.proxy.client.send(request, stream=True)
+
+
 async def _send_turn(request: Request, proxy: Proxy, relay: Relay, turn: Turn) -> Response:
-    content = json.dumps(turn.body, ensure_ascii=False).encode("utf-8")
     headers = forwarded_headers(request.headers.items(), ours=True)
     headers["content-type"] = "application/json"
-    upstream = proxy.client.build_request(
-        "POST", proxy.url(request.url.path, request.url.query), headers=headers, content=content
-    )
+    up = _Upstream(proxy, proxy.url(request.url.path, request.url.query), headers)
+    note = turn.summary
     try:
-        response = await proxy.client.send(upstream, stream=True)
+        response = await up.send(turn.body)
+        if response.status_code < 400 and turn.body.get("stream"):
+            return StreamingResponse(
+                _relay_stream(up, relay, turn, response),
+                status_code=response.status_code,
+                headers=returned_headers(response.headers, note),
+            )
+        data = await _whole(response)
+        if response.status_code < 400 and turn.own.definitions:
+            response, data = await _own_rounds(up, relay, turn, response, data)
     except httpx.HTTPError as exc:
         proxy.finish_soon(relay, turn, Answer(), f"The model server did not answer: {exc!r}")
-        return _unreached(exc, turn.summary)
-    note = turn.summary
-    if response.status_code >= 400 or not turn.body.get("stream"):
-        try:
-            data = await response.aread()
-        except httpx.HTTPError as exc:
-            await response.aclose()
-            proxy.finish_soon(relay, turn, Answer(), f"The model server's reply broke off: {exc}")
-            return _unreached(exc, note)
-        await response.aclose()
-        if response.status_code >= 400:
-            error = f"The model server answered {response.status_code}: {data[:300]!r}"
-            proxy.finish_soon(relay, turn, Answer(), error)
-        else:
-            proxy.finish_soon(relay, turn, whole_reply(data), None)
-        return Response(
-            data, status_code=response.status_code, headers=returned_headers(response.headers, note)
-        )
-    return StreamingResponse(
-        _relay_stream(proxy, relay, turn, response),
-        status_code=response.status_code,
-        headers=returned_headers(response.headers, note),
+        return _unreached(exc, note)
+    if response.status_code >= 400:
+        error = f"The model server answered {response.status_code}: {data[:300]!r}"
+        proxy.finish_soon(relay, turn, Answer(), error)
+    else:
+        proxy.finish_soon(relay, turn, whole_reply(data), None)
+    return Response(
+        data, status_code=response.status_code, headers=returned_headers(response.headers, note)
     )
+
+
+async def _whole(response: httpx.Response) -> bytes:
+    try:
+        return await response.aread()
+    finally:
+        await response.aclose()
+
+
+async def _own_rounds(
+    up: _Upstream, relay: Relay, turn: Turn, response: httpx.Response, data: bytes
+) -> tuple[httpx.Response, bytes]:
+    """A whole reply that calls our tools: they run, and the model is asked again, until it
+    answers without them (at most MAX_TOOL_ROUNDS rounds); what it calls of the client's goes
+    back to the client, without ours."""
+    names = turn.own.names
+    body = turn.body
+    for _ in range(MAX_TOOL_ROUNDS):
+        answer = whole_reply(data)
+        ours = [c for c in answer.tool_calls if _function(c) in names]
+        if not ours or len(ours) < len(answer.tool_calls):
+            break
+        calls = requested(ours)
+        results = await run_calls(relay.sidecar.run_command, turn.chat.chat_id, calls, names)
+        messages = [*body["messages"], assistant_turn(answer.text, calls), *results]
+        body = {**body, "messages": messages}
+        response = await up.send(body)
+        data = await _whole(response)
+        if response.status_code >= 400:
+            return response, data
+    return response, without_own_calls(data, names)
+
+
+def _function(call: dict[str, Any]) -> str:
+    function = call.get("function")
+    return str(function.get("name")) if isinstance(function, dict) else ""
+
+
+def without_own_calls(data: bytes, names: frozenset[str]) -> bytes:
+    """A whole reply with our tool calls taken out (the client knows only its own)."""
+    try:
+        reply = json.loads(data)
+        message = reply["choices"][0]["message"]
+        calls = message["tool_calls"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return data
+    if not isinstance(calls, list) or not any(_function(c) in names for c in calls):
+        return data
+    kept = [c for c in calls if _function(c) not in names]
+    if kept:
+        message["tool_calls"] = kept
+    else:
+        message.pop("tool_calls", None)
+        if reply["choices"][0].get("finish_reason") == "tool_calls":
+            reply["choices"][0]["finish_reason"] = "stop"
+    return json.dumps(reply).encode("utf-8")
 
 
 async def _relay_stream(
-    proxy: Proxy, relay: Relay, turn: Turn, response: httpx.Response
+    up: _Upstream, relay: Relay, turn: Turn, response: httpx.Response
 ) -> AsyncIterator[bytes]:
-    """The upstream's stream, each piece passed on as it arrives and read on the side."""
+    """The upstream's stream, each piece passed on as it arrives and read on the side; with
+    tools of ours offered, filtered of our calls, which run before the model is asked again
+    and its new stream follows (:mod:`.own_tools`)."""
     reader = StreamReader()
+    names = turn.own.names
+    body = turn.body
     error: str | None = "The client closed the stream before the reply ended."
     try:
-        async for piece in response.aiter_raw():
-            reader.feed(piece)
-            yield piece
+        for round_ in range(MAX_TOOL_ROUNDS + 1):
+            own = StreamFilter(names, last_round=round_ == MAX_TOOL_ROUNDS) if names else None
+            async for piece in response.aiter_raw():
+                out = own.feed(piece) if own is not None else piece
+                if out:
+                    reader.feed(out)
+                    yield out
+            await response.aclose()
+            if own is None:
+                break
+            out = own.close()
+            if out:
+                reader.feed(out)
+                yield out
+            if not own.must_ask_again():
+                break
+            calls = requested(own.calls)
+            results = await run_calls(relay.sidecar.run_command, turn.chat.chat_id, calls, names)
+            text = "".join(own.text)
+            body = {**body, "messages": [*body["messages"], assistant_turn(text, calls), *results]}
+            response = await up.send(body)
+            if response.status_code >= 400:
+                data = await _whole(response)
+                error = f"The model server answered {response.status_code}: {data[:300]!r}"
+                return
         error = None
     except httpx.HTTPError as exc:
         error = f"The model server's stream broke off: {exc}"
@@ -255,7 +350,7 @@ async def _relay_stream(
         answer = reader.close()
         if error is None and not answer.finished:
             error = "The model server's stream ended before the reply did."
-        proxy.finish_soon(relay, turn, answer, error)
+        up.proxy.finish_soon(relay, turn, answer, error)
 
 
 async def passthrough(request: Request) -> Response:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -31,6 +31,7 @@ from smart_context_hosts.proxy.conversation import (
     wire_form,
 )
 from smart_context_hosts.proxy.identity import Chat
+from smart_context_hosts.proxy.own_tools import OwnTools, own_tools
 from smart_context_hosts.proxy.replies import Answer
 from smart_context_hosts.sidecar.llm import TurnUsage
 from smart_context_hosts.sidecar.memory import now_iso
@@ -42,6 +43,7 @@ from smart_context_hosts.sidecar.pipeline import (
 )
 from smart_context_hosts.sidecar.plugins import call_hook
 from smart_context_hosts.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.tools import auto_approved
 
 BEFORE_UPSTREAM = ("pipeline_input", "pipeline_context", "pipeline_prompt")
 MAX_HEADER_LABELS = 4
@@ -62,6 +64,7 @@ class Turn:
     body: dict[str, Any]
     summary: str
     known: list[dict[str, Any]]  # the client's conversation, for the next request's quick check
+    own: OwnTools = field(default_factory=OwnTools)  # the plugins' tools beside the client's
 
 
 @dataclass(frozen=True)
@@ -115,14 +118,24 @@ class Relay:
             raise RuntimeError("no plugin chose the context (is Smart Context enabled?)")
         if record.get("error"):
             raise RuntimeError(str(record["error"]))
+        own = own_tools(ctx.metadata, body.get("tools"), self._may_run)
+        rebuilt = {**body, "messages": self._messages(ctx, parts)}
+        if own.definitions:
+            rebuilt["tools"] = [*body["tools"], *own.definitions]
         return Turn(
             chat=chat,
             ctx=ctx,
             user_message=user_message,
-            body={**body, "messages": self._messages(ctx, parts)},
+            body=rebuilt,
             summary=summary(record),
             known=incoming,
+            own=own,
         )
+
+    def _may_run(self, server: str, unasked: frozenset[str]) -> bool:
+        """Whether a call to ``server`` may run without asking: no one can be asked here."""
+        said = auto_approved(self.sidecar.config, server)
+        return said if said is not None else server in unasked
 
     async def finish(self, turn: Turn, answer: Answer, error: str | None = None) -> None:
         """Store the upstream's reply on the chat with the record of what it was sent with
@@ -216,9 +229,9 @@ class Relay:
         model = _str(body.get("model"))
         if model:  # its tokenizer counts the budget
             out["model"] = model
-        # the model's tool calls go back to the client, which knows only its own tools: the
-        # plugins' tools would reach a client that cannot run them (docs/proxy.md)
-        out["tools_supported"] = False
+        # the plugins' tools go beside the client's, when it sends some: its model takes tools
+        tools = body.get("tools")
+        out["tools_supported"] = isinstance(tools, list) and bool(tools)
         return out
 
     @staticmethod

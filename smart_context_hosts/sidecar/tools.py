@@ -242,7 +242,7 @@ class ToolLoop:
                 async for event in self._limit_reached(reply):
                     yield event
                 return
-            messages.append(_assistant_turn(text, requested))
+            messages.append(assistant_turn(text, requested))
             for call in requested:
                 async for event in self._run_call(chat_id, call, offered, reply, messages, unasked):
                     yield event
@@ -356,7 +356,7 @@ def _record(announced: Mapping[str, Any], outcome: Outcome) -> dict[str, Any]:
     }
 
 
-def _assistant_turn(text: str, calls: list[RequestedCall]) -> dict[str, Any]:
+def assistant_turn(text: str, calls: list[RequestedCall]) -> dict[str, Any]:
     """The model's own turn as the next request must repeat it. Arguments that are not JSON
     are sent back as ``{}``: some servers refuse a request that repeats them, and the tool's
     answer already tells the model what was wrong."""

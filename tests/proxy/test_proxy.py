@@ -226,7 +226,9 @@ async def test_the_clients_tools_and_tool_calls_pass_through_untouched(running: 
         extra_headers={"X-Smart-Context-Chat": "w"},  # type: ignore[arg-type]
     )
     bodies = running.chat_bodies()
-    assert bodies[0]["tools"] == tools and bodies[1]["tools"] == tools
+    for body in bodies:  # the client's first and unchanged, the plugin's own beside them
+        assert body["tools"][:1] == tools
+        assert all(t["function"]["name"].startswith("smart_context__") for t in body["tools"][1:])
     assert bodies[1]["messages"][-2:] == round_two[-2:]  # the tool round, as the client sent it
 
 
@@ -410,3 +412,83 @@ async def test_an_upstream_that_stays_silent_is_a_504_and_the_turn_says_so(
     assert caught.value.status_code == 504
     assert "did not answer in time" in caught.value.body["message"]  # type: ignore[index]
     assert "did not answer" in chat_on_disk(vault, "slow")["messages"][-1]["error"]
+
+
+WEATHER = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+LOOK_BACK = ("smart_context__retrieve_context", {"query": "Kyoto temples"})
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_our_tools_run_here_and_the_client_sees_only_the_answer(
+    running: Running, stream: bool
+) -> None:
+    history: list[dict[str, Any]] = []
+    await turn(running, history, "Kyoto temples at dawn are quiet", tools=WEATHER)
+    running.stub.chat_replies += [
+        tool_calls(LOOK_BACK, text="Let me look. "),
+        "They are quiet at dawn.",
+    ]
+    messages = [*history, {"role": "user", "content": "What did I say about temples?"}]
+    headers = {"X-Smart-Context-Chat": "trip"}
+    if stream:
+        chunks = await running.client.chat.completions.create(
+            model="stub-chat",
+            messages=messages,
+            tools=WEATHER,
+            stream=True,
+            extra_headers=headers,  # type: ignore[arg-type]
+        )
+        got = [c.choices[0].delta async for c in chunks if c.choices]
+        text = "".join(d.content or "" for d in got)
+        assert not any(d.tool_calls for d in got)
+    else:
+        reply = await running.client.chat.completions.create(
+            model="stub-chat",
+            messages=messages,
+            tools=WEATHER,
+            extra_headers=headers,  # type: ignore[arg-type]
+        )
+        assert reply.choices[0].message.tool_calls is None
+        assert reply.choices[0].finish_reason == "stop"
+        text = reply.choices[0].message.content or ""
+    assert text.endswith("They are quiet at dawn.")
+    again = running.chat_bodies()[-1]["messages"]
+    asked, answered = again[-2], again[-1]
+    assert asked["tool_calls"][0]["function"]["name"] == LOOK_BACK[0]
+    # the memory tool's real answer: the chat is short, so all of it is in the prompt already
+    assert answered["role"] == "tool" and "already in your prompt" in answered["content"]
+    assert answered["tool_call_id"] == asked["tool_calls"][0]["id"]
+    await running_settle(running)
+    assert chat_on_disk(running.vault, "trip")["messages"][-1]["content"] == text
+
+
+async def test_a_turn_calling_ours_and_the_clients_gives_the_client_its_own_calls(
+    running: Running,
+) -> None:
+    running.stub.chat_replies.append(tool_calls(LOOK_BACK, ("get_weather", {"city": "Kyoto"})))
+    chunks = await running.client.chat.completions.create(
+        model="stub-chat",
+        messages=[{"role": "user", "content": "Weather for my trip?"}],
+        tools=WEATHER,  # type: ignore[arg-type]
+        stream=True,
+        extra_headers={"X-Smart-Context-Chat": "mixed"},
+    )
+    calls = (
+        [t for c in chunks async for t in (c.choices[0].delta.tool_calls or []) if c.choices]
+        if False
+        else []
+    )
+    async for chunk in chunks:
+        if chunk.choices and chunk.choices[0].delta.tool_calls:
+            calls += chunk.choices[0].delta.tool_calls
+    assert {c.index for c in calls} == {0}
+    assert [c.function.name for c in calls if c.function and c.function.name] == ["get_weather"]
+    assert len(running.chat_bodies()) == 1  # ours did not run: the model asks again later
