@@ -178,7 +178,7 @@ async def chat_completions(request: Request) -> Response:
         return await _pass(request, raw, "off; the body is not a JSON object")
     task = background_task(headers, body)
     if task is not None:
-        return await _pass(request, raw, f"off; {task}")
+        return await _pass(request, raw, header_safe(f"off; {task}"))
     parts = split(body.get("messages"))
     if parts is None:
         return await _pass(request, raw, "off; no user message with text")

@@ -4,6 +4,7 @@ loopback, and a scripted OpenAI-compatible upstream on loopback (tests/openai_se
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
+from smart_context_hosts.cli_reports import show_stats
 from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_of
 from smart_context_hosts.sidecar.app import create_app as create_page_app
 from smart_context_hosts.sidecar.runtime import Sidecar
@@ -110,6 +112,12 @@ async def test_a_chat_through_the_proxy_is_a_vault_chat_with_its_records(running
     await turn(running, history, "Thanks!")
     await running_settle(running)
     assert len(chat_on_disk(running.vault, "trip")["messages"]) == 8
+    # `smart-context stats` reads the proxied chat as any other
+    out, err = io.StringIO(), io.StringIO()
+    assert show_stats(running.vault, True, out, err) == 0
+    (chat_stats,) = json.loads(out.getvalue())["chats"]
+    assert chat_stats["chat_id"] == "trip" and chat_stats["replies"] == 4
+    assert chat_stats["reported_prompt_tokens"] > 0
 
 
 async def running_settle(run: Running) -> None:
