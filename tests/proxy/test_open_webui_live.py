@@ -41,9 +41,11 @@ pytestmark = pytest.mark.skipif(
 
 
 @contextmanager
-def running(args: list[str], env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
+def running(
+    args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[subprocess.Popen[str]]:
     process = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd
     )
     try:
         yield process
@@ -114,8 +116,11 @@ def test_open_webui_through_the_proxy_and_with_the_filter(tmp_path: Path) -> Non
             "OPENAI_API_KEY": stub.api_key,
             "ENABLE_FORWARD_USER_INFO_HEADERS": "true",
             "DATA_DIR": str(tmp_path / "open-webui"),
+            # else it writes a signing key of its own into the folder it starts in
+            "WEBUI_SECRET_KEY": uuid.uuid4().hex,
         }
-        with running([OPEN_WEBUI, "serve", "--host", "127.0.0.1", "--port", str(port)], env):
+        serve_webui = [OPEN_WEBUI, "serve", "--host", "127.0.0.1", "--port", str(port)]
+        with running(serve_webui, env, cwd=tmp_path):
             webui = f"http://127.0.0.1:{port}"
             wait_until_up(f"{webui}/health", 180)
             token = call(webui, "/api/v1/auths/signin", {"email": "", "password": ""})["token"]
