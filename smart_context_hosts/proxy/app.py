@@ -40,7 +40,7 @@ from smart_context_hosts.proxy.own_tools import StreamFilter, requested, run_cal
 from smart_context_hosts.proxy.relay import Relay, Turn, header_safe
 from smart_context_hosts.proxy.replies import Answer, StreamReader, whole_reply
 from smart_context_hosts.proxy.turns_api import ROUTES as TURN_ROUTES
-from smart_context_hosts.proxy.vaults import OneVault, Vaults
+from smart_context_hosts.proxy.vaults import OneVault, Vault, Vaults
 from smart_context_hosts.sidecar.guard import LocalGuard
 from smart_context_hosts.sidecar.runtime import Sidecar
 from smart_context_hosts.sidecar.tools import MAX_TOOL_ROUNDS, assistant_turn
@@ -64,6 +64,8 @@ HOP_BY_HOP = frozenset(
 )
 MAX_BODY_BYTES = 64 * 1024 * 1024  # a 10,000-message history with its tools is about 5 MB
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+CLIENT_GONE = "The client closed the stream before the reply ended."
+STALE_TURN_SECONDS = 10.0  # a chat's next turn waits this long at most for the last one
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +74,14 @@ log = logging.getLogger(__name__)
 class ProxyOptions:
     """``upstream``: the base URL the client would otherwise use (``https://api.openai.com/v1``);
     ``chat_headers``: more headers that name a chat; ``prefix_chats``: guess a chat from its
-    first message when none is named (opt-in: see docs/proxy.md); ``timeout``: seconds the
-    upstream may stay silent."""
+    first message when none is named, ``user_chats``: take the body's ``user`` as a chat (both
+    opt-in: see docs/proxy.md); ``timeout``: seconds the upstream may stay silent."""
 
     upstream: str
     chat_headers: Sequence[str] = ()
     prefix_chats: bool = False
     timeout: float = 600.0
+    user_chats: bool = False
 
 
 class Proxy:
@@ -95,8 +98,9 @@ class Proxy:
             timeout=httpx.Timeout(options.timeout, connect=30.0),
             follow_redirects=False,
         )
-        # per vault and chat: its last reply's storing, which the chat's next turn waits for
-        self._finishing: dict[tuple[int, str], asyncio.Task[None]] = {}
+        # per vault and chat: the turn under way, done once its reply is stored; the chat's
+        # next turn waits for it, so it finds that reply in the chat
+        self._turns: dict[tuple[int, str], asyncio.Future[None]] = {}
 
     def url(self, path: str, query: str) -> str:
         """Where a request for ``path`` goes: ``/v1/...`` under the upstream's base URL, any
@@ -111,23 +115,40 @@ class Proxy:
 
     async def settle(self) -> None:
         """Wait until every reply received is stored."""
-        while self._finishing:
-            await asyncio.gather(*self._finishing.values(), return_exceptions=True)
-
-    def finish_soon(self, relay: Relay, turn: Turn, answer: Answer, error: str | None) -> None:
-        """Store the reply after the response ended; the chat's next turn waits for it."""
-        key = (id(relay), turn.chat.chat_id)
-        task = asyncio.create_task(self._finish(relay, turn, answer, error))
-        self._finishing[key] = task
-        task.add_done_callback(
-            lambda t: self._finishing.pop(key, None) if self._finishing.get(key) is t else None
-        )
+        while pending := [f for f in self._turns.values() if not f.done()]:
+            await asyncio.wait(pending, timeout=STALE_TURN_SECONDS)
+            if any(not f.done() for f in pending):
+                return  # a turn whose response never started: nothing of it will come
 
     async def before_turn(self, relay: Relay, chat_id: str) -> None:
-        """The chat's last reply stored, so this turn finds it in the chat."""
-        task = self._finishing.get((id(relay), chat_id))
-        if task is not None:
-            await asyncio.gather(task, return_exceptions=True)
+        """Wait for the chat's turn under way, if any, to be stored; then this one is under
+        way. A turn whose response never started (its client gone at once) is waited for
+        :data:`STALE_TURN_SECONDS` at most."""
+        key = (id(relay), chat_id)
+        waiting = self._turns.get(key)
+        if waiting is not None and not waiting.done():
+            await asyncio.wait([waiting], timeout=STALE_TURN_SECONDS)
+        self._turns[key] = asyncio.get_running_loop().create_future()
+
+    def turn_over(self, relay: Relay, chat_id: str) -> None:
+        """The chat's turn under way ended with nothing to store."""
+        future = self._turns.pop((id(relay), chat_id), None)
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    def finish_soon(self, relay: Relay, turn: Turn, answer: Answer, error: str | None) -> None:
+        """Store the reply in the background; the chat's next turn waits for it."""
+        key = (id(relay), turn.chat.chat_id)
+        future = self._turns.get(key)
+        task = asyncio.create_task(self._finish(relay, turn, answer, error))
+
+        def done(_: asyncio.Task[None]) -> None:
+            if future is not None and not future.done():
+                future.set_result(None)
+            if future is not None and self._turns.get(key) is future:
+                del self._turns[key]
+
+        task.add_done_callback(done)
 
     async def _finish(self, relay: Relay, turn: Turn, answer: Answer, error: str | None) -> None:
         try:
@@ -157,9 +178,14 @@ def forwarded_headers(headers: Sequence[tuple[str, str]], *, ours: bool) -> dict
     return out
 
 
-def returned_headers(headers: httpx.Headers, note: str) -> dict[str, str]:
-    """The upstream's response headers for the client, with ours."""
-    out = {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
+def returned_headers(headers: httpx.Headers, note: str, *, decoded: bool = False) -> dict[str, str]:
+    """The upstream's response headers for the client, with ours (``decoded``: the body goes
+    as httpx decoded it, so no longer in the upstream's content encoding)."""
+    out = {
+        k: v
+        for k, v in headers.items()
+        if k.lower() not in HOP_BY_HOP and not (decoded and k.lower() == "content-encoding")
+    }
     out[HEADER] = note
     return out
 
@@ -182,16 +208,16 @@ async def chat_completions(request: Request) -> Response:
     parts = split(body.get("messages"))
     if parts is None:
         return await _pass(request, raw, "off; no user message with text")
-    chat = which_chat(headers, body, proxy.options.chat_headers)
+    chat = which_chat(headers, body, proxy.options.chat_headers, proxy.options.user_chats)
     if chat is None and proxy.options.prefix_chats:
         chat = prefix_chat(parts)
     if chat is None:
         return await _pass(
             request,
             raw,
-            "off; no chat id: send X-Smart-Context-Chat (or X-OpenWebUI-Chat-Id, metadata.chat_id,"
-            " user)",
+            "off; no chat id: send X-Smart-Context-Chat (or X-OpenWebUI-Chat-Id, metadata.chat_id)",
         )
+    vault: Vault | str | None = None
     try:
         vault = await proxy.vaults.of(headers)
         if isinstance(vault, str):
@@ -200,6 +226,8 @@ async def chat_completions(request: Request) -> Response:
         turn = await vault.relay.prepare(chat, parts, body)
     except Exception as exc:  # the client's request still goes: a failure of ours costs no reply
         log.exception("Chat %s: Smart Context failed; the request goes as it came.", chat.chat_id)
+        if isinstance(vault, Vault):
+            proxy.turn_over(vault.relay, chat.chat_id)
         return await _pass(request, raw, header_safe(f"off; failed: {type(exc).__name__}: {exc}"))
     return await _send_turn(request, proxy, vault.relay, turn)
 
@@ -246,7 +274,9 @@ async def _send_turn(request: Request, proxy: Proxy, relay: Relay, turn: Turn) -
     else:
         proxy.finish_soon(relay, turn, whole_reply(data), None)
     return Response(
-        data, status_code=response.status_code, headers=returned_headers(response.headers, note)
+        data,
+        status_code=response.status_code,
+        headers=returned_headers(response.headers, note, decoded=True),
     )
 
 
@@ -311,26 +341,44 @@ async def _relay_stream(
 ) -> AsyncIterator[bytes]:
     """The upstream's stream, each piece passed on as it arrives and read on the side; with
     tools of ours offered, filtered of our calls, which run before the model is asked again
-    and its new stream follows (:mod:`.own_tools`)."""
+    and its new stream follows (:mod:`.own_tools`). The reply is stored as soon as the stream
+    says ``[DONE]``, before the client hears it, so the chat's next turn finds it."""
     reader = StreamReader()
     names = turn.own.names
     body = turn.body
-    error: str | None = "The client closed the stream before the reply ended."
+    stored = False
+
+    def store(error: str | None) -> None:
+        nonlocal stored
+        if not stored:
+            stored = True
+            answer = reader.close()
+            if answer.finished and error == CLIENT_GONE:  # a client gone after the end lost nothing
+                error = None
+            elif error is None and not answer.finished:
+                error = "The model server's stream ended before the reply did."
+            up.proxy.finish_soon(relay, turn, answer, error)
+
+    def passed(out: bytes) -> bytes:
+        reader.feed(out)
+        if reader.done:
+            store(None)
+        return out
+
+    error: str | None = CLIENT_GONE
     try:
         for round_ in range(MAX_TOOL_ROUNDS + 1):
             own = StreamFilter(names, last_round=round_ == MAX_TOOL_ROUNDS) if names else None
             async for piece in response.aiter_raw():
                 out = own.feed(piece) if own is not None else piece
                 if out:
-                    reader.feed(out)
-                    yield out
+                    yield passed(out)
             await response.aclose()
             if own is None:
                 break
             out = own.close()
             if out:
-                reader.feed(out)
-                yield out
+                yield passed(out)
             if not own.must_ask_again():
                 break
             calls = requested(own.calls)
@@ -341,16 +389,22 @@ async def _relay_stream(
             if response.status_code >= 400:
                 data = await _whole(response)
                 error = f"The model server answered {response.status_code}: {data[:300]!r}"
+                yield _stream_error(error)  # not read as the reply: the turn ends in error
                 return
         error = None
     except httpx.HTTPError as exc:
         error = f"The model server's stream broke off: {exc}"
+        if names:  # the client saw our rounds end: it needs to hear why nothing follows
+            yield _stream_error(error)
     finally:
         await response.aclose()
-        answer = reader.close()
-        if error is None and not answer.finished:
-            error = "The model server's stream ended before the reply did."
-        up.proxy.finish_soon(relay, turn, answer, error)
+        store(error)
+
+
+def _stream_error(message: str) -> bytes:
+    """An error event and the stream's end, as OpenAI-compatible servers send one mid-stream."""
+    event = {"error": {"message": message, "type": "smart_context_proxy"}}
+    return f"data: {json.dumps(event)}\n\ndata: [DONE]\n\n".encode()
 
 
 async def passthrough(request: Request) -> Response:

@@ -131,17 +131,25 @@ def _normal(text: Any) -> str:
     return " ".join(text.split()) if isinstance(text, str) else ""
 
 
+def _calls(message: Mapping[str, Any]) -> bool:
+    """Whether a message (stored, or as a client sends it) asks for tool calls."""
+    form = wire_form(message) if "wire" in message else message
+    return bool(form.get("tool_calls"))
+
+
 def merge(
     stored: Sequence[Message],
     incoming: Sequence[Message],
     new_id: Callable[[], str],
     now: str,
 ) -> Merged:
-    """The chat after a request whose conversation (history and user message) is ``incoming``.
+    """The chat after a request whose conversation (history, user message and any tool round
+    after it) is ``incoming``.
 
     The stored messages that match ``incoming`` from the start stay as they are (ids, records).
     An assistant message the client sends back changed (a client that trims or reformats its
-    replies) keeps its id and record with the client's text. At the first other difference the
+    replies) keeps its id and record with the client's text, if it is the same kind of message
+    (tool calls or not). At the first other difference the
     client wins: the stored messages from there on are dropped and the client's are added. The
     sidecar's own notices and errors are skipped when matching, and dropped with the rest."""
     out: list[Message] = []
@@ -154,7 +162,7 @@ def merge(
         have, want = stored[j], incoming[i]
         if _same(have, want):
             out.append(dict(have))
-        elif have.get("role") == want.get("role") == "assistant":
+        elif have.get("role") == want.get("role") == "assistant" and _calls(have) == _calls(want):
             updated = stored_form(want, str(have.get("id") or new_id()), now)
             out.append({**have, **updated, "created_at": have.get("created_at", now)})
             if "wire" not in updated:

@@ -2,9 +2,10 @@
 
 A stateless client resends the whole conversation, so the chat must be named by the client. In
 order: a header (ours, Open WebUI's, or one the user names, such as a template LibreChat fills
-with its conversation id), then ``metadata`` or ``user`` in the body. Without one the request
-passes through untouched: guessing from the conversation's first message merged unrelated
-chats that began alike, so that guess (:func:`prefix_chat`) is only made when asked for.
+with its conversation id), then ``metadata`` in the body, then ``user`` when asked for.
+Without one the request passes through untouched: guessing from the conversation's first
+message merged unrelated chats that began alike, so that guess (:func:`prefix_chat`) is only
+made when asked for.
 
 An id that is not a valid chat id (``../../etc``, an e-mail address as ``user``) is never used
 as a file name: it becomes ``h-`` and a hash of it, the same each time.
@@ -38,9 +39,14 @@ class Chat:
 
 
 def which_chat(
-    headers: Mapping[str, str], body: Mapping[str, Any], extra_headers: Sequence[str] = ()
+    headers: Mapping[str, str],
+    body: Mapping[str, Any],
+    extra_headers: Sequence[str] = (),
+    user_chats: bool = False,
 ) -> Chat | None:
-    """The chat named by the request, or ``None`` when it names none."""
+    """The chat named by the request, or ``None`` when it names none. ``user_chats``: the
+    body's ``user`` names a chat too (it names a person: all of theirs become one chat, and
+    each conversation then replaces the other's messages, so only on request)."""
     for name in (*CHAT_HEADERS, *(h.lower() for h in extra_headers)):
         value = headers.get(name, "").strip()
         if value:
@@ -52,7 +58,7 @@ def which_chat(
             if isinstance(given, str | int) and str(given).strip():
                 return Chat(safe_chat_id(str(given).strip()), f"metadata.{key}")
     user = body.get("user")
-    if isinstance(user, str) and user.strip():
+    if user_chats and isinstance(user, str) and user.strip():
         return Chat(safe_chat_id(user.strip()), "user")
     return None
 

@@ -126,6 +126,22 @@ async def run_calls(
     return out
 
 
+def _stopped(line: bytes) -> bytes:
+    """An event line with ``finish_reason: "tool_calls"`` made ``"stop"``."""
+    text = line.strip()
+    if not text.startswith(b"data:") or b"tool_calls" not in text:
+        return line
+    try:
+        chunk = json.loads(text[5:].strip())
+        choice = chunk["choices"][0]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return line
+    if not isinstance(choice, dict) or choice.get("finish_reason") != "tool_calls":
+        return line
+    choice["finish_reason"] = "stop"
+    return b"data: " + json.dumps(chunk).encode() + b"\n"
+
+
 class StreamFilter:
     """One streamed turn on its way to the client, our calls taken out (module docstring).
     :meth:`feed` returns the bytes to pass on; after the stream, :attr:`ours` holds our calls
@@ -156,9 +172,15 @@ class StreamFilter:
     def close(self) -> bytes:
         """What is left to pass on once the upstream's stream ended."""
         rest = self._line(self._pending) if self._pending else b""
+        if rest.endswith(b"\n"):  # the last line had no end of line of its own
+            rest = rest[:-1]
         self._pending = b""
-        held, self._held = b"".join(self._held), []
-        return rest if self.must_ask_again() else rest + held
+        held, self._held = self._held, []
+        if self.must_ask_again():
+            return rest
+        # a last round that called ours alone: the client is told the reply stopped, not that
+        # it holds tool calls it never saw
+        return b"".join(_stopped(line) for line in held) + rest
 
     def _line(self, line: bytes) -> bytes:
         stripped = line.strip()

@@ -101,7 +101,7 @@ class Relay:
         rebuild the request. Raises when it cannot (the caller then sends the client's
         request as it came)."""
         chat_id = chat.chat_id
-        incoming = [*parts.history, parts.message]
+        incoming = [*parts.history, parts.message, *parts.tail]
         stored, user_message = await self._store(chat_id, incoming, parts)
         ctx = PipelineContext(
             message=parts.text,
@@ -157,10 +157,12 @@ class Relay:
             turn.chat.chat_id, turn.ctx, reply, turn.user_message
         )
         stored = event.data.get("assistant_message") or {}
-        memo = self._memos.get(turn.chat.chat_id)
-        if memo is not None:  # the chat as this reply left it
-            known = turn.known if error else [*turn.known, wire]
+        memo = self._memos.pop(turn.chat.chat_id, None)
+        if memo is not None and error is None:  # the chat as this reply left it
+            known = [*turn.known, wire]
             self._remember(turn.chat.chat_id, _Memo(known, memo.count + 1, stored.get("id")))
+        # after an error the next turn goes the long way: the client's copy of what it got
+        # then takes the place of the stored error, as merge does with the sidecar's own
 
     def _remember(self, chat_id: str, memo: _Memo) -> None:
         self._memos.pop(chat_id, None)
@@ -200,7 +202,7 @@ class Relay:
             if before is not None:
                 messages = [*before, *added]
                 self._remember(chat_id, _Memo(list(incoming), len(messages), added[-1]["id"]))
-                return before + [dict(m) for m in added[:-1]], dict(added[-1])
+                return _at_user([*before, *added])
 
         def update(data: dict[str, Any]) -> dict[str, Any]:
             merged = merge(
@@ -222,7 +224,7 @@ class Relay:
         data = await memory.update_chat(chat_id, update)
         messages = data["messages"]
         self._remember(chat_id, _Memo(list(incoming), len(messages), messages[-1].get("id")))
-        return messages[:-1], messages[-1]
+        return _at_user(messages)
 
     def _metadata(self, chat_id: str, body: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"chat_id": chat_id, "host": "proxy"}
@@ -245,6 +247,13 @@ class Relay:
         if ctx.message != parts.text:  # a plugin rewrote the message
             message = {**message, "content": ctx.message}
         return [*parts.lead, *paired_tools(kept), message, *parts.tail]
+
+
+def _at_user(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The history before the turn's user message (the last one: a tool round may follow it),
+    and that message; ``messages`` are the caller's own copies."""
+    at = next(i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user")
+    return messages[:at], messages[at]
 
 
 def _as_left(data: dict[str, Any], memo: _Memo) -> bool:

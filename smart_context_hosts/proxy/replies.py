@@ -32,6 +32,7 @@ class StreamReader:
 
     def __init__(self) -> None:
         self.answer = Answer()
+        self.done = False  # the stream said [DONE]: the reply is whole
         self._pending = b""
         self._parts: list[str] = []
         self._calls: dict[int, dict[str, Any]] = {}
@@ -58,7 +59,7 @@ class StreamReader:
             return
         payload = line[5:].strip()
         if payload == b"[DONE]":
-            self.answer.finished = True
+            self.answer.finished = self.done = True
             return
         try:
             chunk = json.loads(payload)

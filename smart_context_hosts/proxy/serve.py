@@ -62,6 +62,7 @@ def proxy(
     prefix_chats: bool = False,
     timeout: float = 600.0,
     team: Team | None = None,
+    user_chats: bool = False,
 ) -> None:
     """Serve the proxy for ``vault`` (or a ``team``'s vaults) until interrupted; a
     :class:`ServeError` says why not."""
@@ -74,7 +75,7 @@ def proxy(
     from smart_context_hosts.sidecar.connections import server_config
     from smart_context_hosts.sidecar.runtime import Sidecar
 
-    options = ProxyOptions(upstream, chat_headers, prefix_chats, timeout)
+    options = ProxyOptions(upstream, chat_headers, prefix_chats, timeout, user_chats)
     if team is None:
         folder = resolve_vault(vault)
         app = create_app(Sidecar(folder), options, allow_remote=allow_remote)
@@ -144,6 +145,11 @@ def add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
         "alike become one)",
     )
     parser.add_argument(
+        "--user-chats",
+        action="store_true",
+        help="when no chat is named, take the body's user as the chat (one chat per person)",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=600.0, help="seconds the upstream may stay silent (600)"
     )
     parser.add_argument(
@@ -177,6 +183,7 @@ def run_proxy(args: argparse.Namespace) -> int:
             prefix_chats=args.prefix_chats,
             timeout=args.timeout,
             team=Team(args.vaults, args.user_header, args.key_owners) if args.vaults else None,
+            user_chats=args.user_chats,
         )
     except (ServeError, SidecarConfigError, SmartContextError) as exc:
         print(f"smart-context proxy: {exc}", file=sys.stderr)

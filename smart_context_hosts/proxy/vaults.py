@@ -2,8 +2,9 @@
 person in a folder (``smart-context proxy --vaults DIR``).
 
 A person is named by the key's owner (``--key-owners FILE``: the SHA-256 of each key, hex, and
-its owner's name, so the file holds no key) or else by a header a trusted client sets
-(``--user-header``, Open WebUI's ``X-OpenWebUI-User-Id``). Each person's vault is
+its owner's name, so the file holds no key; then nothing else names anyone), or by a header a
+trusted client sets (``--user-header``, Open WebUI's ``X-OpenWebUI-User-Id``: anyone who can
+reach the proxy can claim any name with it). Each person's vault is
 ``DIR/{name}/``, made on their first request (with a copy of ``DIR/.vault.toml`` when there is
 one), with a Smart Context of its own: nothing is shared between two people but the process
 and the local model's weights. A name that is not a plain id becomes ``h-`` and a hash, never
@@ -30,6 +31,7 @@ from smart_context_hosts.sidecar.plugins import get_plugin_manager
 from smart_context_hosts.sidecar.runtime import Sidecar
 
 SETTINGS = ".vault.toml"
+MAX_PEOPLE = 200  # vaults one process starts: each holds its own caches and background work
 
 
 @dataclass(frozen=True)
@@ -104,12 +106,15 @@ class People:
         self._starting: dict[str, asyncio.Lock] = {}
 
     def who(self, headers: Mapping[str, str]) -> str | None:
-        """The person a request comes from, as a folder name; ``None`` when it does not say."""
-        key = headers.get("authorization", "")
-        if self.key_owners and key.lower().startswith("bearer "):
+        """The person a request comes from, as a folder name; ``None`` when it does not say.
+        With key owners, only a listed key names someone: a header could claim anyone."""
+        if self.key_owners:
+            key = headers.get("authorization", "")
+            if not key.lower().startswith("bearer "):
+                return None
             digest = hashlib.sha256(key[7:].strip().encode("utf-8")).hexdigest()
-            if digest in self.key_owners:
-                return safe_chat_id(self.key_owners[digest])
+            owner = self.key_owners.get(digest)
+            return None if owner is None else safe_chat_id(owner)
         if self.user_header:
             named = headers.get(self.user_header, "").strip()
             if named:
@@ -119,13 +124,10 @@ class People:
     async def of(self, headers: Mapping[str, str]) -> Vault | str:
         person = self.who(headers)
         if person is None:
-            told = " or ".join(
-                x
-                for x in (
-                    "a key listed in --key-owners" if self.key_owners else "",
-                    f"the header {self.user_header}" if self.user_header else "",
-                )
-                if x
+            told = (
+                "a key listed in --key-owners"
+                if self.key_owners
+                else f"the header {self.user_header}"
             )
             return f"no user: send {told}"
         found = self._vaults.get(person)
@@ -133,8 +135,11 @@ class People:
             return found
         async with self._starting.setdefault(person, asyncio.Lock()):
             if person not in self._vaults:
-                self._vaults[person] = await asyncio.to_thread(self._make, person)
-                await self._vaults[person].sidecar.start()
+                if len(self._vaults) >= MAX_PEOPLE:
+                    return f"this proxy already serves {MAX_PEOPLE} people"
+                vault = await asyncio.to_thread(self._make, person)
+                await vault.sidecar.start()  # used by no request before it has started
+                self._vaults[person] = vault
         return self._vaults[person]
 
     def _make(self, person: str) -> Vault:

@@ -180,13 +180,10 @@ class ChatMemory:
         checked = check_chat_id(chat_id)
         own = [json.loads(chatfile.line_of(m)) for m in messages]  # stored copies: share nothing
         before: list[dict[str, Any]] = []
-        stale = False
 
         def append(data: ChatData) -> ChatData:
-            nonlocal stale
             if expect is not None and not expect(data):
-                stale = True
-                return data
+                raise _Stale  # nothing is written: the lock is let go as it was taken
             stored = data["messages"]
             if history:
                 try:  # one loop in C, as in _copy
@@ -199,8 +196,11 @@ class ChatMemory:
                     data[key] = value
             return data
 
-        await self._write(checked, lambda: self._store_sync(checked, append, appended=True))
-        return None if stale else before
+        try:
+            await self._write(checked, lambda: self._store_sync(checked, append, appended=True))
+        except _Stale:
+            return None
+        return before
 
     def exists(self, chat_id: str) -> bool:
         """Whether the chat has a file."""
@@ -406,6 +406,10 @@ def _stamp(path: Path) -> Stamp | None:
     except FileNotFoundError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class _Stale(Exception):
+    """The chat is not as an ``expect`` of :meth:`ChatMemory.append_messages` wanted."""
 
 
 def _copy(data: ChatData) -> ChatData:

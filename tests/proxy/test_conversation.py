@@ -159,7 +159,10 @@ def test_which_chat_reads_headers_then_metadata_then_user_and_never_a_path() -> 
     assert named is not None and named.chat_id == "c9"
     meta = which_chat({}, {"metadata": {"conversation_id": "abc"}, "user": "ana"})
     assert meta is not None and meta.chat_id == "abc"
-    assert which_chat({}, {}) is None and which_chat({}, {"user": "  "}) is None
+    assert which_chat({}, {"user": "ana"}) is None  # a person, not a conversation: on request
+    person = which_chat({}, {"user": "ana"}, user_chats=True)
+    assert person is not None and (person.chat_id, person.source) == ("ana", "user")
+    assert which_chat({}, {}) is None and which_chat({}, {"user": "  "}, user_chats=True) is None
     for hostile in ("../../etc", "ana@example.com", "x" * 500, "a/b", "\u0000"):
         chat = which_chat({"x-smart-context-chat": hostile}, {})
         assert chat is not None and chat.chat_id.startswith("h-")

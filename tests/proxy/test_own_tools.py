@@ -81,8 +81,9 @@ def test_our_calls_are_held_back_and_the_turn_asked_again() -> None:
                 },
             }
         ]
-    events, own = read(data, names, 7, last=True)  # no round left: the end is shown as it came
+    events, own = read(data, names, 7, last=True)  # no round left: the end is shown, as a stop
     assert events[-1] == "[DONE]" and not own.must_ask_again()
+    assert [e["choices"][0]["finish_reason"] for e in events[1:-1] if e["choices"]] == ["stop"]
 
 
 def test_the_clients_calls_pass_renumbered_and_ours_are_dropped() -> None:

@@ -500,3 +500,100 @@ async def test_a_turn_calling_ours_and_the_clients_gives_the_client_its_own_call
     assert {c.index for c in calls} == {0}
     assert [c.function.name for c in calls if c.function and c.function.name] == ["get_weather"]
     assert len(running.chat_bodies()) == 1  # ours did not run: the model asks again later
+
+
+async def test_a_client_tool_round_is_stored_whole_with_each_record_in_place(
+    running: Running,
+) -> None:
+    headers = {"X-Smart-Context-Chat": "rain"}
+    asked = [{"role": "user", "content": "Weather in Kyoto?"}]
+    running.stub.chat_replies += [tool_calls(("get_weather", {"city": "Kyoto"})), "It rains."]
+    first = await running.client.chat.completions.create(
+        model="stub-chat",
+        messages=asked,
+        tools=WEATHER,
+        extra_headers=headers,  # type: ignore[arg-type]
+    )
+    call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+    conversation = [
+        *asked,
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "Rain, 12 C"},
+    ]
+    second = await running.client.chat.completions.create(
+        model="stub-chat",
+        messages=conversation,
+        tools=WEATHER,
+        extra_headers=headers,  # type: ignore[arg-type]
+    )
+    conversation += [
+        {"role": "assistant", "content": second.choices[0].message.content},
+        {"role": "user", "content": "Thanks"},
+    ]
+    await running.client.chat.completions.create(
+        model="stub-chat",
+        messages=conversation,
+        tools=WEATHER,
+        extra_headers=headers,  # type: ignore[arg-type]
+    )
+    await running_settle(running)
+    stored = chat_on_disk(running.vault, "rain")["messages"]
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "Weather in Kyoto?"),
+        ("assistant", ""),
+        ("tool", "Rain, 12 C"),
+        ("assistant", "It rains."),
+        ("user", "Thanks"),
+        ("assistant", "echo: Thanks"),
+    ]
+    assert stored[1]["wire"]["tool_calls"][0]["id"] == call.id  # the call, as the client holds it
+    assert all("smart_context" in m for m in stored if m["role"] == "assistant")
+    assert "smart_context" not in stored[2]
+
+
+async def test_the_next_turn_finds_the_reply_even_while_the_upstream_holds_the_stream(
+    vault: Path,
+) -> None:
+    release = asyncio.Event()
+
+    async def completions(request: Request) -> StreamingResponse:
+        body = await request.json()
+        said = body["messages"][-1]["content"]
+
+        async def pieces() -> AsyncIterator[bytes]:
+            chunk = {
+                "choices": [
+                    {"index": 0, "delta": {"content": f"echo {said}"}, "finish_reason": "stop"}
+                ]
+            }
+            yield f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+            await release.wait()  # the connection stays open after [DONE]
+
+        return StreamingResponse(pieces(), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+    async with live_server(upstream) as up:
+        app = create_app(Sidecar(vault), ProxyOptions(f"{up}/v1"))
+        async with live_server(app) as url, httpx.AsyncClient(timeout=30) as client:
+            history: list[dict[str, Any]] = []
+            for said in ("one", "two"):
+                history.append({"role": "user", "content": said})
+                body = {"model": "m", "stream": True, "messages": history}
+                headers = {"X-Smart-Context-Chat": "held"}
+                async with client.stream(
+                    "POST", f"{url}/v1/chat/completions", json=body, headers=headers
+                ) as answer:
+                    async for line in answer.aiter_lines():
+                        if line == "data: [DONE]":
+                            break  # and the client leaves, as soon as the reply is whole
+                history.append({"role": "assistant", "content": f"echo {said}"})
+            release.set()
+            await app.state.proxy.settle()
+    stored = chat_on_disk(vault, "held")["messages"]
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "one"),
+        ("assistant", "echo one"),
+        ("user", "two"),
+        ("assistant", "echo two"),
+    ]
+    assert not any("error" in m for m in stored)

@@ -72,7 +72,7 @@ def folders(root: Path) -> set[str]:
     return {p.name for p in root.iterdir() if p.is_dir()}
 
 
-async def test_a_key_names_its_owner_before_any_header(
+async def test_with_key_owners_only_a_listed_key_names_anyone(
     tmp_path: Path, openai_server: OpenAIStub
 ) -> None:
     owners = tmp_path / "owners.json"
@@ -84,24 +84,28 @@ async def test_a_key_names_its_owner_before_any_header(
     app = create_app(
         People(vaults, "X-User", read_key_owners(owners)), ProxyOptions(openai_server.base_url)
     )
+    turn = {"chat_id": "t", "messages": [{"role": "user", "content": "hi"}]}
     async with live_server(app) as url:
         _, note = await ask(url, openai_server.api_key, "hello", {"X-User": "mallory"})
         async with httpx.AsyncClient() as client:  # the turns API asks the same question
-            turns = await client.post(
+            listed = await client.post(
                 f"{url}/api/turns",
-                json={"chat_id": "t", "messages": [{"role": "user", "content": "hi"}]},
-                headers={"X-User": "ben"},
+                json=turn,
+                headers={"Authorization": f"Bearer {openai_server.api_key}"},
             )
-            anonymous = await client.post(
+            claimed = await client.post(
                 f"{url}/api/turns",
-                json={"chat_id": "t", "messages": [{"role": "user", "content": "hi"}]},
+                json=turn,
+                headers={"Authorization": "Bearer sk-someone-else", "X-User": "ana"},
             )
+            anonymous = await client.post(f"{url}/api/turns", json=turn)
         await app.state.proxy.settle()
     assert note and note.startswith("sent")
     assert (vaults / "ana" / ".memory" / "c1.json").exists()
     assert not (vaults / "mallory").exists()
-    assert turns.json()["rebuilt"] is True and (vaults / "ben" / ".memory" / "t.json").exists()
-    assert anonymous.status_code == 403 and "no user" in anonymous.json()["error"]
+    assert listed.json()["rebuilt"] is True and (vaults / "ana" / ".memory" / "t.json").exists()
+    assert claimed.status_code == 403 and "no user" in claimed.json()["error"]  # a header is no key
+    assert anonymous.status_code == 403
 
 
 @pytest.mark.parametrize(
