@@ -1,8 +1,12 @@
 """What a request needs from each chat file, kept in memory, and the selected topics.
 
-A request must not re-read a 10,000-message chat file. The plugin is the only writer of
-``topics`` and of its own ``smart_context`` key on the chat file, so the in-memory view stays
-true; it is refreshed whenever a command or the background pass reads the chat anyway.
+A request must not re-read a 10,000-message chat file. In one process the plugin is the only
+writer of ``topics`` and of its own ``smart_context`` key on the chat file, so the in-memory
+view stays true; it is refreshed whenever a command or the background pass reads the chat
+anyway. Another process on the same vault (``serve``'s page beside ``smart-context proxy``) may
+change them too: a host that can say cheaply what a chat's other keys are now
+(``memory.chat_state``, optional) lets :meth:`ChatViews.view` see such a change and read the
+chat again; without it the view follows the next read.
 
 A topic click takes effect in memory at once; writing it to the chat file (a full rewrite of a
 possibly large file) happens in the background, the latest choice winning. A read that began
@@ -61,6 +65,35 @@ def clean_topics(raw: Any) -> list[dict[str, Any]]:
     if not isinstance(raw, list):
         return []
     return [t for t in raw if isinstance(t, dict) and isinstance(t.get("label"), str)]
+
+
+def signature(data: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What of a chat file's keys other than its messages a view is built from, cheap to
+    compare: the selection, the session and its settings, and each topic's label, count and
+    number of members (a map made again elsewhere changes them)."""
+    state = data.get(STATE_KEY)
+    active = state.get("active_topics") if isinstance(state, dict) else None
+    topics = data.get("topics")
+    marks = (
+        tuple(
+            (
+                t.get("label"),
+                t.get("count"),
+                bool(t.get("sticky")),
+                len(t["message_ids"]) if isinstance(t.get("message_ids"), list) else 0,
+            )
+            for t in topics
+            if isinstance(t, dict)
+        )
+        if isinstance(topics, list)
+        else ()
+    )
+    return (
+        repr(active),
+        repr(data.get("context_items")),
+        repr(data.get("context_settings")),
+        marks,
+    )
 
 
 def view_of(data: Mapping[str, Any], previous: ChatView | None = None) -> ChatView:
@@ -124,6 +157,7 @@ class ChatViews:
         # reads under way, each with the count of our writes when it began (see :meth:`load`)
         self._reading: dict[ChatId, tuple[int, asyncio.Future[ChatData]]] = {}
         self._writes = 0
+        self._signatures: dict[ChatId, tuple[Any, ...]] = {}  # of the file each view was built from
 
     def clicks(self, chat_id: ChatId) -> int:
         """How many selections were made in ``chat_id``: count before a read, for :meth:`adopt`."""
@@ -162,6 +196,7 @@ class ChatViews:
         if old is not None and newer_in_memory:
             view.active_topics = old.active_topics  # chosen after the file was read
         self._views[chat_id] = view
+        self._signatures[chat_id] = signature(data)
         return view
 
     async def update(self, chat_id: ChatId, put: Callable[[ChatData], ChatData]) -> ChatView:
@@ -175,11 +210,25 @@ class ChatViews:
         await self.load(chat_id)  # a host whose update_chat returns nothing: read it back
         return self._views[chat_id]
 
-    async def view(self, chat_id: ChatId) -> ChatView:
-        """The chat's view, read from the host the first time."""
-        if chat_id not in self._views:
+    async def view(self, chat_id: ChatId, fresh: bool = True) -> ChatView:
+        """The chat's view, read from the host the first time, and again when another writer
+        changed what it is built from (``fresh``; a caller that just asked passes False)."""
+        if chat_id not in self._views or (fresh and await self._changed_elsewhere(chat_id)):
             await self.load(chat_id)
         return self._views[chat_id]
+
+    async def _changed_elsewhere(self, chat_id: ChatId) -> bool:
+        """Whether the chat file's selection, session, settings or topics are no longer those
+        the view was built from, as far as a host with ``memory.chat_state`` can tell cheaply.
+        A selection of ours still being saved is newer than the file: no."""
+        state_of = getattr(self.memory, "chat_state", None)
+        if state_of is None or chat_id in self._saving.running:
+            return False
+        try:
+            state = await resolve(state_of(chat_id))
+        except (SmartContextError, OSError, ValueError):  # the read that follows says why
+            return True
+        return isinstance(state, Mapping) and signature(state) != self._signatures.get(chat_id)
 
     def select(self, chat_id: ChatId, topics: Sequence[str]) -> None:
         """Select topics in memory now; the chat file follows in the background."""
@@ -196,7 +245,9 @@ class ChatViews:
             return {**data, STATE_KEY: {**mine, "active_topics": chosen}}
 
         self._writes += 1
-        await resolve(self.memory.update_chat(chat_id, put))
+        latest = await resolve(self.memory.update_chat(chat_id, put))
+        if isinstance(latest, dict) and self._views[chat_id].active_topics == tuple(chosen):
+            self._signatures[chat_id] = signature(latest)  # our own write: nothing new there
 
     async def settle(self, timeout: float) -> None:
         """Let selections being saved reach the chat file."""

@@ -82,3 +82,49 @@ def test_a_topic_whose_members_did_not_change_keeps_its_query() -> None:
     # a view made by hand, its queries not those of its topics: nothing is taken from it
     odd = ChatView(topics=[bread, boats], queries=before.queries[:1])
     assert view_of({"messages": [], "topics": [bread]}, odd).queries[0] is not before.queries[0]
+
+
+class SharedMemory(SlowMemory):
+    """A chat store another process writes too, which can say cheaply what the chat's other
+    keys are now (the sidecar's ``chat_state``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.states = 0
+
+    async def chat_state(self, chat_id: str) -> dict[str, Any]:
+        self.states += 1
+        return {k: v for k, v in self.data.items() if k != "messages"}
+
+
+async def test_a_selection_made_by_another_process_is_seen_by_the_next_request() -> None:
+    memory = SharedMemory()
+    memory.data["topics"] = [{"label": "Bread", "count": 1, "message_ids": ["m0"]}]
+    views = ChatViews(memory)
+    assert (await views.view(CHAT)).active_topics == ()
+    assert (await views.view(CHAT)).active_topics == () and memory.reads == 1  # unchanged: no read
+    memory.data = {**memory.data, "smart_context": {"active_topics": ["Bread"]}}  # the page's click
+    assert (await views.view(CHAT)).active_topics == ("Bread",) and memory.reads == 2
+    assert (await views.view(CHAT, fresh=False)).active_topics == ("Bread",) and memory.reads == 2
+    memory.data = {**memory.data, "topics": [{"label": "Rye", "count": 2, "message_ids": ["m0"]}]}
+    assert [t["label"] for t in (await views.view(CHAT)).topics] == ["Rye"]  # a map made elsewhere
+
+
+async def test_our_own_selection_is_never_undone_by_the_file_it_has_not_reached_yet() -> None:
+    memory = SharedMemory()
+    memory.data["topics"] = [{"label": "Bread", "count": 1, "message_ids": ["m0"]}]
+    views = ChatViews(memory)
+    await views.view(CHAT)
+    views.select(CHAT, ["Bread"])  # saved in the background
+    assert (await views.view(CHAT)).active_topics == ("Bread",)
+    await views.settle(5)
+    reads = memory.reads
+    assert (await views.view(CHAT)).active_topics == ("Bread",) and memory.reads == reads
+
+
+async def test_a_host_that_cannot_say_keeps_the_view_until_the_next_read() -> None:
+    memory = SlowMemory()
+    views = ChatViews(memory)
+    await views.view(CHAT)
+    memory.data = {**memory.data, "smart_context": {"active_topics": ["Bread"]}}
+    assert (await views.view(CHAT)).active_topics == () and memory.reads == 1

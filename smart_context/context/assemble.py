@@ -136,7 +136,7 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
     before the history, and the history within the token budget (docs/contract.md §9); with the
     record of both, written once. ``decision`` is the topic rule's history and record."""
     chat_id, message, counter, limit = plan.chat_id, plan.message, plan.counter, plan.limit
-    view = await services.chats.view(chat_id)
+    view = await services.chats.view(chat_id, fresh=False)  # assemble asked this request
     documents, tools = chat_limits(services.settings, view.context_settings)
     looked = await plan.looked
     request = await build(

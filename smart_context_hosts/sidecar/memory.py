@@ -144,6 +144,18 @@ class ChatMemory:
             raise TypeError("update_chat needs a plain function fn(data) -> data, not a coroutine")
         return await self._write(checked, lambda: self._update_sync(checked, fn))
 
+    async def chat_state(self, chat_id: str) -> ChatData:
+        """The chat's keys other than ``messages`` as stored now, without copying the messages:
+        a stat while the file is unchanged. Read-only (the values are the cache's). Lets the
+        plugin see a change another process made (its topics, the selected bubbles)."""
+        checked = check_chat_id(chat_id)
+        return await asyncio.to_thread(self._state_sync, checked)
+
+    def _state_sync(self, chat_id: ChatId) -> ChatData:
+        with file_lock(self._ensure_dir(chat_id)):
+            data = self._current(chat_id).data
+        return {k: v for k, v in data.items() if k != "messages"}
+
     # -- more for the sidecar ----------------------------------------------------------
 
     async def append_message(

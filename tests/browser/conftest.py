@@ -182,12 +182,25 @@ def running_sidecar(vault: Path, plugins: Sequence[object] | None = None) -> Ite
     """``create_app(Sidecar(vault))`` under uvicorn on a free loopback port, configured as
     ``smart-context serve`` configures it; yields its URL. ``plugins``, when given, are the
     only plugins (instead of the installed ones)."""
-    import uvicorn
-
     from smart_context_hosts.sidecar.app import create_app
-    from smart_context_hosts.sidecar.connections import server_config
     from smart_context_hosts.sidecar.runtime import Sidecar
     from tests.sidecar.conftest import manager_with
+
+    def make() -> Any:
+        pm = None if plugins is None else manager_with(*plugins)
+        return create_app(Sidecar(vault, plugin_manager=pm), keepalive_seconds=2.0)
+
+    with running_asgi(make, "sidecar") as base:
+        yield base
+
+
+@contextmanager
+def running_asgi(make: Callable[[], Any], name: str) -> Iterator[str]:
+    """The app ``make()`` builds, under uvicorn in a thread on a free loopback port, configured
+    as the commands configure theirs; yields its URL."""
+    import uvicorn
+
+    from smart_context_hosts.sidecar.connections import server_config
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
@@ -195,19 +208,17 @@ def running_sidecar(vault: Path, plugins: Sequence[object] | None = None) -> Ite
     holder: dict[str, Any] = {}
 
     def run() -> None:
-        # Built inside the thread: the sidecar's asyncio objects belong to this loop.
-        pm = None if plugins is None else manager_with(*plugins)
-        app = create_app(Sidecar(vault, plugin_manager=pm), keepalive_seconds=2.0)
-        config = server_config(app, log_level="warning", timeout_graceful_shutdown=1)
+        # Built inside the thread: the app's asyncio objects belong to this loop.
+        config = server_config(make(), log_level="warning", timeout_graceful_shutdown=1)
         holder["server"] = server = uvicorn.Server(config)
         asyncio.run(server.serve(sockets=[sock]))
 
-    thread = threading.Thread(target=run, name="sidecar", daemon=True)
+    thread = threading.Thread(target=run, name=name, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not (holder.get("server") and holder["server"].started):
-        assert thread.is_alive(), "the sidecar did not start (see the log above)"
-        assert time.monotonic() < deadline, "the sidecar did not start within 30 s"
+        assert thread.is_alive(), f"the {name} did not start (see the log above)"
+        assert time.monotonic() < deadline, f"the {name} did not start within 30 s"
         time.sleep(0.05)
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"

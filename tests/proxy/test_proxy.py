@@ -19,12 +19,20 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
+from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.cli_reports import show_stats
 from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_of
 from smart_context_hosts.sidecar.app import create_app as create_page_app
 from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.openai_server import OpenAIStub, tool_calls
-from tests.sidecar.conftest import chat_on_disk, live_server, llm_table, running_app, write_settings
+from tests.sidecar.conftest import (
+    chat_on_disk,
+    live_server,
+    llm_table,
+    manager_with,
+    running_app,
+    write_settings,
+)
 
 PLUGIN_TABLE = '[plugins.smart_context]\nembedder = "host"\ntopic_extractor = "offline"\n'
 SYSTEM = {"role": "system", "content": "You are terse. Never use emoji."}
@@ -323,8 +331,8 @@ async def test_a_bubble_clicked_in_the_page_changes_the_next_proxied_request(
     messages = chat_on_disk(vault, "trip")["messages"]
     kyoto = [m["id"] for m in messages if "Kyoto" in m["content"]]
     sourdough = [m["id"] for m in messages if "starter" in m["content"]]
-    # the page is another process on the same vault: its own sidecar, reading the same files
-    page = Sidecar(vault)
+    # the page is another process on the same vault: its own sidecar and plugin, the same files
+    page = Sidecar(vault, plugin_manager=manager_with(SmartContextPlugin()))
     async with running_app(create_page_app(page)) as browser:
         await page.host.memory.update_chat(
             "trip",
