@@ -40,7 +40,7 @@ from smart_context_hosts.proxy.own_tools import StreamFilter, requested, run_cal
 from smart_context_hosts.proxy.relay import Relay, Turn, header_safe
 from smart_context_hosts.proxy.replies import Answer, StreamReader, whole_reply
 from smart_context_hosts.proxy.turns_api import ROUTES as TURN_ROUTES
-from smart_context_hosts.proxy.vaults import OneVault, Vault, Vaults
+from smart_context_hosts.proxy.vaults import OneVault, Vaults
 from smart_context_hosts.sidecar.guard import LocalGuard
 from smart_context_hosts.sidecar.runtime import Sidecar
 from smart_context_hosts.sidecar.tools import MAX_TOOL_ROUNDS, assistant_turn
@@ -101,6 +101,7 @@ class Proxy:
         # per vault and chat: the turn under way, done once its reply is stored; the chat's
         # next turn waits for it, so it finds that reply in the chat
         self._turns: dict[tuple[int, str], asyncio.Future[None]] = {}
+        self._future_of: dict[int, asyncio.Future[None]] = {}  # by id() of a prepared turn
 
     def url(self, path: str, query: str) -> str:
         """Where a request for ``path`` goes: ``/v1/...`` under the upstream's base URL, any
@@ -120,33 +121,32 @@ class Proxy:
             if any(not f.done() for f in pending):
                 return  # a turn whose response never started: nothing of it will come
 
-    async def before_turn(self, relay: Relay, chat_id: str) -> None:
+    async def before_turn(self, relay: Relay, chat_id: str) -> asyncio.Future[None]:
         """Wait for the chat's turn under way, if any, to be stored; then this one is under
-        way. A turn whose response never started (its client gone at once) is waited for
-        :data:`STALE_TURN_SECONDS` at most."""
+        way, until the future returned is done. A turn whose response never started (its
+        client gone at once) is waited for :data:`STALE_TURN_SECONDS` at most."""
         key = (id(relay), chat_id)
         waiting = self._turns.get(key)
         if waiting is not None and not waiting.done():
             await asyncio.wait([waiting], timeout=STALE_TURN_SECONDS)
-        self._turns[key] = asyncio.get_running_loop().create_future()
+        future = self._turns[key] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(
+            lambda f: self._turns.pop(key, None) if self._turns.get(key) is f else None
+        )
+        return future
 
-    def turn_over(self, relay: Relay, chat_id: str) -> None:
-        """The chat's turn under way ended with nothing to store."""
-        future = self._turns.pop((id(relay), chat_id), None)
-        if future is not None and not future.done():
-            future.set_result(None)
+    def under_way(self, turn: Turn, future: asyncio.Future[None]) -> None:
+        """``turn`` is the one ``future`` (from :meth:`before_turn`) stands for."""
+        self._future_of[id(turn)] = future
 
     def finish_soon(self, relay: Relay, turn: Turn, answer: Answer, error: str | None) -> None:
         """Store the reply in the background; the chat's next turn waits for it."""
-        key = (id(relay), turn.chat.chat_id)
-        future = self._turns.get(key)
+        future = self._future_of.pop(id(turn), None)
         task = asyncio.create_task(self._finish(relay, turn, answer, error))
 
         def done(_: asyncio.Task[None]) -> None:
             if future is not None and not future.done():
                 future.set_result(None)
-            if future is not None and self._turns.get(key) is future:
-                del self._turns[key]
 
         task.add_done_callback(done)
 
@@ -217,18 +217,19 @@ async def chat_completions(request: Request) -> Response:
             raw,
             "off; no chat id: send X-Smart-Context-Chat (or X-OpenWebUI-Chat-Id, metadata.chat_id)",
         )
-    vault: Vault | str | None = None
+    future: asyncio.Future[None] | None = None
     try:
         vault = await proxy.vaults.of(headers)
         if isinstance(vault, str):
             return await _pass(request, raw, header_safe(f"off; {vault}"))
-        await proxy.before_turn(vault.relay, chat.chat_id)
+        future = await proxy.before_turn(vault.relay, chat.chat_id)
         turn = await vault.relay.prepare(chat, parts, body)
     except Exception as exc:  # the client's request still goes: a failure of ours costs no reply
         log.exception("Chat %s: Smart Context failed; the request goes as it came.", chat.chat_id)
-        if isinstance(vault, Vault):
-            proxy.turn_over(vault.relay, chat.chat_id)
+        if future is not None:
+            future.set_result(None)  # nothing of this turn will be stored
         return await _pass(request, raw, header_safe(f"off; failed: {type(exc).__name__}: {exc}"))
+    proxy.under_way(turn, future)
     return await _send_turn(request, proxy, vault.relay, turn)
 
 
