@@ -101,7 +101,7 @@ class Proxy:
         # per vault and chat: the turn under way, done once its reply is stored; the chat's
         # next turn waits for it, so it finds that reply in the chat
         self._turns: dict[tuple[int, str], asyncio.Future[None]] = {}
-        self._future_of: dict[int, asyncio.Future[None]] = {}  # by id() of a prepared turn
+        self._storing: set[asyncio.Task[None]] = set()  # held: the loop keeps tasks weakly
 
     def url(self, path: str, query: str) -> str:
         """Where a request for ``path`` goes: ``/v1/...`` under the upstream's base URL, any
@@ -135,22 +135,27 @@ class Proxy:
         )
         return future
 
-    def under_way(self, turn: Turn, future: asyncio.Future[None]) -> None:
-        """``turn`` is the one ``future`` (from :meth:`before_turn`) stands for."""
-        self._future_of[id(turn)] = future
+    def store_soon(
+        self,
+        relay: Relay,
+        turn: Turn,
+        answer: Answer,
+        error: str | None,
+        done: asyncio.Future[None],
+    ) -> None:
+        """Store the reply in the background, then ``done`` (the turn's future from
+        :meth:`before_turn`, which the chat's next turn waits for)."""
+        task = asyncio.create_task(self._store(relay, turn, answer, error))
+        self._storing.add(task)
 
-    def finish_soon(self, relay: Relay, turn: Turn, answer: Answer, error: str | None) -> None:
-        """Store the reply in the background; the chat's next turn waits for it."""
-        future = self._future_of.pop(id(turn), None)
-        task = asyncio.create_task(self._finish(relay, turn, answer, error))
+        def stored(_: asyncio.Task[None]) -> None:
+            self._storing.discard(task)
+            if not done.done():
+                done.set_result(None)
 
-        def done(_: asyncio.Task[None]) -> None:
-            if future is not None and not future.done():
-                future.set_result(None)
+        task.add_done_callback(stored)
 
-        task.add_done_callback(done)
-
-    async def _finish(self, relay: Relay, turn: Turn, answer: Answer, error: str | None) -> None:
+    async def _store(self, relay: Relay, turn: Turn, answer: Answer, error: str | None) -> None:
         try:
             await relay.finish(turn, answer, error)
         except Exception:  # the client has its reply; only our copy of it is missing
@@ -198,7 +203,7 @@ async def chat_completions(request: Request) -> Response:
     headers = lowered(request.headers.items())
     try:
         body = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past Python's limit
         body = None
     if not isinstance(body, dict):
         return await _pass(request, raw, "off; the body is not a JSON object")
@@ -229,18 +234,24 @@ async def chat_completions(request: Request) -> Response:
         if future is not None:
             future.set_result(None)  # nothing of this turn will be stored
         return await _pass(request, raw, header_safe(f"off; failed: {type(exc).__name__}: {exc}"))
-    proxy.under_way(turn, future)
-    return await _send_turn(request, proxy, vault.relay, turn)
+    headers = forwarded_headers(request.headers.items(), ours=True)
+    headers["content-type"] = "application/json"
+    url = proxy.url(request.url.path, request.url.query)
+    return await _send_turn(_Route(proxy, vault.relay, turn, url, headers, future))
 
 
 @dataclass(frozen=True)
-class _Upstream:
-    """Where a turn's requests go (the first, and those after our tools ran), with the
-    client's headers."""
+class _Route:
+    """One prepared turn on its way: where its requests go (the first, and those after our
+    tools ran) with the client's headers, and ``done``, the future its chat's next turn
+    waits for."""
 
     proxy: Proxy
+    relay: Relay
+    turn: Turn
     url: str
     headers: dict[str, str]
+    done: asyncio.Future[None]
 
     async def send(self, body: dict[str, Any]) -> httpx.Response:
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -249,31 +260,31 @@ class _Upstream:
         )
         return await self.proxy.client.send(request, stream=True)
 
+    def store(self, answer: Answer, error: str | None) -> None:
+        """The reply, or why there is none, stored in the background."""
+        self.proxy.store_soon(self.relay, self.turn, answer, error, self.done)
 
-async def _send_turn(request: Request, proxy: Proxy, relay: Relay, turn: Turn) -> Response:
-    headers = forwarded_headers(request.headers.items(), ours=True)
-    headers["content-type"] = "application/json"
-    up = _Upstream(proxy, proxy.url(request.url.path, request.url.query), headers)
-    note = turn.summary
+
+async def _send_turn(route: _Route) -> Response:
+    turn, note = route.turn, route.turn.summary
     try:
-        response = await up.send(turn.body)
+        response = await route.send(turn.body)
         if response.status_code < 400 and turn.body.get("stream"):
             return StreamingResponse(
-                _relay_stream(up, relay, turn, response),
+                _relay_stream(route, response),
                 status_code=response.status_code,
                 headers=returned_headers(response.headers, note),
             )
         data = await _whole(response)
         if response.status_code < 400 and turn.own.definitions:
-            response, data = await _own_rounds(up, relay, turn, response, data)
+            response, data = await _own_rounds(route, response, data)
     except httpx.HTTPError as exc:
-        proxy.finish_soon(relay, turn, Answer(), f"The model server did not answer: {exc!r}")
+        route.store(Answer(), f"The model server did not answer: {exc!r}")
         return _unreached(exc, note)
     if response.status_code >= 400:
-        error = f"The model server answered {response.status_code}: {data[:300]!r}"
-        proxy.finish_soon(relay, turn, Answer(), error)
+        route.store(Answer(), f"The model server answered {response.status_code}: {data[:300]!r}")
     else:
-        proxy.finish_soon(relay, turn, whole_reply(data), None)
+        route.store(whole_reply(data), None)
     return Response(
         data,
         status_code=response.status_code,
@@ -289,23 +300,20 @@ async def _whole(response: httpx.Response) -> bytes:
 
 
 async def _own_rounds(
-    up: _Upstream, relay: Relay, turn: Turn, response: httpx.Response, data: bytes
+    route: _Route, response: httpx.Response, data: bytes
 ) -> tuple[httpx.Response, bytes]:
     """A whole reply that calls our tools: they run, and the model is asked again, until it
     answers without them (at most MAX_TOOL_ROUNDS rounds); what it calls of the client's goes
     back to the client, without ours."""
-    names = turn.own.names
-    body = turn.body
+    names = route.turn.own.names
+    body = route.turn.body
     for _ in range(MAX_TOOL_ROUNDS):
         answer = whole_reply(data)
         ours = [c for c in answer.tool_calls if _function(c) in names]
         if not ours or len(ours) < len(answer.tool_calls):
             break
-        calls = requested(ours)
-        results = await run_calls(relay.sidecar.run_command, turn.chat.chat_id, calls, names)
-        messages = [*body["messages"], assistant_turn(answer.text, calls), *results]
-        body = {**body, "messages": messages}
-        response = await up.send(body)
+        body = await _after_own_calls(route, body, answer.text, ours)
+        response = await route.send(body)
         data = await _whole(response)
         if response.status_code >= 400:
             return response, data
@@ -337,16 +345,24 @@ def without_own_calls(data: bytes, names: frozenset[str]) -> bytes:
     return json.dumps(reply).encode("utf-8")
 
 
-async def _relay_stream(
-    up: _Upstream, relay: Relay, turn: Turn, response: httpx.Response
-) -> AsyncIterator[bytes]:
+async def _after_own_calls(
+    route: _Route, body: dict[str, Any], text: str, ours: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """``body`` with the model's turn that called our tools, and their results, after it."""
+    calls = requested(ours)
+    relay, turn = route.relay, route.turn
+    results = await run_calls(relay.sidecar.run_command, turn.chat.chat_id, calls, turn.own.names)
+    return {**body, "messages": [*body["messages"], assistant_turn(text, calls), *results]}
+
+
+async def _relay_stream(route: _Route, response: httpx.Response) -> AsyncIterator[bytes]:
     """The upstream's stream, each piece passed on as it arrives and read on the side; with
     tools of ours offered, filtered of our calls, which run before the model is asked again
     and its new stream follows (:mod:`.own_tools`). The reply is stored as soon as the stream
     says ``[DONE]``, before the client hears it, so the chat's next turn finds it."""
     reader = StreamReader()
-    names = turn.own.names
-    body = turn.body
+    names = route.turn.own.names
+    body = route.turn.body
     stored = False
 
     def store(error: str | None) -> None:
@@ -358,7 +374,7 @@ async def _relay_stream(
                 error = None
             elif error is None and not answer.finished:
                 error = "The model server's stream ended before the reply did."
-            up.proxy.finish_soon(relay, turn, answer, error)
+            route.store(answer, error)
 
     def passed(out: bytes) -> bytes:
         reader.feed(out)
@@ -382,11 +398,8 @@ async def _relay_stream(
                 yield passed(out)
             if not own.must_ask_again():
                 break
-            calls = requested(own.calls)
-            results = await run_calls(relay.sidecar.run_command, turn.chat.chat_id, calls, names)
-            text = "".join(own.text)
-            body = {**body, "messages": [*body["messages"], assistant_turn(text, calls), *results]}
-            response = await up.send(body)
+            body = await _after_own_calls(route, body, "".join(own.text), own.calls)
+            response = await route.send(body)
             if response.status_code >= 400:
                 data = await _whole(response)
                 error = f"The model server answered {response.status_code}: {data[:300]!r}"

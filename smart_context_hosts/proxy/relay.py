@@ -179,9 +179,7 @@ class Relay:
         memory = self.sidecar.host.memory
         lead = json_safe(parts.lead)
         memo = self._memos.get(chat_id)
-        keys: dict[str, Any] = {"updated_at": now}
-        if lead or memo is None:
-            keys["proxy"] = {"system": lead}
+        keys: dict[str, Any] = {"updated_at": now, "proxy": {"system": lead}}
         defaults = {"title": title_from(parts.text), "created_at": now}
         if (
             memo is not None
@@ -202,7 +200,7 @@ class Relay:
             if before is not None:
                 messages = [*before, *added]
                 self._remember(chat_id, _Memo(list(incoming), len(messages), added[-1]["id"]))
-                return _at_user([*before, *added])
+                return _at_user(messages)
 
         def update(data: dict[str, Any]) -> dict[str, Any]:
             merged = merge(
@@ -227,7 +225,7 @@ class Relay:
         return _at_user(messages)
 
     def _metadata(self, chat_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {"chat_id": chat_id, "host": "proxy"}
+        out: dict[str, Any] = {"chat_id": chat_id}
         model = _str(body.get("model"))
         if model:  # its tokenizer counts the budget
             out["model"] = model

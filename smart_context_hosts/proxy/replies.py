@@ -69,7 +69,7 @@ class StreamReader:
             self._chunk(chunk)
 
     def _chunk(self, chunk: dict[str, Any]) -> None:
-        _usage(self.answer, chunk)
+        read_usage(self.answer, chunk)
         choices = chunk.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return
@@ -108,7 +108,7 @@ def whole_reply(body: bytes) -> Answer:
         return answer
     if not isinstance(data, dict):
         return answer
-    _usage(answer, data)
+    read_usage(answer, data)
     choices = data.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         message = choices[0].get("message")
@@ -122,9 +122,11 @@ def whole_reply(body: bytes) -> Answer:
     return answer
 
 
-def _usage(answer: Answer, chunk: dict[str, Any]) -> None:
-    if isinstance(chunk.get("model"), str):
-        answer.model = chunk["model"]
+def read_usage(answer: Answer, chunk: dict[str, Any]) -> None:
+    """The ``model`` and ``usage`` counts of a reply (or a chunk of one), where well formed."""
+    model = chunk.get("model")
+    if isinstance(model, str) and model.strip():
+        answer.model = model
     usage = chunk.get("usage")
     if isinstance(usage, dict):
         for key in ("prompt_tokens", "completion_tokens"):

@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from smart_context.errors import SmartContextError
-from smart_context_hosts.sidecar.config import SidecarConfigError
 from smart_context_hosts.sidecar.serve import (
     DEFAULT_HOST,
     GRACEFUL_SHUTDOWN_SECONDS,
     ServeError,
+    add_address_arguments,
     bind_socket,
     check_bind_host,
     resolve_vault,
+    run_until_stopped,
 )
 
 DEFAULT_PORT = 8766
@@ -124,13 +122,7 @@ def add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="the OpenAI-compatible server to forward to: the base URL your client would use",
     )
-    parser.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (8766; 0 = any)")
-    parser.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a --host other machines can reach (the proxy has no login)",
-    )
+    add_address_arguments(parser, DEFAULT_PORT, "the proxy")
     parser.add_argument(
         "--chat-header",
         action="append",
@@ -171,9 +163,9 @@ def add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_proxy(args: argparse.Namespace) -> int:
     """Run ``proxy`` from parsed arguments; returns the process exit code."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
-    try:
-        proxy(
+    return run_until_stopped(
+        "proxy",
+        lambda: proxy(
             args.vault,
             args.upstream,
             host=args.host,
@@ -184,10 +176,5 @@ def run_proxy(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             team=Team(args.vaults, args.user_header, args.key_owners) if args.vaults else None,
             user_chats=args.user_chats,
-        )
-    except (ServeError, SidecarConfigError, SmartContextError) as exc:
-        print(f"smart-context proxy: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        pass
-    return 0
+        ),
+    )

@@ -25,7 +25,7 @@ from starlette.routing import Route
 from smart_context_hosts.proxy.conversation import split
 from smart_context_hosts.proxy.identity import Chat, background_task, lowered, safe_chat_id
 from smart_context_hosts.proxy.relay import Relay
-from smart_context_hosts.proxy.replies import Answer
+from smart_context_hosts.proxy.replies import Answer, read_usage
 from smart_context_hosts.proxy.vaults import Vaults
 
 MAX_REPLY_CHARS = 1_000_000
@@ -61,14 +61,24 @@ def _chat(body: dict[str, Any]) -> Chat | None:
     return None
 
 
-async def start_turn(request: Request) -> JSONResponse:
+async def _turn_request(request: Request) -> tuple[dict[str, Any], Chat, Relay] | JSONResponse:
+    """The body, the chat it names and the relay of the vault it works on; or the refusal."""
     body = await _object(request)
     if isinstance(body, JSONResponse):
         return body
     chat = _chat(body)
-    messages = body.get("messages")
     if chat is None:
         return _refused("chat_id is required: the client's id of the conversation.")
+    relay = await _relay(request)
+    return relay if isinstance(relay, JSONResponse) else (body, chat, relay)
+
+
+async def start_turn(request: Request) -> JSONResponse:
+    asked = await _turn_request(request)
+    if isinstance(asked, JSONResponse):
+        return asked
+    body, chat, relay = asked
+    messages = body.get("messages")
     if not isinstance(messages, list):
         return _refused("messages is required: the conversation as the client would send it.")
 
@@ -81,13 +91,12 @@ async def start_turn(request: Request) -> JSONResponse:
         return unchanged(task)
     if parts is None:
         return unchanged("no user message with text")
-    relay = await _relay(request)
-    if isinstance(relay, JSONResponse):
-        return relay
     try:
         turn = await relay.prepare(chat, parts, {"model": body.get("model"), "messages": []})
     except Exception as exc:  # the client sends its own messages: a failure of ours costs nothing
-        log.exception("Chat %s: Smart Context failed; the client's messages go as they are.", chat)
+        log.exception(
+            "Chat %s: Smart Context failed; the client's messages go as they are.", chat.chat_id
+        )
         return unchanged(f"failed: {type(exc).__name__}: {exc}")
     relay.hold(turn)
     return JSONResponse(
@@ -96,30 +105,20 @@ async def start_turn(request: Request) -> JSONResponse:
 
 
 async def finish_turn(request: Request) -> JSONResponse:
-    body = await _object(request)
-    if isinstance(body, JSONResponse):
-        return body
-    chat = _chat(body)
+    asked = await _turn_request(request)
+    if isinstance(asked, JSONResponse):
+        return asked
+    body, chat, relay = asked
     content = body.get("content")
-    if chat is None or not isinstance(content, str) or len(content) > MAX_REPLY_CHARS:
+    if not isinstance(content, str) or len(content) > MAX_REPLY_CHARS:
         return _refused(
-            f"chat_id and content (text of at most {MAX_REPLY_CHARS} characters) are required."
+            f"content is required: the reply's text, at most {MAX_REPLY_CHARS} characters."
         )
-    relay = await _relay(request)
-    if isinstance(relay, JSONResponse):
-        return relay
     turn = relay.take(chat.chat_id)
     if turn is None:
         return _refused(f"Chat {chat.chat_id} has no turn waiting for its reply.", 404)
     answer = Answer(text=content, finished=True)
-    model = body.get("model")
-    answer.model = model if isinstance(model, str) and model.strip() else None
-    usage = body.get("usage")
-    if isinstance(usage, dict):
-        for key in ("prompt_tokens", "completion_tokens"):
-            value = usage.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                setattr(answer, key, value)
+    read_usage(answer, body)  # the client's word for the model and the server's counts
     await relay.finish(turn, answer)
     return JSONResponse({"status": "success"})
 

@@ -103,7 +103,7 @@ class People:
         self.user_header = user_header.lower() if user_header else None
         self.key_owners = dict(key_owners or {})
         self._vaults: dict[str, Vault] = {}
-        self._starting: dict[str, asyncio.Lock] = {}
+        self._starting = asyncio.Lock()  # a vault is started once (rare: one lock will do)
 
     def who(self, headers: Mapping[str, str]) -> str | None:
         """The person a request comes from, as a folder name; ``None`` when it does not say.
@@ -133,7 +133,7 @@ class People:
         found = self._vaults.get(person)
         if found is not None:
             return found
-        async with self._starting.setdefault(person, asyncio.Lock()):
+        async with self._starting:
             if person not in self._vaults:
                 if len(self._vaults) >= MAX_PEOPLE:
                     return f"this proxy already serves {MAX_PEOPLE} people"

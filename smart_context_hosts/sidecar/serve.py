@@ -21,12 +21,12 @@ import socket
 import sys
 import tempfile
 import webbrowser
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from smart_context.errors import SmartContextError
 from smart_context.resources import example_vault_dir
-from smart_context_hosts.sidecar.config import SidecarConfigError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -219,6 +219,17 @@ async def _open_when_started(server: uvicorn.Server, url: str) -> None:
     await asyncio.to_thread(webbrowser.open, url)
 
 
+def add_address_arguments(parser: argparse.ArgumentParser, port: int, what: str) -> None:
+    """``--host``, ``--port`` and ``--allow-remote``, for a command serving ``what``."""
+    parser.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=port, help=f"port ({port}; 0 = any)")
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help=f"allow a --host other machines can reach ({what} has no login)",
+    )
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``serve`` options, for the ``smart-context`` command line."""
     parser.add_argument(
@@ -228,13 +239,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the vault folder (default: a working copy of the example vault)",
     )
-    parser.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (8765; 0 = any)")
-    parser.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a --host other machines can reach (the API has no login)",
-    )
+    add_address_arguments(parser, DEFAULT_PORT, "the API")
     parser.add_argument(
         "--open", dest="open_browser", action="store_true", help="open the chat in the web browser"
     )
@@ -242,17 +247,25 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Run ``serve`` from parsed arguments; returns the process exit code."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
-    try:
-        serve(
+    return run_until_stopped(
+        "serve",
+        lambda: serve(
             args.vault,
             host=args.host,
             port=args.port,
             allow_remote=args.allow_remote,
             open_browser=args.open_browser,
-        )
-    except (ServeError, SidecarConfigError) as exc:
-        print(f"smart-context serve: {exc}", file=sys.stderr)
+        ),
+    )
+
+
+def run_until_stopped(command: str, run: Callable[[], None]) -> int:
+    """Run a server command until Ctrl+C: 0, or 2 with the message when it cannot start."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
+    try:
+        run()
+    except SmartContextError as exc:  # a refused address, a bad setting or vault: said plainly
+        print(f"smart-context {command}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         pass

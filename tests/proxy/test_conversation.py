@@ -9,6 +9,7 @@ import json
 from smart_context.paths import check_chat_id
 from smart_context_hosts.proxy.conversation import merge, paired_tools, split, wire_form
 from smart_context_hosts.proxy.identity import background_task, prefix_chat, which_chat
+from smart_context_hosts.proxy.relay import summary
 from smart_context_hosts.proxy.replies import StreamReader, whole_reply
 
 NOW = "2026-11-26T09:00:00.000+00:00"
@@ -232,3 +233,16 @@ def test_what_cannot_be_read_is_left_out_never_raised() -> None:
         ).encode()
     )
     assert whole.text == "ok" and whole.prompt_tokens is None
+
+
+def test_the_summary_header_can_carry_no_label_an_attacker_wrote() -> None:
+    record = {
+        "usage": {"sent_tokens": 1204, "full_tokens": 18930},
+        "active_topics": ["Sourdough\r\nX-Evil: 1", "Café ☕", "A", "B", "C"],
+    }
+    note = summary(record)
+    assert note.startswith(
+        "sent 1,204 of 18,930 tokens; filter: Sourdough%0D%0AX-Evil: 1, Caf%C3%A9"
+    )
+    assert note.endswith("and 1 more") and note.isascii() and "\r" not in note and "\n" not in note
+    assert summary({"mode": "full", "usage": "not a dict"}) == "mode full"

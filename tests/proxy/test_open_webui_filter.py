@@ -100,11 +100,17 @@ async def test_a_reply_without_its_turn_is_refused_plainly(
         orphan = await client.post(f"{url}/api/turns/reply", json={"chat_id": "c", "content": "x"})
         bad = await client.post(f"{url}/api/turns", json={"chat_id": "c", "messages": "no"})
         not_json = await client.post(f"{url}/api/turns", content=b"{")
+        no_chat = await client.post(f"{url}/api/turns", json={"messages": []})
+        too_long = await client.post(
+            f"{url}/api/turns/reply", json={"chat_id": "c", "content": "x" * 1_000_001}
+        )
         hostile = await client.post(
             f"{url}/api/turns",
             json={"chat_id": "../../etc", "messages": [{"role": "user", "content": "hi"}]},
         )
     assert orphan.status_code == 404 and "no turn waiting" in orphan.json()["error"]
     assert bad.status_code == 400 and not_json.status_code == 400
+    assert no_chat.status_code == 400 and "chat_id is required" in no_chat.json()["error"]
+    assert too_long.status_code == 400 and "at most" in too_long.json()["error"]
     assert hostile.json()["rebuilt"] is True
     assert not (tmp_path / "etc.json").exists() and not (tmp_path.parent / "etc.json").exists()

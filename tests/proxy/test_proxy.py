@@ -191,20 +191,28 @@ async def test_upstream_errors_reach_the_client_with_their_status_and_body(
     ]
 
 
+async def refusal(url: str, key: str, chat: str) -> openai.APIStatusError:
+    """What the ``openai`` client raises for one turn of ``chat`` through the proxy at ``url``."""
+    client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0)
+    try:
+        with pytest.raises(openai.APIStatusError) as caught:
+            await client.chat.completions.create(
+                model="stub-chat",
+                messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"X-Smart-Context-Chat": chat},
+            )
+    finally:
+        await client.close()
+    return caught.value
+
+
 async def test_an_unreachable_upstream_is_a_502_in_openais_shape(vault: Path) -> None:
     sidecar = Sidecar(vault)
     app = create_app(sidecar, ProxyOptions("http://127.0.0.1:9/v1"))
     async with live_server(app) as url:
-        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0)
-        with pytest.raises(openai.APIStatusError) as caught:
-            await client.chat.completions.create(
-                model="m",
-                messages=[{"role": "user", "content": "hi"}],
-                extra_headers={"X-Smart-Context-Chat": "c"},
-            )
-        await client.close()
-    assert caught.value.status_code == 502
-    assert "could not be reached" in caught.value.body["message"]  # type: ignore[index]
+        caught = await refusal(url, "k", "c")
+    assert caught.status_code == 502
+    assert "could not be reached" in caught.body["message"]  # type: ignore[index]
 
 
 async def test_the_clients_tools_and_tool_calls_pass_through_untouched(running: Running) -> None:
@@ -414,19 +422,10 @@ async def test_an_upstream_that_stays_silent_is_a_504_and_the_turn_says_so(
     openai_server.delay = 2.0
     app = create_app(Sidecar(vault), ProxyOptions(openai_server.base_url, timeout=0.5))
     async with live_server(app) as url:
-        client = openai.AsyncOpenAI(
-            base_url=f"{url}/v1", api_key=openai_server.api_key, max_retries=0
-        )
-        with pytest.raises(openai.APIStatusError) as caught:
-            await client.chat.completions.create(
-                model="stub-chat",
-                messages=[{"role": "user", "content": "hi"}],
-                extra_headers={"X-Smart-Context-Chat": "slow"},
-            )
-        await client.close()
+        caught = await refusal(url, openai_server.api_key, "slow")
         await app.state.proxy.settle()
-    assert caught.value.status_code == 504
-    assert "did not answer in time" in caught.value.body["message"]  # type: ignore[index]
+    assert caught.status_code == 504
+    assert "did not answer in time" in caught.body["message"]  # type: ignore[index]
     assert "did not answer" in chat_on_disk(vault, "slow")["messages"][-1]["error"]
 
 
@@ -605,3 +604,70 @@ async def test_the_next_turn_finds_the_reply_even_while_the_upstream_holds_the_s
         ("assistant", "echo two"),
     ]
     assert not any("error" in m for m in stored)
+
+
+async def test_a_body_nested_past_pythons_limit_passes_through(running: Running) -> None:
+    deep = b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    async with httpx.AsyncClient() as raw:
+        answer = await raw.post(
+            f"{running.url}/v1/chat/completions",
+            content=deep,
+            headers={
+                "Authorization": f"Bearer {running.stub.api_key}",
+                "X-Smart-Context-Chat": "c",
+            },
+        )
+    assert note_of(answer.headers) == "off; the body is not a JSON object"
+    assert answer.status_code >= 400  # the upstream's own answer to it, not a crash of ours
+
+
+async def test_a_body_over_the_limit_is_a_413_that_says_so(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import smart_context_hosts.proxy.app as proxy_app
+
+    monkeypatch.setattr(proxy_app, "MAX_BODY_BYTES", 1_000)
+    async with httpx.AsyncClient() as raw:
+        answer = await raw.post(
+            f"{running.url}/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "x" * 2_000}]},
+            headers={"X-Smart-Context-Chat": "big"},
+        )
+    assert answer.status_code == 413 and "over 1000 bytes" in answer.json()["error"]["message"]
+    assert running.chat_bodies() == []  # nothing went upstream
+
+
+async def test_a_request_without_a_user_message_passes_and_says_why(running: Running) -> None:
+    messages = [SYSTEM]
+    raw = await running.client.chat.completions.with_raw_response.create(
+        model="stub-chat",
+        messages=messages,
+        extra_headers={"X-Smart-Context-Chat": "sys"},  # type: ignore[arg-type]
+    )
+    assert note_of(raw.headers) == "off; no user message with text"
+    assert running.chat_bodies()[-1]["messages"] == messages
+
+
+async def test_two_turns_of_one_chat_at_once_leave_one_conversation(running: Running) -> None:
+    """Open WebUI's multi-model chat sends one history to two models at once: the turns are
+    taken one after the other, and the chat ends as the client's conversation, no message
+    twice."""
+    asked = [SYSTEM, {"role": "user", "content": "Plan four days in Kyoto"}]
+    running.stub.chat_replies += ["first model", "second model"]
+    headers = {"X-Smart-Context-Chat": "twin"}
+    replies = await asyncio.gather(
+        *(
+            running.client.chat.completions.create(
+                model="stub-chat",
+                messages=asked,
+                extra_headers=headers,  # type: ignore[arg-type]
+            )
+            for _ in range(2)
+        )
+    )
+    await running_settle(running)
+    stored = chat_on_disk(running.vault, "twin")["messages"]
+    assert {r.choices[0].message.content for r in replies} == {"first model", "second model"}
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+    assert stored[0]["content"] == "Plan four days in Kyoto"
+    assert stored[1]["content"] in {"first model", "second model"} and "smart_context" in stored[1]
