@@ -73,7 +73,6 @@ class ContextRecord:
     cuts: dict[str, float] | None = None  # with "auto": the similarity each topic asked for
     # ("included_ids" | "excluded_ids", ids): the shorter side, see the module docstring
     ids: tuple[str, list[Any]] = field(default_factory=lambda: ("excluded_ids", []))
-    scores: dict[Any, float] | None = None  # message id -> similarity, for the messages kept
     kept: Kept | None = None  # a filter's ids and scores, written with the record
     best_score: float | None = None  # on fallback: the closest any message came
     note: str | None = None  # on fallback, in words: the filter did nothing, and why
@@ -102,8 +101,6 @@ class ContextRecord:
             out["scores"], omitted = self.kept.scores(sent)
             if omitted:
                 out["scores_omitted"] = omitted
-        elif self.scores is not None:
-            out["scores"] = self.scores
         if self.best_score is not None:
             out["best_score"] = self.best_score
         if self.note is not None:
@@ -157,9 +154,7 @@ class RequestRecord:
         out = self.rule.as_dict(self.sent if narrowed else None)
         if self.tools is not None:
             out["tools"] = list(self.tools)
-        if self.sent_ids is not None:
-            out.pop("included_ids", None)
-            out.pop("excluded_ids", None)
+        if self.sent_ids is not None:  # the rule wrote no ids: these are of what was sent
             out[self.sent_ids[0]] = self.sent_ids[1]
         if self.memory is not None:
             out["memory"] = self.memory.as_dict()

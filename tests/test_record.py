@@ -27,7 +27,6 @@ def test_a_record_is_json_and_carries_one_id_list() -> None:
         4,
         threshold=0.4,
         ids=("included_ids", ["m2", "m3"]),
-        scores={"m2": 0.1},
     ).as_dict()
     assert json.loads(json.dumps(record)) == record
     assert "excluded_ids" not in record

@@ -192,7 +192,8 @@ def decide(
     # the ids and scores are written with the record: a budget may send only some of these
     filtered = record(FILTERED, kept=Kept(all_ids, kept_flags, len(older), values))
     where = np.concatenate((np.arange(len(older), dtype=np.intp), len(older) + kept_at))
-    whole = history if not older and positions is None else History(candidates())
+    # the ids are known: no second read of every message's id
+    whole = history if not older and positions is None else History(candidates(), all_ids)
 
     def kept() -> list[Any]:
         return [*older, *select(messages, keep)] if older else select(messages, keep)

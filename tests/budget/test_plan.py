@@ -236,3 +236,12 @@ def test_summaries_use_the_room_kept_for_them_and_the_history_what_is_left() -> 
     chosen = plan(inputs(100), spans, Budget(room=300, recent=10, summary_share=0.2))
     assert chosen.summary_tokens > 0 and chosen.summaries
     assert chosen.message_tokens + chosen.summary_tokens <= 300
+
+
+def test_hits_without_their_partners_are_refused_plainly() -> None:
+    import pytest
+
+    hits = np.array([4, 2], dtype=np.intp)
+    lacking = inputs(10, hits=hits, hit_partners=np.array([5], dtype=np.intp))
+    with pytest.raises(ValueError, match="2 hits but 1 partners"):
+        plan(lacking, [], Budget(room=50, recent=2))
