@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from smart_context_hosts.proxy.body import Bodies, read_body
 from smart_context_hosts.proxy.conversation import split
 from smart_context_hosts.proxy.identity import (
     background_task,
@@ -201,10 +202,10 @@ async def chat_completions(request: Request) -> Response:
     if raw is None:
         return _error(413, f"The request body is over {MAX_BODY_BYTES} bytes.")
     headers = lowered(request.headers.items())
-    try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past Python's limit
-        body = None
+    named = which_chat(headers, {}, proxy.options.chat_headers)  # by a header, before parsing
+    bodies = await _bodies(proxy, headers) if named is not None else None
+    read = read_body(raw, bodies.get(named.chat_id) if bodies and named else None)
+    body = read.data if read is not None else None  # None: not JSON, or nested past the limit
     if not isinstance(body, dict):
         return await _pass(request, raw, "off; the body is not a JSON object")
     task = background_task(headers, body)
@@ -227,6 +228,8 @@ async def chat_completions(request: Request) -> Response:
         vault = await proxy.vaults.of(headers)
         if isinstance(vault, str):
             return await _pass(request, raw, header_safe(f"off; {vault}"))
+        if read is not None and read.known is not None and chat == named:
+            vault.relay.bodies.put(chat.chat_id, read.known)  # a chat turn: the next continues it
         future = await proxy.before_turn(vault.relay, chat.chat_id)
         turn = await vault.relay.prepare(chat, parts, body)
     except Exception as exc:  # the client's request still goes: a failure of ours costs no reply
@@ -238,6 +241,16 @@ async def chat_completions(request: Request) -> Response:
     headers["content-type"] = "application/json"
     url = proxy.url(request.url.path, request.url.query)
     return await _send_turn(_Route(proxy, vault.relay, turn, url, headers, future))
+
+
+async def _bodies(proxy: Proxy, headers: Mapping[str, str]) -> Bodies | None:
+    """The last requests of the chats of the vault a request works on, if it has one."""
+    try:
+        vault = await proxy.vaults.of(headers)
+    except Exception:  # the turn passes through, and says why, once its body is read
+        log.debug("No vault for the request yet.", exc_info=True)
+        return None
+    return None if isinstance(vault, str) else vault.relay.bodies
 
 
 @dataclass(frozen=True)

@@ -56,8 +56,8 @@ class Merged:
 def split(messages: Any) -> Split | None:
     """The parts of a request's ``messages``; ``None`` when there is no user message with text
     to work on (the request then goes upstream as it came)."""
-    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-        return None
+    if not isinstance(messages, list) or not set(map(type, messages)) <= {dict}:
+        return None  # (one loop in C: a long chat is 10,000 messages)
     start = 0
     while start < len(messages) and messages[start].get("role") in LEAD_ROLES:
         start += 1

@@ -15,13 +15,16 @@ request goes as it came (:class:`Passed`): a user never loses a reply because of
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 from smart_context.record import json_safe
+from smart_context_hosts.proxy.body import Bodies
 from smart_context_hosts.proxy.conversation import (
     SIDECAR_ONLY,
     Split,
@@ -48,6 +51,7 @@ from smart_context_hosts.sidecar.tools import auto_approved
 BEFORE_UPSTREAM = ("pipeline_input", "pipeline_context", "pipeline_prompt")
 MAX_HEADER_LABELS = 4
 MAX_MEMOS = 256  # chats whose last request is remembered for the quick check
+MAX_MEMO_MESSAGES = 250_000  # and the messages all of them hold, at most
 MAX_PENDING = 256  # chats whose turn waits for a reply a client brings (the turns API)
 
 log = logging.getLogger(__name__)
@@ -65,16 +69,34 @@ class Turn:
     summary: str
     known: list[dict[str, Any]]  # the client's conversation, for the next request's quick check
     own: OwnTools = field(default_factory=OwnTools)  # the plugins' tools beside the client's
+    stored: asyncio.Future[None] | None = None  # the client's new messages being written
 
 
 @dataclass(frozen=True)
 class _Memo:
-    """A chat as the last request left it: the client's messages, and the stored chat's length
-    and last id then. A request that extends those messages appends without comparing."""
+    """A chat as the last request left it: the client's messages (``wire``), and the stored
+    chat's messages then (the relay's own copies). A request that extends those messages is
+    answered from them, and its new messages are written on the side."""
 
     wire: list[dict[str, Any]]
-    count: int
-    last_id: Any
+    stored: list[dict[str, Any]]
+
+    def continued_by(self, incoming: list[dict[str, Any]]) -> bool:
+        """Whether ``incoming`` is the conversation of this memo with messages after it."""
+        return len(incoming) > len(self.wire) and incoming[: len(self.wire)] == self.wire
+
+    def as_left(self, data: dict[str, Any]) -> bool:
+        """Whether a chat is as this memo left it: as long, and ending with the same message
+        (another client that changed it, or the page, sends this turn the long way)."""
+        messages = data["messages"]
+        last = messages[-1] if messages else None
+        mine = self.stored[-1] if self.stored else None
+        return (
+            len(messages) == len(self.stored)
+            and isinstance(last, dict)
+            and mine is not None
+            and last.get("id") == mine.get("id")
+        )
 
 
 class Relay:
@@ -82,8 +104,11 @@ class Relay:
 
     def __init__(self, sidecar: Sidecar) -> None:
         self.sidecar = sidecar
-        self._memos: dict[str, _Memo] = {}
+        self._memos: OrderedDict[str, _Memo] = OrderedDict()
+        self._memo_messages = 0  # the messages the memos hold
         self._pending: OrderedDict[str, Turn] = OrderedDict()
+        self._writing: set[asyncio.Task[None]] = set()  # held: the loop keeps tasks weakly
+        self.bodies = Bodies()  # each chat's last request, read on from where it ended
 
     def hold(self, turn: Turn) -> None:
         """Keep ``turn`` until its reply comes (:meth:`take`), the chat's last turn only."""
@@ -102,7 +127,7 @@ class Relay:
         request as it came)."""
         chat_id = chat.chat_id
         incoming = [*parts.history, parts.message, *parts.tail]
-        stored, user_message = await self._store(chat_id, incoming, parts)
+        stored, user_message, writing = await self._store(chat_id, incoming, parts)
         ctx = PipelineContext(
             message=parts.text,
             original_message=parts.text,
@@ -130,6 +155,7 @@ class Relay:
             summary=summary(record),
             known=incoming,
             own=own,
+            stored=writing,
         )
 
     def _may_run(self, server: str, unasked: frozenset[str]) -> bool:
@@ -153,76 +179,112 @@ class Relay:
             model=answer.model or _str(turn.body.get("model")),
             wire=wire if answer.tool_calls else None,
         )
+        if turn.stored is not None:  # the reply goes after the messages it answers
+            await turn.stored
         event = await self.sidecar.pipeline.finish(
             turn.chat.chat_id, turn.ctx, reply, turn.user_message
         )
-        stored = event.data.get("assistant_message") or {}
-        memo = self._memos.pop(turn.chat.chat_id, None)
-        if memo is not None and error is None:  # the chat as this reply left it
-            known = [*turn.known, wire]
-            self._remember(turn.chat.chat_id, _Memo(known, memo.count + 1, stored.get("id")))
+        stored = event.data.get("assistant_message")
+        memo = self._forget(turn.chat.chat_id)
+        if memo is not None and memo.wire is turn.known and error is None and stored:
+            # the chat as this reply left it
+            self._remember(
+                turn.chat.chat_id, _Memo([*turn.known, wire], [*memo.stored, dict(stored)])
+            )
         # after an error the next turn goes the long way: the client's copy of what it got
         # then takes the place of the stored error, as merge does with the sidecar's own
 
     def _remember(self, chat_id: str, memo: _Memo) -> None:
-        self._memos.pop(chat_id, None)
-        if len(self._memos) >= MAX_MEMOS:
-            self._memos.pop(next(iter(self._memos)))
+        self._forget(chat_id)
+        if len(memo.stored) > MAX_MEMO_MESSAGES:
+            return  # a chat that long goes the long way each turn
+        while self._memos and (
+            len(self._memos) >= MAX_MEMOS
+            or self._memo_messages + len(memo.stored) > MAX_MEMO_MESSAGES
+        ):
+            self._forget(next(iter(self._memos)))
         self._memos[chat_id] = memo
+        self._memo_messages += len(memo.stored)
+
+    def _forget(self, chat_id: str) -> _Memo | None:
+        memo = self._memos.pop(chat_id, None)
+        if memo is not None:
+            self._memo_messages -= len(memo.stored)
+        return memo
 
     async def _store(
         self, chat_id: str, incoming: list[dict[str, Any]], parts: Split
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    ) -> tuple[list[dict[str, Any]], dict[str, Any], asyncio.Future[None] | None]:
         """Put the client's conversation in the chat; the history before the user message
-        (copies) and the stored user message."""
+        (copies), the stored user message, and the writing of the new messages when it goes
+        on after this returns (:meth:`finish` waits for it)."""
         now = now_iso()
-        memory = self.sidecar.host.memory
         lead = json_safe(parts.lead)
-        memo = self._memos.get(chat_id)
         keys: dict[str, Any] = {"updated_at": now, "proxy": {"system": lead}}
         defaults = {"title": title_from(parts.text), "created_at": now}
-        if (
-            memo is not None
-            and len(incoming) > len(memo.wire)
-            and incoming[: len(memo.wire)] == memo.wire
-        ):
+        memo = self._memos.get(chat_id)
+        if memo is not None and memo.continued_by(incoming):
             # the usual turn: the conversation as the last request left it, and what is new,
-            # appended in time that does not grow with the chat, while the chat is as we left it
+            # in time that does not grow with the chat. The new messages are written while
+            # the request goes upstream (the client holds them until its reply comes).
             added = [stored_form(m, new_message_id(), now) for m in incoming[len(memo.wire) :]]
+            messages = [*memo.stored, *added]
+            self._remember(chat_id, _Memo(incoming, messages))
+            write = self._append(chat_id, memo, added, incoming, keys, defaults, now)
+            return (*_at_user(list(map(dict.copy, messages))), self._soon(write))
+
+        data = await self.sidecar.host.memory.update_chat(
+            chat_id, _merging(chat_id, incoming, keys, defaults, now)
+        )
+        messages = list(map(dict.copy, data["messages"]))
+        self._remember(chat_id, _Memo(incoming, messages))
+        return (*_at_user(list(map(dict.copy, messages))), None)
+
+    async def _append(
+        self,
+        chat_id: str,
+        memo: _Memo,
+        added: list[dict[str, Any]],
+        incoming: list[dict[str, Any]],
+        keys: dict[str, Any],
+        defaults: dict[str, Any],
+        now: str,
+    ) -> None:
+        """Append ``added`` to the chat if it is still as ``memo`` left it; else merge the
+        client's conversation into it the long way (someone else changed the chat meanwhile)."""
+        memory = self.sidecar.host.memory
+        try:
             before = await memory.append_messages(
-                chat_id,
-                added,
-                updates=keys,
-                defaults=defaults,
-                history=True,
-                expect=lambda data: _as_left(data, memo),
+                chat_id, added, updates=keys, defaults=defaults, expect=memo.as_left
             )
-            if before is not None:
-                messages = [*before, *added]
-                self._remember(chat_id, _Memo(list(incoming), len(messages), added[-1]["id"]))
-                return _at_user(messages)
-
-        def update(data: dict[str, Any]) -> dict[str, Any]:
-            merged = merge(
-                [m for m in data["messages"] if isinstance(m, dict)], incoming, new_message_id, now
-            )
-            if merged.dropped:
-                log.info(
-                    "Chat %s: the client no longer has %d stored message(s) (an edit or a "
-                    "regenerated reply); its version is kept.",
-                    chat_id,
-                    merged.dropped,
+            if before is None:
+                self._forget(chat_id)  # the next turn goes the long way too
+                ids = [m["id"] for m in added]  # the plugins were given these
+                await memory.update_chat(
+                    chat_id, _merging(chat_id, incoming, keys, defaults, now, ids)
                 )
-            out = {**data, "messages": merged.messages, **keys}
-            for key, value in defaults.items():
-                if not str(data.get(key) or "").strip():
-                    out[key] = value
-            return out
+        except Exception:
+            self._forget(chat_id)  # the next turn stores the client's conversation again
+            raise
 
-        data = await memory.update_chat(chat_id, update)
-        messages = data["messages"]
-        self._remember(chat_id, _Memo(list(incoming), len(messages), messages[-1].get("id")))
-        return _at_user(messages)
+    def _soon(self, work: Awaitable[None]) -> asyncio.Future[None]:
+        """``work`` running on its own, held until done; a failure is logged (the next turn
+        stores the client's messages again the long way)."""
+        task = asyncio.ensure_future(work)
+        self._writing.add(task)
+
+        def done(_: asyncio.Future[None]) -> None:
+            self._writing.discard(task)
+            if not task.cancelled() and task.exception() is not None:
+                log.error("The client's messages could not be stored.", exc_info=task.exception())
+
+        task.add_done_callback(done)
+        return task
+
+    async def settle(self) -> None:
+        """Wait until the messages being written are stored."""
+        while self._writing:
+            await asyncio.wait(list(self._writing))
 
     def _metadata(self, chat_id: str, body: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"chat_id": chat_id}
@@ -254,12 +316,41 @@ def _at_user(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict
     return messages[:at], messages[at]
 
 
-def _as_left(data: dict[str, Any], memo: _Memo) -> bool:
-    """Whether a chat is as the last turn left it: as long, and ending with the same message
-    (another client that changed it, or the page, sends this turn the long way)."""
-    messages = data["messages"]
-    last = messages[-1] if messages else None
-    return len(messages) == memo.count and isinstance(last, dict) and last.get("id") == memo.last_id
+def _merging(
+    chat_id: str,
+    incoming: list[dict[str, Any]],
+    keys: dict[str, Any],
+    defaults: dict[str, Any],
+    now: str,
+    ids: Sequence[str] = (),
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The update that merges the client's conversation into a stored chat (:func:`merge`):
+    what the chat holds keeps its ids, and where the client says otherwise it wins. ``ids``:
+    those the last messages of ``incoming`` were given already, kept if they are added."""
+
+    def update(data: dict[str, Any]) -> dict[str, Any]:
+        merged = merge(
+            [m for m in data["messages"] if isinstance(m, dict)], incoming, new_message_id, now
+        )
+        given = min(len(ids), len(incoming) - merged.kept)  # merge's new messages are its own
+        for message, message_id in zip(
+            merged.messages[len(merged.messages) - given :], ids[len(ids) - given :], strict=True
+        ):
+            message["id"] = message_id
+        if merged.dropped:
+            log.info(
+                "Chat %s: the client no longer has %d stored message(s) (an edit or a "
+                "regenerated reply); its version is kept.",
+                chat_id,
+                merged.dropped,
+            )
+        out = {**data, "messages": merged.messages, **keys}
+        for key, value in defaults.items():
+            if not str(data.get(key) or "").strip():
+                out[key] = value
+        return out
+
+    return update
 
 
 def summary(record: dict[str, Any]) -> str:

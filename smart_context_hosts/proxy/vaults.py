@@ -69,7 +69,7 @@ class OneVault:
         return self.vault
 
     async def close(self) -> None:
-        return None
+        await self.vault.relay.settle()
 
 
 class KeyOwnersError(SmartContextError):
@@ -156,5 +156,6 @@ class People:
 
     async def close(self) -> None:
         for vault in self._vaults.values():
+            await vault.relay.settle()
             await vault.sidecar.stop()
         self._vaults.clear()

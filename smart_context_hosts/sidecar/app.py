@@ -378,12 +378,15 @@ def create_app(
 ) -> Starlette:
     """The Starlette app serving ``sidecar``; its lifespan starts and stops the plugins."""
 
+    vaults = OneVault(sidecar)
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await sidecar.start()
         try:
             yield
         finally:
+            await vaults.close()  # the turns API's messages still being written
             await sidecar.stop()
 
     routes = [
@@ -412,7 +415,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.sidecar = sidecar
-    app.state.vaults = OneVault(sidecar)
+    app.state.vaults = vaults
     app.state.keepalive_seconds = keepalive_seconds
     app.state.templates = page_environment(static_dir())
     return app

@@ -22,6 +22,8 @@ from starlette.routing import Route
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.cli_reports import show_stats
 from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_of
+from smart_context_hosts.proxy.relay import Relay, Turn
+from smart_context_hosts.proxy.vaults import OneVault
 from smart_context_hosts.sidecar.app import create_app as create_page_app
 from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.openai_server import OpenAIStub, tool_calls
@@ -671,3 +673,96 @@ async def test_two_turns_of_one_chat_at_once_leave_one_conversation(running: Run
     assert [m["role"] for m in stored] == ["user", "assistant"]
     assert stored[0]["content"] == "Plan four days in Kyoto"
     assert stored[1]["content"] in {"first model", "second model"} and "smart_context" in stored[1]
+
+
+def relay_of(run: Running) -> Relay:
+    vaults = run.proxy.vaults
+    assert isinstance(vaults, OneVault)
+    return vaults.vault.relay
+
+
+async def test_a_chat_changed_meanwhile_takes_the_clients_conversation_with_the_ids_given(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn that continues the client's last one is answered from what the proxy holds, and
+    its messages are written on the side; when someone else changed the chat meanwhile, the
+    client's conversation is merged in the long way, with the ids the plugins were given."""
+    relay = relay_of(running)
+    turns: list[Turn] = []
+    prepare = relay.prepare
+
+    async def recorded(*args: Any) -> Turn:
+        turns.append(await prepare(*args))
+        return turns[-1]
+
+    monkeypatch.setattr(relay, "prepare", recorded)
+    history: list[dict[str, Any]] = [SYSTEM]
+    await turn(running, history, "Plan four days in Kyoto")
+    await running_settle(running)
+    page = {"id": "from-page", "role": "user", "content": "a message sent from the page"}
+    await running.sidecar.host.memory.append_message("trip", page)
+    await turn(running, history, "Which temples first?")
+    await running_settle(running)
+    stored = chat_on_disk(running.vault, "trip")["messages"]
+    assert [(m["role"], m["content"]) for m in stored] == [
+        (m["role"], m["content"]) for m in history[1:]
+    ]
+    assert stored[2]["id"] == turns[-1].user_message["id"]
+    assert "smart_context" in stored[3]
+    await turn(running, history, "And where to eat?")  # the quick way again
+    await running_settle(running)
+    stored = chat_on_disk(running.vault, "trip")["messages"]
+    assert [m["content"] for m in stored][-2:] == [m["content"] for m in history[-2:]]
+    assert stored[4]["id"] == turns[-1].user_message["id"]
+    assert len({m["id"] for m in stored}) == len(stored) == 6
+
+
+async def test_messages_that_could_not_be_written_are_stored_by_the_next_turn(
+    running: Running, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    history: list[dict[str, Any]] = [SYSTEM]
+    await turn(running, history, "Plan four days in Kyoto")
+    await running_settle(running)
+    memory = running.sidecar.host.memory
+    append = memory.append_messages
+    failures = iter([OSError("disk full")])
+
+    async def failing(*args: Any, **kwargs: Any) -> Any:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return await append(*args, **kwargs)
+
+    monkeypatch.setattr(memory, "append_messages", failing)
+    reply, note = await turn(running, history, "Which temples first?")
+    assert reply == "echo: Which temples first?" and note is not None and note.startswith("sent")
+    await running_settle(running)
+    assert "could not be stored" in caplog.text
+    assert len(chat_on_disk(running.vault, "trip")["messages"]) == 2
+    await turn(running, history, "And where to eat?")
+    await running_settle(running)
+    stored = chat_on_disk(running.vault, "trip")["messages"]
+    assert [(m["role"], m["content"]) for m in stored] == [
+        (m["role"], m["content"]) for m in history[1:]
+    ]
+
+
+async def test_a_chats_next_body_is_read_from_where_its_last_turn_ended(running: Running) -> None:
+    """Only a chat turn's body is kept for the next: Open WebUI's title task, sent between two
+    turns with the chat's id, is not."""
+    relay = relay_of(running)
+    history: list[dict[str, Any]] = [SYSTEM]
+    await turn(running, history, "Plan four days in Kyoto", chat="owui-2")
+    known = relay.bodies.get("owui-2")
+    assert known is not None and known.messages[-1]["content"] == "Plan four days in Kyoto"
+    await running.client.chat.completions.create(
+        model="stub-chat",
+        messages=[{"role": "user", "content": "### Task:\nGenerate a concise title..."}],
+        extra_headers={"X-Smart-Context-Chat": "owui-2"},
+    )
+    assert relay.bodies.get("owui-2") is known
+    await turn(running, history, "Which temples first?", chat="owui-2")
+    later = relay.bodies.get("owui-2")
+    assert later is not None and later.prefix.startswith(known.prefix)
+    assert later.messages[1] is known.messages[1]  # read on from there, not parsed again
+    assert running.chat_bodies()[-1]["messages"][-1]["content"] == "Which temples first?"
