@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from smart_context_hosts.proxy.body import Bodies, read_body
+from smart_context_hosts.proxy.body import read_body
 from smart_context_hosts.proxy.conversation import split
 from smart_context_hosts.proxy.identity import (
     background_task,
@@ -203,8 +203,9 @@ async def chat_completions(request: Request) -> Response:
         return _error(413, f"The request body is over {MAX_BODY_BYTES} bytes.")
     headers = lowered(request.headers.items())
     named = which_chat(headers, {}, proxy.options.chat_headers)  # by a header, before parsing
-    bodies = await _bodies(proxy, headers) if named is not None else None
-    read = read_body(raw, bodies.get(named.chat_id) if bodies and named else None)
+    running = proxy.vaults.running(headers) if named is not None else None
+    known = running.relay.bodies.get(named.chat_id) if running and named else None
+    read = read_body(raw, known)
     body = read.data if read is not None else None  # None: not JSON, or nested past the limit
     if not isinstance(body, dict):
         return await _pass(request, raw, "off; the body is not a JSON object")
@@ -228,10 +229,11 @@ async def chat_completions(request: Request) -> Response:
         vault = await proxy.vaults.of(headers)
         if isinstance(vault, str):
             return await _pass(request, raw, header_safe(f"off; {vault}"))
-        if read is not None and read.known is not None and chat == named:
-            vault.relay.bodies.put(chat.chat_id, read.known)  # a chat turn: the next continues it
+        if read is not None and read.known is not None and named is not None:
+            vault.relay.bodies.put(named.chat_id, read.known)  # a turn: the next continues it
         future = await proxy.before_turn(vault.relay, chat.chat_id)
         turn = await vault.relay.prepare(chat, parts, body)
+        content = encoded(turn.body)  # (a body nested past Python's limit cannot be written)
     except Exception as exc:  # the client's request still goes: a failure of ours costs no reply
         log.exception("Chat %s: Smart Context failed; the request goes as it came.", chat.chat_id)
         if future is not None:
@@ -240,17 +242,7 @@ async def chat_completions(request: Request) -> Response:
     headers = forwarded_headers(request.headers.items(), ours=True)
     headers["content-type"] = "application/json"
     url = proxy.url(request.url.path, request.url.query)
-    return await _send_turn(_Route(proxy, vault.relay, turn, url, headers, future))
-
-
-async def _bodies(proxy: Proxy, headers: Mapping[str, str]) -> Bodies | None:
-    """The last requests of the chats of the vault a request works on, if it has one."""
-    try:
-        vault = await proxy.vaults.of(headers)
-    except Exception:  # the turn passes through, and says why, once its body is read
-        log.debug("No vault for the request yet.", exc_info=True)
-        return None
-    return None if isinstance(vault, str) else vault.relay.bodies
+    return await _send_turn(_Route(proxy, vault.relay, turn, url, headers, future), content)
 
 
 @dataclass(frozen=True)
@@ -266,8 +258,9 @@ class _Route:
     headers: dict[str, str]
     done: asyncio.Future[None]
 
-    async def send(self, body: dict[str, Any]) -> httpx.Response:
-        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    async def send(self, body: dict[str, Any] | bytes) -> httpx.Response:
+        """``body`` (or its JSON) to the upstream; the response, its body still to read."""
+        content = body if isinstance(body, bytes) else encoded(body)
         request = self.proxy.client.build_request(
             "POST", self.url, headers=self.headers, content=content
         )
@@ -278,10 +271,17 @@ class _Route:
         self.proxy.store_soon(self.relay, self.turn, answer, error, self.done)
 
 
-async def _send_turn(route: _Route) -> Response:
+def encoded(body: dict[str, Any]) -> bytes:
+    """A request body as the upstream reads it."""
+    return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+
+async def _send_turn(route: _Route, content: bytes) -> Response:
+    """The turn's request (``content``: its body, written) to the upstream, and the response
+    to the client; the reply is stored on the side."""
     turn, note = route.turn, route.turn.summary
     try:
-        response = await route.send(turn.body)
+        response = await route.send(content)
         if response.status_code < 400 and turn.body.get("stream"):
             return StreamingResponse(
                 _relay_stream(route, response),

@@ -22,8 +22,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-MAX_CHATS = 256  # chats whose last body is kept
-MAX_BYTES = 256 * 1024 * 1024  # and the bytes all of them keep, at most
+MAX_CHATS = 64  # chats whose last body is kept (per vault)
+MAX_BYTES = 64 * 1024 * 1024  # and their bytes, at most (the messages parsed from them: 2-6x)
 
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -70,17 +70,17 @@ def read_body(raw: bytes, known: Known | None = None) -> Body | None:
         return None
 
 
-def _whole(raw: bytes) -> Body | None:
+def _whole(raw: bytes) -> Body:
     text = raw.decode("utf-8")
     try:
         pos = _skip(text, 0)
         if text[pos : pos + 1] != "{":
             raise _Unexpected("not an object")
         members, pos, ends = _members(text, pos + 1, first=True)
-    except (ValueError, RecursionError):
-        return None
+    except (ValueError, RecursionError) as exc:  # json.loads decides (UTF-16 reads as UTF-8)
+        raise _Unexpected("not read here") from exc
     if _skip(text, pos) != len(text):
-        return None  # more after the object: not JSON
+        raise _Unexpected("more after the object")
     data = dict(members)
     messages = data.get("messages")
     names = [name for name, _ in members]

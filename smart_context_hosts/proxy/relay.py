@@ -18,8 +18,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
@@ -50,8 +51,8 @@ from smart_context_hosts.sidecar.tools import auto_approved
 
 BEFORE_UPSTREAM = ("pipeline_input", "pipeline_context", "pipeline_prompt")
 MAX_HEADER_LABELS = 4
-MAX_MEMOS = 256  # chats whose last request is remembered for the quick check
-MAX_MEMO_MESSAGES = 250_000  # and the messages all of them hold, at most
+MAX_MEMOS = 64  # chats whose last turn is remembered for the quick way (per vault)
+MAX_MEMO_MESSAGES = 100_000  # and the messages all of them hold, at most
 MAX_PENDING = 256  # chats whose turn waits for a reply a client brings (the turns API)
 
 log = logging.getLogger(__name__)
@@ -127,17 +128,22 @@ class Relay:
         request as it came)."""
         chat_id = chat.chat_id
         incoming = [*parts.history, parts.message, *parts.tail]
-        stored, user_message, writing = await self._store(chat_id, incoming, parts)
+        stored, user_message, write = await self._store(chat_id, incoming, parts)
         ctx = PipelineContext(
             message=parts.text,
             original_message=parts.text,
             history=stored,
             metadata=self._metadata(chat_id, body),
         )
-        for phase in BEFORE_UPSTREAM:
-            await call_hook(self.sidecar.pm, phase, ctx=ctx)
-            if ctx.should_abort:
-                raise RuntimeError(f"a plugin stopped the message: {ctx.abort_reason}")
+        writing = None
+        try:
+            for phase in BEFORE_UPSTREAM:
+                await call_hook(self.sidecar.pm, phase, ctx=ctx)
+                if ctx.should_abort:
+                    raise RuntimeError(f"a plugin stopped the message: {ctx.abort_reason}")
+        finally:  # written while the request goes upstream, not while the plugins read the chat
+            if write is not None:
+                writing = self._soon(write())
         record = ctx.metadata.get("smart_context") if isinstance(ctx.metadata, dict) else None
         if not isinstance(record, dict):
             raise RuntimeError("no plugin chose the context (is Smart Context enabled?)")
@@ -214,10 +220,12 @@ class Relay:
 
     async def _store(
         self, chat_id: str, incoming: list[dict[str, Any]], parts: Split
-    ) -> tuple[list[dict[str, Any]], dict[str, Any], asyncio.Future[None] | None]:
+    ) -> tuple[
+        list[dict[str, Any]], dict[str, Any], Callable[[], Coroutine[Any, Any, None]] | None
+    ]:
         """Put the client's conversation in the chat; the history before the user message
-        (copies), the stored user message, and the writing of the new messages when it goes
-        on after this returns (:meth:`finish` waits for it)."""
+        (copies), the stored user message, and, when the new messages are still to be
+        written, what writes them (the caller runs it; :meth:`finish` waits for it)."""
         now = now_iso()
         lead = json_safe(parts.lead)
         keys: dict[str, Any] = {"updated_at": now, "proxy": {"system": lead}}
@@ -228,10 +236,10 @@ class Relay:
             # in time that does not grow with the chat. The new messages are written while
             # the request goes upstream (the client holds them until its reply comes).
             added = [stored_form(m, new_message_id(), now) for m in incoming[len(memo.wire) :]]
-            messages = [*memo.stored, *added]
-            self._remember(chat_id, _Memo(incoming, messages))
-            write = self._append(chat_id, memo, added, incoming, keys, defaults, now)
-            return (*_at_user(list(map(dict.copy, messages))), self._soon(write))
+            mine = _Memo(incoming, [*memo.stored, *added])
+            self._remember(chat_id, mine)
+            write = partial(self._append, chat_id, memo, mine, added, incoming, keys, defaults, now)
+            return (*_at_user(list(map(dict.copy, mine.stored))), write)
 
         data = await self.sidecar.host.memory.update_chat(
             chat_id, _merging(chat_id, incoming, keys, defaults, now)
@@ -244,28 +252,30 @@ class Relay:
         self,
         chat_id: str,
         memo: _Memo,
+        mine: _Memo,
         added: list[dict[str, Any]],
         incoming: list[dict[str, Any]],
         keys: dict[str, Any],
         defaults: dict[str, Any],
         now: str,
     ) -> None:
-        """Append ``added`` to the chat if it is still as ``memo`` left it; else merge the
-        client's conversation into it the long way (someone else changed the chat meanwhile)."""
+        """Append ``added`` to the chat if it is still as ``memo`` (the last turn's) left it;
+        else, or when the append fails, merge the client's conversation in the long way, unless
+        a later turn of the chat (``mine`` is this one's memo) has come to store it."""
         memory = self.sidecar.host.memory
         try:
             before = await memory.append_messages(
                 chat_id, added, updates=keys, defaults=defaults, expect=memo.as_left
             )
-            if before is None:
-                self._forget(chat_id)  # the next turn goes the long way too
-                ids = [m["id"] for m in added]  # the plugins were given these
-                await memory.update_chat(
-                    chat_id, _merging(chat_id, incoming, keys, defaults, now, ids)
-                )
-        except Exception:
-            self._forget(chat_id)  # the next turn stores the client's conversation again
-            raise
+            if before is not None:  # appended: the chat was as the last turn left it
+                return
+        except Exception:  # once more the long way: a passing failure (a lock, the disk)
+            log.warning("Chat %s: the new messages were not appended.", chat_id, exc_info=True)
+        if self._memos.get(chat_id) is not mine:
+            return  # a later turn brings the whole conversation, this one's too
+        self._forget(chat_id)  # the next turn goes the long way too
+        ids = [m["id"] for m in added]  # the plugins were given these
+        await memory.update_chat(chat_id, _merging(chat_id, incoming, keys, defaults, now, ids))
 
     def _soon(self, work: Awaitable[None]) -> asyncio.Future[None]:
         """``work`` running on its own, held until done; a failure is logged (the next turn

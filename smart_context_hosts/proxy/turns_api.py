@@ -119,7 +119,11 @@ async def finish_turn(request: Request) -> JSONResponse:
         return _refused(f"Chat {chat.chat_id} has no turn waiting for its reply.", 404)
     answer = Answer(text=content, finished=True)
     read_usage(answer, body)  # the client's word for the model and the server's counts
-    await relay.finish(turn, answer)
+    try:
+        await relay.finish(turn, answer)
+    except Exception as exc:  # the client has its reply; only our copy of it is missing
+        log.exception("Chat %s: the reply could not be stored.", chat.chat_id)
+        return _refused(f"The reply could not be stored: {type(exc).__name__}: {exc}", 500)
     return JSONResponse({"status": "success"})
 
 

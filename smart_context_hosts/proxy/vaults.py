@@ -56,6 +56,10 @@ class Vaults(Protocol):
 
     async def of(self, headers: Mapping[str, str]) -> Vault | str: ...
 
+    def running(self, headers: Mapping[str, str]) -> Vault | None:
+        """The vault a request works on if it has started already (nothing is started)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -66,6 +70,9 @@ class OneVault:
         self.vault = vault_of("", sidecar)
 
     async def of(self, headers: Mapping[str, str]) -> Vault | str:
+        return self.vault
+
+    def running(self, headers: Mapping[str, str]) -> Vault | None:
         return self.vault
 
     async def close(self) -> None:
@@ -120,6 +127,10 @@ class People:
             if named:
                 return safe_chat_id(named)
         return None
+
+    def running(self, headers: Mapping[str, str]) -> Vault | None:
+        person = self.who(headers)
+        return None if person is None else self._vaults.get(person)
 
     async def of(self, headers: Mapping[str, str]) -> Vault | str:
         person = self.who(headers)

@@ -114,3 +114,48 @@ async def test_a_reply_without_its_turn_is_refused_plainly(
     assert too_long.status_code == 400 and "at most" in too_long.json()["error"]
     assert hostile.json()["rebuilt"] is True
     assert not (tmp_path / "etc.json").exists() and not (tmp_path.parent / "etc.json").exists()
+
+
+async def test_a_reply_that_cannot_be_stored_is_refused_with_why(
+    tmp_path: Path, openai_server: OpenAIStub, monkeypatch: Any
+) -> None:
+    """The turn's messages could not be written, either way: the reply is refused with a
+    message that says so, never a bare server error, and the next turn stores them."""
+    monkeypatch.setenv("STUB_KEY", openai_server.api_key)
+    settings(tmp_path, openai_server)
+    import httpx
+
+    sidecar = Sidecar(tmp_path)
+    conversation: list[dict[str, Any]] = [{"role": "user", "content": "Plan four days in Kyoto"}]
+    async with live_server(create_app(sidecar)) as url, httpx.AsyncClient() as client:
+
+        async def one_turn(text: str) -> httpx.Response:
+            started = await client.post(
+                f"{url}/api/turns", json={"chat_id": CHAT, "messages": conversation}
+            )
+            assert started.json()["rebuilt"] is True
+            conversation.append({"role": "assistant", "content": text})
+            return await client.post(
+                f"{url}/api/turns/reply", json={"chat_id": CHAT, "content": text}
+            )
+
+        assert (await one_turn("Day one: Higashiyama.")).status_code == 200
+        memory = sidecar.host.memory
+        working = memory.append_messages, memory.update_chat
+
+        async def broken(*args: Any, **kwargs: Any) -> Any:
+            raise OSError("disk full")
+
+        monkeypatch.setattr(memory, "append_messages", broken)
+        monkeypatch.setattr(memory, "update_chat", broken)
+        conversation.append({"role": "user", "content": "Which temples first?"})
+        refused = await one_turn("Kiyomizu-dera, early.")
+        assert refused.status_code == 500
+        assert refused.json()["error"] == "The reply could not be stored: OSError: disk full"
+        monkeypatch.setattr(memory, "append_messages", working[0])
+        monkeypatch.setattr(memory, "update_chat", working[1])
+        conversation.append({"role": "user", "content": "Thanks!"})
+        assert (await one_turn("You're welcome.")).status_code == 200
+        await sidecar.pm.get_plugin("smart_context").services.settle(timeout=30)
+    stored = chat_on_disk(tmp_path, CHAT)["messages"]
+    assert [m["content"] for m in stored] == [m["content"] for m in conversation]

@@ -623,6 +623,32 @@ async def test_a_body_nested_past_pythons_limit_passes_through(running: Running)
     assert answer.status_code >= 400  # the upstream's own answer to it, not a crash of ours
 
 
+async def test_a_body_nested_near_pythons_limit_never_fails(running: Running) -> None:
+    """Nested just shallow enough to be read and too deep to be written again: the request
+    goes as it came, and the chat's next turn does not wait for one that never ends."""
+    user = b'{"role": "user", "content": "hi"}'
+    async with httpx.AsyncClient() as raw:
+        for depth in range(900, 990):
+            nested = b"[" * depth + b"]" * depth
+            answer = await raw.post(
+                f"{running.url}/v1/chat/completions",
+                content=b'{"model": "stub-chat", "messages": ['
+                + user
+                + b'], "x": '
+                + nested
+                + b"}",
+                headers={
+                    "Authorization": f"Bearer {running.stub.api_key}",
+                    "X-Smart-Context-Chat": "deep",
+                },
+                timeout=5,
+            )
+            # the stub upstream's own parser gives up at some depths: a 502 that says so
+            assert answer.status_code in (200, 502), (depth, answer.text)
+            assert note_of(answer.headers) is not None
+    assert any(body.get("x") is not None for _, body in running.stub.requests)
+
+
 async def test_a_body_over_the_limit_is_a_413_that_says_so(
     running: Running, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -717,29 +743,47 @@ async def test_a_chat_changed_meanwhile_takes_the_clients_conversation_with_the_
     assert len({m["id"] for m in stored}) == len(stored) == 6
 
 
-async def test_messages_that_could_not_be_written_are_stored_by_the_next_turn(
+async def test_messages_that_could_not_be_written_are_written_the_long_way_or_next_turn(
     running: Running, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     history: list[dict[str, Any]] = [SYSTEM]
     await turn(running, history, "Plan four days in Kyoto")
     await running_settle(running)
     memory = running.sidecar.host.memory
-    append = memory.append_messages
-    failures = iter([OSError("disk full")])
+    failures: dict[str, list[Exception]] = {"append_messages": [], "update_chat": []}
 
-    async def failing(*args: Any, **kwargs: Any) -> Any:
-        failure = next(failures, None)
-        if failure is not None:
-            raise failure
-        return await append(*args, **kwargs)
+    def failing(name: str) -> None:
+        real = getattr(memory, name)
 
-    monkeypatch.setattr(memory, "append_messages", failing)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            if failures[name]:
+                raise failures[name].pop()
+            return await real(*args, **kwargs)
+
+        monkeypatch.setattr(memory, name, call)
+
+    failing("append_messages")
+    failing("update_chat")
+    # the append fails once: the turn is written the long way, its reply with its record
+    failures["append_messages"].append(OSError("disk full"))
     reply, note = await turn(running, history, "Which temples first?")
     assert reply == "echo: Which temples first?" and note is not None and note.startswith("sent")
     await running_settle(running)
-    assert "could not be stored" in caplog.text
-    assert len(chat_on_disk(running.vault, "trip")["messages"]) == 2
-    await turn(running, history, "And where to eat?")
+    assert "were not appended" in caplog.text
+    stored = chat_on_disk(running.vault, "trip")["messages"]
+    assert [m["content"] for m in stored][-2:] == [m["content"] for m in history[-2:]]
+    assert "smart_context" in stored[-1]
+    await turn(running, history, "And where to eat?")  # the long way: the chat was merged
+    await running_settle(running)
+    # the long way fails too: the client still has its reply, and the next turn stores it
+    failures["append_messages"].append(OSError("disk full"))
+    failures["update_chat"].append(OSError("disk still full"))
+    reply, note = await turn(running, history, "Is a rail pass worth it?")
+    assert note is not None and note.startswith("sent")
+    await running_settle(running)
+    assert "the reply could not be stored" in caplog.text
+    assert len(chat_on_disk(running.vault, "trip")["messages"]) == 6
+    await turn(running, history, "Thanks!")
     await running_settle(running)
     stored = chat_on_disk(running.vault, "trip")["messages"]
     assert [(m["role"], m["content"]) for m in stored] == [
