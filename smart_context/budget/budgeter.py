@@ -161,7 +161,8 @@ class Budgeter:
             kept = np.ones(len(candidates), dtype=bool)
             record = budget_record(limit, costs, total, 0, [], [], [], [], counter)
             return Fitted([dict(m) for m in candidates], kept, record)
-        added = await self._index(chat_id, facts, history.messages)
+        indexed = reads.indexed if reads is not None else frozenset()
+        added = await self._index(chat_id, facts, history.messages, indexed)
         if reads is None:  # a caller without the request's reads (the benchmarks)
             marks = await self._guarded(set(), self.db.marks, chat_id)
             reads = ChatReads(marks=marks, hits=await self._search(chat_id, fixed.message))
@@ -212,15 +213,36 @@ class Budgeter:
         record["reasons"] = reasons(why, ids, marked, hit_relevance, scores, turn_of(codes, why))
         return Fitted(out, chosen.keep, record)
 
+    def unchecked(
+        self, chat_id: ChatId, counter: Counter, history: History
+    ) -> list[tuple[str, str]]:
+        """``(message id, content key)`` of the messages past those :meth:`_index` checked
+        last time and did not know indexed (usually the last turn's), when there are few:
+        the request's reads look them up before searching (the background pass indexes each
+        turn), so :meth:`fit` neither indexes them again nor searches twice."""
+        facts = self.facts(chat_id, counter).update(history)
+        memo = self._indexed.get(chat_id)
+        if memo is None or memo[0] != (facts.owner, facts.resets):
+            return []
+        checked, known = memo[1], memo[2]
+        keys, ids = facts.keys, facts.str_ids
+        todo = [(ids[i], keys[i]) for i in range(checked, facts.n) if keys[i] not in known]
+        return todo if len(todo) <= INDEX_INLINE else []
+
     async def _index(
-        self, chat_id: ChatId, facts: Facts, candidates: Sequence[Mapping[str, Any]]
+        self,
+        chat_id: ChatId,
+        facts: Facts,
+        candidates: Sequence[Mapping[str, Any]],
+        indexed: frozenset[str] = frozenset(),
     ) -> int:
         """Put the messages the text index lacks into it, when they are few enough to do
         while the request waits (a chat seen for the first time, or the last reply); a long
         chat met whole is indexed by the background pass instead, with progress shown.
 
         Only the messages past those checked last time are looked at, while the facts are only
-        appended to (their ``resets`` unchanged): a request costs O(new messages). Returns how
+        appended to (their ``resets`` unchanged): a request costs O(new messages). ``indexed``:
+        content keys the request's reads found in the index before searching. Returns how
         many messages it put in the index."""
         memo = self._indexed.get(chat_id)
         checked = 0
@@ -233,7 +255,9 @@ class Budgeter:
         else:
             known = memo[2]
         keys = facts.keys
-        todo = [i for i in range(checked, facts.n) if keys[i] not in known]
+        todo = [
+            i for i in range(checked, facts.n) if keys[i] not in known and keys[i] not in indexed
+        ]
         if len(todo) > INDEX_INLINE:
             self._indexed.pop(chat_id, None)  # read again once the pass has indexed them
             if self.on_behind is not None:
@@ -292,6 +316,16 @@ class Budgeter:
         except SmartContextError as exc:
             log.warning("Smart Context: the budget searches by words only: %s", exc)
         return dense
+
+    async def summaries_changed(self, chat_id: ChatId) -> None:
+        """The background pass stored or dropped summaries of the chat: its spans are planned
+        again now, over the chat's last history, so the next request finds them ready (a
+        10,000-message chat: 40 to 60 ms)."""
+        self.summary_version[chat_id] = self.summary_version.get(chat_id, 0) + 1
+        for (chat, _), found in list(self._facts.items()):
+            facts = found.last
+            if chat == chat_id and facts is not None:
+                await self._spans_of(chat_id, facts, found.counter)
 
     async def _spans_of(
         self, chat_id: ChatId, facts: Facts, counter: Counter

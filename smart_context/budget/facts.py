@@ -82,6 +82,11 @@ class MessageFacts:
         # earlier messages, as the stored summaries over them, holds while messages are added
         self.resets = 0
 
+    @property
+    def last(self) -> Facts | None:
+        """The facts of the history last read, if any."""
+        return self._last
+
     def update(self, history: History) -> Facts:
         """The facts of ``history``: only its new messages are read when it extends the last
         one, none when it is a prefix of it; anything else (an edit, a deletion, another chat)

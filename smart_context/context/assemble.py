@@ -108,6 +108,10 @@ def plan_request(
     Call it on the event loop: the store's reads start here."""
     limit = budget_limit(services.settings, model)
     search = LEXICAL_HITS if limit else 0
+    counter = services.budget.counter(model)  # the vault's calibrated estimate, if any
+    # the last turn's messages, which the background pass may have indexed since: the search
+    # is then complete, and the budget need not index and search again
+    checked = services.budget.unchecked(chat_id, counter, history) if search else []
     looked = asyncio.ensure_future(
         asyncio.to_thread(
             look,
@@ -117,13 +121,14 @@ def plan_request(
             search,
             services.items.look,
             services.knowledge.look,
+            checked,
         )
     )
     return RequestPlan(
         chat_id,
         history,
         MessageQuery(message),
-        services.budget.counter(model),  # the vault's calibrated estimate, if any
+        counter,
         limit,
         looked,
         model,

@@ -25,7 +25,7 @@ the sections and decides under the budget.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from smart_context.budget.tokens import Counter
@@ -54,10 +54,12 @@ def look(
     search: int,
     items: Callable[[], Stamp],
     notes: Callable[[], Scan | None],
+    checked: Sequence[tuple[str, str]] = (),
 ) -> Looked:
     """The request's one trip off the loop (run it in a worker thread); never raises for a
-    store that fails or a file that cannot be read: each part says so in its own way."""
-    return Looked(read_chat(db, chat_id, message, search), items(), notes())
+    store that fails or a file that cannot be read: each part says so in its own way.
+    ``checked``: see :func:`~smart_context.memory.reads.read_chat`."""
+    return Looked(read_chat(db, chat_id, message, search, checked), items(), notes())
 
 
 @dataclass(frozen=True)

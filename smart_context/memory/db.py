@@ -22,7 +22,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from smart_context.memory.sqlite_file import open_database
 from smart_context.paths import memory_dir
 
 DB_NAME = "smart_context.sqlite"
+MAX_VARIABLES = 500  # ids per statement, well under SQLite's limit on parameters
 _SELECT_MEMORIES = (
     "SELECT id, content, chat_id, importance, source, created_at, updated_at FROM memories"
 )
@@ -261,6 +262,21 @@ class MemoryDB:
         """``message_id -> key`` of the chat's indexed messages, to find what changed."""
         rows = self._read("SELECT message_id, key FROM message_text WHERE chat_id = ?", (chat_id,))
         return dict(rows)
+
+    def indexed(self, chat_id: str, messages: Sequence[tuple[str, str]]) -> frozenset[str]:
+        """The content keys of ``messages`` (``(message_id, key)``) the index holds as they are."""
+        wanted = dict(messages)
+        found: set[str] = set()
+        ids = list(wanted)
+        for start in range(0, len(ids), MAX_VARIABLES):
+            chunk = ids[start : start + MAX_VARIABLES]
+            rows = self._read(
+                "SELECT message_id, key FROM message_text WHERE chat_id = ? "  # noqa: S608
+                f"AND message_id IN ({', '.join('?' * len(chunk))})",
+                (chat_id, *chunk),
+            )
+            found.update(key for message_id, key in rows if wanted.get(message_id) == key)
+        return frozenset(found)
 
     def index_messages(self, chat_id: str, rows: Iterable[tuple[str, str, str]]) -> None:
         """Index ``(message_id, key, content)`` rows, replacing a message's earlier text."""

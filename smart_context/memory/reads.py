@@ -14,7 +14,7 @@ costs only its own part, with a log line: the request goes on without it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -36,11 +36,22 @@ class ChatReads:
     marks: set[str] = field(default_factory=set)
     hits: list[tuple[str, float]] = field(default_factory=list)  # (message id, BM25 score)
     failed: tuple[str, ...] = ()
+    # the content keys of ``checked`` the text index held before it was searched
+    indexed: frozenset[str] = frozenset()
 
 
-def read_chat(db: MemoryDB, chat_id: str, message: str, search: int) -> ChatReads:
+def read_chat(
+    db: MemoryDB,
+    chat_id: str,
+    message: str,
+    search: int,
+    checked: Sequence[tuple[str, str]] = (),
+) -> ChatReads:
     """Every read of one request (module docstring). ``search``: how many text-index hits the
-    budget wants for ``message`` (0: no budget, so neither hits nor marks are read)."""
+    budget wants for ``message`` (0: no budget, so neither hits nor marks are read);
+    ``checked``: ``(message id, content key)`` of the messages the budget has not seen indexed
+    (the last turn's, which the background pass indexes), looked up before the search, so the
+    budget knows whether the hits include them."""
     failed: list[str] = []
 
     def guarded(part: str, default: T, call: Callable[[], T]) -> T:
@@ -55,9 +66,12 @@ def read_chat(db: MemoryDB, chat_id: str, message: str, search: int) -> ChatRead
     no_memories: list[Memory] = []
     marks: set[str] = set()
     hits: list[tuple[str, float]] = []
+    indexed: frozenset[str] = frozenset()
     direct = guarded("the direct messages", no_direct, lambda: db.live_direct(chat_id))
     memories = guarded("the memories", no_memories, lambda: db.memories(chat_id))
     if search:
         marks = guarded("the important marks", marks, lambda: db.marks(chat_id))
+        if checked:
+            indexed = guarded("the index check", indexed, lambda: db.indexed(chat_id, checked))
         hits = guarded("the text search", hits, lambda: db.search(chat_id, message, search))
-    return ChatReads(direct, memories, marks, hits, tuple(failed))
+    return ChatReads(direct, memories, marks, hits, tuple(failed), indexed)

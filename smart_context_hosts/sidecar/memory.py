@@ -149,12 +149,19 @@ class ChatMemory:
         a stat while the file is unchanged. Read-only (the values are the cache's). Lets the
         plugin see a change another process made (its topics, the selected bubbles)."""
         checked = check_chat_id(chat_id)
-        return await asyncio.to_thread(self._state_sync, checked)
+        # A file as this process last read or wrote it needs neither a lock nor a thread (a
+        # stat takes microseconds): a write under way that has not touched it yet leaves the
+        # chat as it was, and one that has changed its stamp is waited for, off the loop.
+        stamp = _stamp(chat_file(self.vault, checked))
+        with self._known_lock:
+            known = self._known.get(checked)
+        if stamp is None or known is None or known.stamp != stamp:
+            return await asyncio.to_thread(self._state_sync, checked)
+        return _state_of(known.parsed.data)
 
     def _state_sync(self, chat_id: ChatId) -> ChatData:
         with file_lock(self._ensure_dir(chat_id)):
-            data = self._current(chat_id).data
-        return {k: v for k, v in data.items() if k != "messages"}
+            return _state_of(self._current(chat_id).data)
 
     # -- more for the sidecar ----------------------------------------------------------
 
@@ -436,6 +443,11 @@ def _copy(data: ChatData) -> ChatData:
     except TypeError:  # a hand-edited file with something else than a message in it
         out["messages"] = [dict(m) if isinstance(m, dict) else m for m in messages]
     return out
+
+
+def _state_of(data: ChatData) -> ChatData:
+    """A chat's keys other than its messages."""
+    return {k: v for k, v in data.items() if k != "messages"}
 
 
 def _extends(old: list[Any], new: list[Any]) -> bool:

@@ -291,3 +291,68 @@ async def test_the_stored_summaries_are_read_once_while_messages_are_added(vault
     # an edit: the facts are read afresh, and the summaries
     await budgeter._spans_of("long", facts.update(History(edited)), counter)
     assert db.reads == 2
+
+
+async def test_a_turn_the_background_pass_indexed_is_neither_indexed_nor_searched_again(
+    start: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request's reads look up the last turn's messages before searching: when the pass
+    after the reply has indexed them, the search found them, and the budget neither indexes
+    them again nor searches twice; when it has not, the budget indexes them and searches
+    again, so they can be found."""
+    messages = long_chat(400)
+    write_chat(vault, "long", messages)
+    running = await start(settings={"budget_tokens": 2000})
+    await running.context("long", messages)
+    await running.settle()
+    services = running.plugin.services
+    assert services is not None
+    db = services.memory_db
+    calls: list[str] = []
+    for name in ("search", "index_messages"):
+        real = getattr(db, name)
+
+        def spy(*args: Any, _name: str = name, _real: Any = real) -> Any:
+            calls.append(_name)
+            return _real(*args)
+
+        monkeypatch.setattr(db, name, spy)
+    longer = long_chat(402)  # the last turn: the user's message and the reply
+    write_chat(vault, "long", longer)
+    services.schedule_refresh("long")  # as after a reply
+    await running.settle()
+    calls.clear()
+    await running.context("long", longer)
+    assert calls == ["search"]
+    longest = long_chat(404)  # a turn no pass has indexed yet
+    await running.context("long", longest)
+    assert calls == ["search", "search", "index_messages", "search"]
+
+
+async def test_new_summaries_are_planned_in_the_background_not_by_the_next_request(
+    vault: Path,
+) -> None:
+    from smart_context.budget.budgeter import Budgeter
+    from smart_context.config import Settings
+    from smart_context.memory.refresh import summarize_chat
+    from smart_context.messages import History
+
+    class CountingDB(MemoryDB):
+        reads = 0
+
+        def summaries(self, chat_id: str) -> Any:
+            self.reads += 1
+            return super().summaries(chat_id)
+
+    messages = long_chat(200)
+    db = CountingDB(vault)
+    budgeter = Budgeter(Settings(), db)
+    counter = counter_for("gpt-4o")
+    facts = budgeter.facts("long", counter).update(History(messages))
+    assert await budgeter._spans_of("long", facts, counter) == ([], [])
+    await summarize_chat(db, "long", messages, Settings(summarizer="offline"), None)
+    db.reads = 0
+    await budgeter.summaries_changed("long")  # the pass that stored them says so
+    assert db.reads == 1
+    spans, rows = await budgeter._spans_of("long", facts, counter)  # the next request
+    assert spans and rows and db.reads == 1

@@ -208,3 +208,36 @@ async def test_a_hand_edited_entry_that_is_no_message_is_kept_and_copied_safely(
     before = await memory.append_message("c3", new, history=True)
     assert before == [stored["messages"][0]]  # the history a pipeline gets: messages only
     assert (await memory.load_chat("c3"))["messages"][1:] == ["a stray note", 7, new]
+
+
+async def test_chat_state_waits_only_for_a_write_that_changed_the_file(vault: Path) -> None:
+    """An unchanged file is read from memory without the chat's lock: a write under way that
+    has not touched it yet does not hold the request up. A file another process changed is
+    read again, under the lock, when that write is done."""
+    from smart_context_hosts.sidecar.memory import file_lock
+
+    memory = ChatMemory(vault)
+    await memory.append_message("c", {"id": "m1", "role": "user", "content": "hi"})
+    lock = vault / ".memory" / "c.lock"
+    assert lock.exists()
+    with file_lock(lock):  # another writer holds the chat
+        state = await asyncio.wait_for(memory.chat_state("c"), timeout=5)
+    assert "messages" not in state
+    path = vault / ".memory" / "c.json"
+    changed = {**json.loads(path.read_text()), "smart_context": {"active_topics": ["Kyoto"]}}
+    released = threading.Event()
+
+    def other_process() -> None:  # writes while holding the lock, then lets go
+        with file_lock(lock):
+            path.write_text(json.dumps(changed))
+            released.wait(5)
+
+    writer = threading.Thread(target=other_process)
+    writer.start()
+    await asyncio.sleep(0.1)
+    reading = asyncio.ensure_future(memory.chat_state("c"))
+    await asyncio.sleep(0.2)
+    assert not reading.done()  # the file changed: read once the write is done
+    released.set()
+    assert (await asyncio.wait_for(reading, 5))["smart_context"] == {"active_topics": ["Kyoto"]}
+    writer.join()
