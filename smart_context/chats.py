@@ -182,7 +182,9 @@ class ChatViews:
 
     async def _read(self, chat_id: ChatId) -> ChatData:
         clicks = self.clicks(chat_id)
-        data = await resolve(self.memory.load_chat(chat_id))
+        # a host that can hand its own copy to read spares copying every message
+        read = getattr(self.memory, "chat_snapshot", None) or self.memory.load_chat
+        data = await resolve(read(chat_id))
         if not isinstance(data, dict):
             raise SmartContextError(f"Chat {chat_id!r} could not be loaded.")
         self.adopt(chat_id, data, clicks)
@@ -200,11 +202,13 @@ class ChatViews:
         return view
 
     async def update(self, chat_id: ChatId, put: Callable[[ChatData], ChatData]) -> ChatView:
-        """Change the chat file through the host (``put`` gets the latest content and returns
-        the new), then adopt what was written: a request after this sees the change."""
+        """Change the chat file's keys through the host (``put`` gets the latest content and
+        returns the new; it never changes the messages, which a host with ``update_state``
+        does not even give it), then adopt what was written: a request after this sees it."""
         clicks = self.clicks(chat_id)
         self._writes += 1
-        latest: Any = await resolve(self.memory.update_chat(chat_id, put))
+        write = getattr(self.memory, "update_state", None) or self.memory.update_chat
+        latest: Any = await resolve(write(chat_id, put))
         if isinstance(latest, dict):
             return self.adopt(chat_id, latest, clicks)
         await self.load(chat_id)  # a host whose update_chat returns nothing: read it back

@@ -241,3 +241,37 @@ async def test_chat_state_waits_only_for_a_write_that_changed_the_file(vault: Pa
     released.set()
     assert (await asyncio.wait_for(reading, 5))["smart_context"] == {"active_topics": ["Kyoto"]}
     writer.join()
+
+
+async def test_update_state_changes_the_keys_in_place_and_never_the_messages(vault: Path) -> None:
+    memory = ChatMemory(vault)
+    await memory.append_message("c", {"id": "m1", "role": "user", "content": "hi"})
+    path = vault / ".memory" / "c.json"
+    before = path.read_bytes()
+    seen: list[dict[str, Any]] = []
+
+    def put(data: dict[str, Any]) -> dict[str, Any]:
+        seen.append(data)
+        return {**data, "topics": [{"label": "Greetings"}], "messages": []}  # ignored
+
+    stored = await memory.update_state("c", put)
+    assert "messages" not in seen[0]
+    assert [m["id"] for m in stored["messages"]] == ["m1"]
+    assert stored["topics"] == [{"label": "Greetings"}]
+    on_disk = json.loads(path.read_text())
+    assert on_disk["topics"] == [{"label": "Greetings"}] and len(on_disk["messages"]) == 1
+    assert path.read_bytes()[: before.index(b'"m1"')] == before[: before.index(b'"m1"')]
+    with pytest.raises(TypeError, match="not a dict"):
+        await memory.update_state("c", lambda data: None)  # type: ignore[arg-type,return-value]
+    assert json.loads(path.read_text()) == on_disk
+
+
+async def test_chat_snapshot_is_shared_while_the_file_is_unchanged(vault: Path) -> None:
+    memory = ChatMemory(vault)
+    await memory.append_message("c", {"id": "m1", "role": "user", "content": "hi"})
+    first = await memory.chat_snapshot("c")
+    assert await memory.chat_snapshot("c") is first  # no copy of the messages
+    path = vault / ".memory" / "c.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "title": "Elsewhere"}))
+    assert (await memory.chat_snapshot("c"))["title"] == "Elsewhere"  # another process wrote
+    assert (await memory.chat_snapshot("missing"))["messages"] == []
