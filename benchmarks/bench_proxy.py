@@ -19,6 +19,12 @@ nothing; and the proxy's own work, the turn through it less the plugin, the upst
 reading and answering (timed inside it) and the client's writing and the hop (the straight
 request less the upstream's time in it): reading the client's request, storing the new
 messages, writing the rebuilt request and forwarding it.
+
+Then the same turns streamed, over loopback sockets this time (the proxy and an upstream served
+by uvicorn, as the command serves them): the time from sending the request to the stream's
+first byte, through the proxy and straight to the upstream, and what the proxy adds beyond the
+plugin. The target: the first byte no later than the upstream's plus the plugin's time, and the
+proxy's own share within the 5 ms above.
 """
 
 from __future__ import annotations
@@ -32,19 +38,28 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
+import uvicorn
 from bench_context import RandomEmbedder, make_chat
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
 
 import smart_context_hosts.proxy.relay as relay_module
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app
+from smart_context_hosts.sidecar.connections import server_config
 from smart_context_hosts.sidecar.plugins import get_plugin_manager
 from smart_context_hosts.sidecar.runtime import Sidecar
+from smart_context_hosts.sidecar.serve import bind_socket
 
 UPSTREAM = "http://upstream.test/v1"
 REPLY = {
@@ -141,6 +156,101 @@ async def bench_size(root: Path, size: int, turns: int, timed: Timed) -> None:
     )
 
 
+@asynccontextmanager
+async def served(app: Any) -> AsyncIterator[str]:
+    """``app`` served by uvicorn on a free loopback port, as ``smart-context proxy`` serves."""
+    sock = bind_socket("127.0.0.1", 0)
+    config = server_config(app, port=sock.getsockname()[1], log_level="warning")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:  # noqa: ASYNC110 (uvicorn offers a flag, not an event)
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+def streaming_upstream() -> Starlette:
+    """A server that reads the request, sends the first piece of its stream at once, and the
+    rest after it."""
+
+    async def completions(request: Request) -> StreamingResponse:
+        json.loads(await request.body())
+
+        async def pieces() -> AsyncIterator[bytes]:
+            for text in ("Noted", ".", ""):
+                chunk: dict[str, Any] = {"id": "c", "object": "chat.completion.chunk"}
+                delta = {"content": text} if text else {}
+                chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": None}]
+                yield f"data: {json.dumps(chunk)}\n\n".encode()
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(pieces(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+async def first_byte(client: httpx.AsyncClient, url: str, body: Any, headers: Any) -> float:
+    """Seconds from sending ``body`` to the stream's first byte; the rest is read after."""
+    start = time.perf_counter()
+    elapsed = None
+    async with client.stream("POST", url, json=body, headers=headers) as response:
+        async for _ in response.aiter_raw():
+            if elapsed is None:
+                elapsed = time.perf_counter() - start
+    assert response.status_code == 200 and elapsed is not None
+    return elapsed
+
+
+async def bench_first_byte(root: Path, size: int, turns: int, timed: Timed) -> None:
+    """The same turns streamed, through a proxy and an upstream served on loopback: the time
+    to the first byte through the proxy, beside straight to the upstream."""
+    vault = root / f"s{size}"
+    (vault / ".memory").mkdir(parents=True)
+    plugin = SmartContextPlugin(RandomEmbedder())
+    manager = get_plugin_manager(None, load_entrypoints=False)
+    manager.register(plugin, name="smart_context")
+    sidecar = Sidecar(vault, plugin_manager=manager)
+    history = [{"role": m["role"], "content": m["content"]} for m in make_chat(size)]
+    headers = {"X-Smart-Context-Chat": f"stream{size}", "Authorization": "Bearer sk-bench"}
+    through, straight, plugin_ms, added, hop = [], [], [], [], []
+    passing = {"Authorization": "Bearer sk-bench"}  # no chat named: passed through untouched
+    async with served(streaming_upstream()) as upstream_url:
+        app = create_app(sidecar, ProxyOptions(f"{upstream_url}/v1"))
+        proxy: Proxy = app.state.proxy
+        async with served(app) as proxy_url, httpx.AsyncClient(timeout=60) as client:
+            for turn in range(turns + 3):
+                history.append({"role": "user", "content": f"question {turn}: and the plan?"})
+                body = {"model": "gpt-4o", "messages": history, "stream": True}
+                timed.seconds = 0.0
+                via = await first_byte(client, f"{proxy_url}/v1/chat/completions", body, headers)
+                plugin_seconds = timed.seconds
+                direct = await first_byte(
+                    client, f"{upstream_url}/v1/chat/completions", body, headers
+                )
+                passed = await first_byte(client, f"{proxy_url}/v1/chat/completions", body, passing)
+                history.append({"role": "assistant", "content": "Noted."})
+                await proxy.settle()
+                assert plugin.services is not None
+                await plugin.services.settle(timeout=600)
+                if turn >= 3:
+                    through.append(via * 1000)
+                    straight.append(direct * 1000)
+                    plugin_ms.append(plugin_seconds * 1000)
+                    added.append((via - direct - plugin_seconds) * 1000)
+                    hop.append((passed - direct) * 1000)
+    med = statistics.median
+    print(
+        f"  {size:>6} messages, streamed over loopback: first byte through the proxy "
+        f"{med(through):7.2f} ms, straight {med(straight):6.2f} ms, the plugin "
+        f"{med(plugin_ms):6.2f} ms; added by the proxy {med(added):6.2f} ms, of which the "
+        f"hop itself (a request no chat names, passed through) {med(hop):5.2f} ms"
+    )
+
+
 async def main(sizes: list[int], turns: int) -> None:
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
@@ -151,6 +261,8 @@ async def main(sizes: list[int], turns: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
             await bench_size(Path(tmp), size, turns, timed)
+        for size in sizes:
+            await bench_first_byte(Path(tmp), size, turns, timed)
 
 
 if __name__ == "__main__":
