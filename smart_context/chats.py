@@ -104,8 +104,9 @@ def view_of(data: Mapping[str, Any], previous: ChatView | None = None) -> ChatVi
     messages: list[Any] = raw_messages if isinstance(raw_messages, list) else []
     topics = clean_topics(data.get("topics"))
     sticky_ids = {str(i) for t in topics if t.get("sticky") for i in (t.get("message_ids") or [])}
-    sticky = (  # no scan of a long chat without sticky messages (most chats)
-        [m for m in messages if isinstance(m, dict) and str(m.get("id")) in sticky_ids]
+    sticky = (  # no scan of a long chat without sticky messages (most chats); copies: they
+        # go into requests, and ``data`` may be the host's own (memory.chat_snapshot)
+        [dict(m) for m in messages if isinstance(m, dict) and str(m.get("id")) in sticky_ids]
         if sticky_ids
         else []
     )
@@ -168,7 +169,8 @@ class ChatViews:
 
         A caller that asks while a read of the chat is under way, with none of our writes since
         it began, shares that read: the two passes after a reply start together, and reading a
-        10,000-message file costs each of them some 15 ms of CPU. Treat the result as read-only.
+        10,000-message file costs each of them some 15 ms of CPU (none from a host's
+        ``chat_snapshot``). Treat the result as read-only.
         """
         running = self._reading.get(chat_id)
         if running is not None and running[0] == self._writes:
@@ -207,12 +209,16 @@ class ChatViews:
         does not even give it), then adopt what was written: a request after this sees it."""
         clicks = self.clicks(chat_id)
         self._writes += 1
-        write = getattr(self.memory, "update_state", None) or self.memory.update_chat
-        latest: Any = await resolve(write(chat_id, put))
+        latest: Any = await resolve(self._writer()(chat_id, put))
         if isinstance(latest, dict):
             return self.adopt(chat_id, latest, clicks)
         await self.load(chat_id)  # a host whose update_chat returns nothing: read it back
         return self._views[chat_id]
+
+    def _writer(self) -> Callable[[ChatId, Callable[[ChatData], ChatData]], Any]:
+        """How the chat's keys are written: the host's ``update_state`` (the messages left
+        alone, in place), else its ``update_chat``."""
+        return getattr(self.memory, "update_state", None) or self.memory.update_chat
 
     async def view(self, chat_id: ChatId, fresh: bool = True) -> ChatView:
         """The chat's view, read from the host the first time, and again when another writer
@@ -249,7 +255,7 @@ class ChatViews:
             return {**data, STATE_KEY: {**mine, "active_topics": chosen}}
 
         self._writes += 1
-        latest = await resolve(self.memory.update_chat(chat_id, put))
+        latest = await resolve(self._writer()(chat_id, put))
         if isinstance(latest, dict) and self._views[chat_id].active_topics == tuple(chosen):
             self._signatures[chat_id] = signature(latest)  # our own write: nothing new there
 

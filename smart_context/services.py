@@ -108,10 +108,10 @@ class Services:
                 self._store = VectorStore(self.host.vault_path, embedder)
             return self._store
 
-    async def _summaries_made(self, chat_id: ChatId) -> None:
-        """New summaries of the chat: the budget plans its spans again, here in the background
-        rather than in the next request."""
-        await self.budget.summaries_changed(chat_id)
+    async def _summaries_made(self, chat_id: ChatId, covered: int) -> None:
+        """New summaries of the chat's first ``covered`` messages: the budget plans its spans
+        again, here in the background rather than in the next request."""
+        await self.budget.summaries_changed(chat_id, covered)
 
     def index_items(self) -> None:
         """Embed the vault's new items in the background, so no request waits for it."""

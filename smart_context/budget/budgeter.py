@@ -220,9 +220,12 @@ class Budgeter:
         last time and did not know indexed (usually the last turn's), when there are few:
         the request's reads look them up before searching (the background pass indexes each
         turn), so :meth:`fit` neither indexes them again nor searches twice."""
-        facts = self.facts(chat_id, counter).update(history)
+        found = self.facts(chat_id, counter)
         memo = self._indexed.get(chat_id)
-        if memo is None or memo[0] != (facts.owner, facts.resets):
+        if memo is None or memo[0] != (id(found), found.resets):
+            return []  # a chat met first: its facts are counted alongside the reads
+        facts = found.update(history)
+        if memo[0] != (facts.owner, facts.resets):
             return []
         checked, known = memo[1], memo[2]
         keys, ids = facts.keys, facts.str_ids
@@ -317,18 +320,21 @@ class Budgeter:
             log.warning("Smart Context: the budget searches by words only: %s", exc)
         return dense
 
-    async def summaries_changed(self, chat_id: ChatId) -> None:
-        """The background pass stored or dropped summaries of the chat: its spans are planned
-        again now, over the chat's last history, so the next request finds them ready (a
-        10,000-message chat: 40 to 60 ms)."""
+    async def summaries_changed(self, chat_id: ChatId, covered: int) -> None:
+        """The background pass stored or dropped summaries of the chat's first ``covered``
+        messages: its spans are planned again now, in a worker thread, so the next request
+        finds them ready (a 10,000-message chat: 40 to 60 ms). Only over a last history that
+        holds all of those messages: planned over a shorter one, they would leave out the
+        summaries past its end for as long as no pass changes them (the request plans them
+        then)."""
         self.summary_version[chat_id] = self.summary_version.get(chat_id, 0) + 1
         for (chat, _), found in list(self._facts.items()):
             facts = found.last
-            if chat == chat_id and facts is not None:
-                await self._spans_of(chat_id, facts, found.counter)
+            if chat == chat_id and facts is not None and facts.n >= covered:
+                await self._spans_of(chat_id, facts, found.counter, off_loop=True)
 
     async def _spans_of(
-        self, chat_id: ChatId, facts: Facts, counter: Counter
+        self, chat_id: ChatId, facts: Facts, counter: Counter, off_loop: bool = False
     ) -> tuple[list[Span], list[Summary]]:
         """The valid stored summaries over this history, as plan spans, memoised until the
         history or the stored summaries change."""
@@ -341,19 +347,22 @@ class Budgeter:
             return memo[1], memo[2]
         stored = await self._guarded([], self.db.summaries, chat_id)
         by_key = {(s.level, s.from_id, s.to_id): s for s in stored}
-        ids = facts.str_ids
-        tree = plan_tree(
-            ids, facts.keys, [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored], 0
-        )
-        nodes = sorted(tree.valid, key=lambda n: (n.level, n.start))
-        index = {(n.level, n.start): k for k, n in enumerate(nodes)}
-        rows = [by_key[n.key(ids)] for n in nodes]
-        texts = [summary_message(r)["content"] for r in rows]
-        counts = self._count_summaries(counter, texts)
-        spans = [
-            Span(n.start, n.end, n.level, counts[k], _children(n, index))
-            for k, n in enumerate(nodes)
-        ]
+
+        def planned() -> tuple[list[Span], list[Summary]]:
+            ids = facts.str_ids
+            marks = [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored]
+            nodes = sorted(plan_tree(ids, facts.keys, marks, 0).valid, key=_level_start)
+            index = {(n.level, n.start): k for k, n in enumerate(nodes)}
+            rows = [by_key[n.key(ids)] for n in nodes]
+            counts = self._count_summaries(counter, [summary_message(r)["content"] for r in rows])
+            spans = [
+                Span(n.start, n.end, n.level, counts[k], _children(n, index))
+                for k, n in enumerate(nodes)
+            ]
+            return spans, rows
+
+        # the background pass plans them off the loop: the requests of other chats go on
+        spans, rows = await asyncio.to_thread(planned) if off_loop else planned()
         ends = max((span.end for span in spans), default=0)
         self._spans[chat_id] = (version, spans, rows, ends)
         return spans, rows
@@ -386,6 +395,10 @@ class Budgeter:
             for text, n in zip(todo, counter.count(todo), strict=True):
                 self._summary_tokens[f"{counter.key}\x00{text}"] = n + role + PER_MESSAGE
         return [self._summary_tokens[k] for k in keys]
+
+
+def _level_start(node: Node) -> tuple[int, int]:
+    return node.level, node.start
 
 
 def _index_rows(db: MemoryDB, chat_id: str, rows: list[tuple[str, str, str]]) -> bool:

@@ -63,7 +63,7 @@ class MemoryPass:
     llm: LLM  # the fast model, when ``summarizer = "llm"``
     emit: Emit  # the panel's progress (``memory_progress``)
     # told when a pass made summaries of a chat: what was planned with the old ones is stale
-    summaries_made: Callable[[ChatId], Awaitable[None]]
+    summaries_made: Callable[[ChatId, int], Awaitable[None]]  # and of how many first messages
     seen: SeenChats = field(default_factory=lambda: SeenChats())  # what earlier passes read
     # shown the chat's messages on each pass: the requests' index of the chat compares them all
     # (history_index.HistoryIndex.verify), off the request path
@@ -170,7 +170,7 @@ async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False
     made = await summarize_chat(parts.db, chat_id, messages, settings, parts.llm, progress, keyed)
     parts.seen.summaries_done(chat_id, settled)
     if made:
-        await parts.summaries_made(chat_id)
+        await parts.summaries_made(chat_id, settled)
 
 
 def _progress(emit: Emit, chat_id: ChatId, what: str) -> Progress:

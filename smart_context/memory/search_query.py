@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 
 from smart_context.items.lexical import STOP_WORDS
 
@@ -55,8 +56,17 @@ def chat_key(chat_id: str) -> str:
 
 def match_expression(chat_id: str, text: str) -> str | None:
     """``chat_key : "c…" AND content : ("w1" OR "w2" …)``, or None if ``text`` has no words."""
-    tokens = query_tokens(text)
+    return words_expression(chat_id, query_tokens(text))
+
+
+def words_expression(chat_id: str, tokens: Sequence[str]) -> str | None:
+    """:func:`match_expression` of words already taken from a text (:func:`query_tokens`)."""
     if not tokens:
         return None
     words = " OR ".join(fts_string(token) for token in tokens)
     return f"chat_key : {fts_string(chat_key(chat_id))} AND content : ({words})"
+
+
+def word_expression(token: str) -> str:
+    """The rows holding ``token`` in their text, in any chat."""
+    return f"content : {fts_string(token)}"

@@ -2,7 +2,8 @@
 
 A pass loads the latest chat, brings its embedding file up to date (so the next filter click is
 warm) and prunes deleted or edited messages, extracts topics (the fast model, or offline), writes
-them with ``update_chat`` (messages appended meanwhile survive) and tells the UI.
+them through the host (``update_state`` or ``update_chat``: messages appended meanwhile
+survive) and tells the UI.
 
 It works with the :class:`TopicPass` it is given, nothing else: the composition root builds one.
 """
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 class TopicPass:
     """What the topic pass works with."""
 
-    chats: ChatViews  # reads the chat, writes its topics with ``update_chat``
+    chats: ChatViews  # reads the chat, writes its topics (``ChatViews.update``)
     store: Callable[[], Awaitable[VectorStore]]  # built on first use: a model takes a moment
     settings: Callable[[], Settings]  # read per pass: a command may replace them meanwhile
     llm: LLM  # the fast model that names the topics
@@ -115,7 +116,7 @@ async def _write(
     read: Sequence[Message],
     turns: int,
 ) -> ChatView:
-    """Write the topics and the map's state with ``update_chat`` (messages appended meanwhile
+    """Write the topics and the map's state through the host (messages appended meanwhile
     survive), and tell the UI. ``read``: the messages the pass read, ``turns`` of them real
     turns: the count the UI is told starts from them (:func:`_turns_now`)."""
 

@@ -166,20 +166,23 @@ class ChatMemory:
         return known.parsed.data
 
     def _snapshot_sync(self, chat_id: ChatId) -> ChatData:
+        if not chat_file(self.vault, chat_id).exists():
+            return empty_chat()  # as load_chat: no lock file made for a chat that is not there
         with file_lock(self._ensure_dir(chat_id)):
             return self._current(chat_id).data
 
     async def update_state(self, chat_id: str, fn: ChatUpdate) -> ChatData:
         """:meth:`update_chat` for the chat's keys other than ``messages``: ``fn`` gets them
-        (without ``messages``) and returns them as they are to be; the messages stay as they
-        are, so the file changes in place, in time that does not grow with the chat. Returns
-        the chat as stored, read-only and shared (see :meth:`chat_snapshot`)."""
+        (without ``messages``; its own copies of the top-level lists and dicts, as
+        :meth:`update_chat` gives) and returns them as they are to be; the messages stay as
+        they are, so the file changes in place, in time that does not grow with the chat.
+        Returns the chat as stored, read-only and shared (see :meth:`chat_snapshot`)."""
         checked = check_chat_id(chat_id)
         if asyncio.iscoroutinefunction(fn):
             raise TypeError("update_state needs a plain function fn(data) -> data")
 
         def put(old: ChatData) -> ChatData:
-            new = fn(_state_of(old))
+            new = fn(_own_keys(old))
             if not isinstance(new, dict):
                 raise TypeError(f"update_state: fn returned {type(new).__name__}, not a dict")
             return {**_state_of(new), "messages": old["messages"]}
@@ -454,12 +457,19 @@ class _Stale(Exception):
     """The chat is not as an ``expect`` of :meth:`ChatMemory.append_messages` wanted."""
 
 
-def _copy(data: ChatData) -> ChatData:
-    """A copy of a chat whose messages and top-level lists and dicts the caller may change."""
-    out = {
+def _own_keys(data: ChatData) -> ChatData:
+    """A chat's keys other than its messages, their lists and dicts copies the caller may
+    change."""
+    return {
         k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
         for k, v in data.items()
+        if k != "messages"
     }
+
+
+def _copy(data: ChatData) -> ChatData:
+    """A copy of a chat whose messages and top-level lists and dicts the caller may change."""
+    out = _own_keys(data)
     messages = data.get("messages", [])
     try:  # one loop in C: a 10,000-message chat is copied on every read and write
         out["messages"] = list(map(dict.copy, messages))

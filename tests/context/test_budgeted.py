@@ -352,7 +352,39 @@ async def test_new_summaries_are_planned_in_the_background_not_by_the_next_reque
     assert await budgeter._spans_of("long", facts, counter) == ([], [])
     await summarize_chat(db, "long", messages, Settings(summarizer="offline"), None)
     db.reads = 0
-    await budgeter.summaries_changed("long")  # the pass that stored them says so
+    await budgeter.summaries_changed("long", len(messages))  # the pass that stored them says so
     assert db.reads == 1
     spans, rows = await budgeter._spans_of("long", facts, counter)  # the next request
     assert spans and rows and db.reads == 1
+    # a pass over more messages than the last request had: planned over that shorter history,
+    # the newest summaries would be left out; the next request plans them instead
+    other = Budgeter(Settings(), db)
+    short = other.facts("long", counter).update(History(messages[:60]))
+    await other.summaries_changed("long", len(messages))
+    assert db.reads == 1
+    longer = other.facts("long", counter).update(History(messages))
+    assert (await other._spans_of("long", longer, counter))[0] == spans and db.reads == 2
+    assert short.n == 60
+
+
+async def test_the_pass_that_makes_summaries_plans_them_for_the_next_request(
+    start: Any, vault: Path, chat: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the plugin: a request first (the budget knows the chat's history), then the pass
+    after its reply makes the summaries and plans them, so the next request reads none."""
+    running = await start(settings={"budget_tokens": 2500, "summarizer": "offline"})
+    await running.context("long", chat)
+    await call(running.pm.hook.pipeline_output, ctx=Ctx("long", chat))
+    await running.settle()
+    services = running.plugin.services
+    assert services is not None and services.memory_db.summaries("long")
+    reads: list[str] = []
+    real = services.memory_db.summaries
+
+    def counted(chat_id: str) -> Any:
+        reads.append(chat_id)
+        return real(chat_id)
+
+    monkeypatch.setattr(services.memory_db, "summaries", counted)
+    ctx = await running.context("long", chat)
+    assert ctx.metadata["smart_context"]["summaries"] and reads == []

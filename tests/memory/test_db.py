@@ -482,3 +482,35 @@ def test_dropping_a_chat_keeps_its_user_data_unless_asked(db: MemoryDB) -> None:
     assert (
         db.summaries("d") and db.marks("d") and db.live_direct("d") and db.search("d", "hello", 5)
     )
+
+
+def test_a_word_most_rows_hold_is_left_out_of_the_search_and_the_ranking_stays(
+    db: MemoryDB,
+) -> None:
+    """FTS5 weighs a word half the rows hold at 1e-6: leaving it out of the query changes no
+    ranking of the rows the other words find, and spares scoring every row that holds it."""
+    rows = [
+        (f"m{i}", f"k{i}", "the plan again" + (" sourdough starter" if i % 97 == 0 else ""))
+        for i in range(1_200)
+    ]
+    rows[5] = ("m5", "k5", "plan: sourdough sourdough starter")
+    db.index_messages("c", rows)
+    both = db.search("c", "the plan for the sourdough starter", 20)
+    assert both[0][0] == "m5" and {m for m, _ in both} == {
+        "m5",
+        *(f"m{i}" for i in range(0, 1_200, 97)),
+    }
+    unweighed = db._read(  # the same search with every word, as before
+        "SELECT m.message_id, -bm25(message_fts, 1.0, 0.0) FROM message_fts "
+        "JOIN message_text AS m ON m.rowid = message_fts.rowid "
+        "WHERE message_fts MATCH ? AND m.chat_id = ? ORDER BY bm25(message_fts, 1.0, 0.0) "
+        "LIMIT 20",
+        (match_expression("c", "the plan for the sourdough starter"), "c"),
+    )
+    assert [m for m, _ in both] == [m for m, _ in unweighed][: len(both)]
+    assert all(abs(a - b) < 1e-4 for (_, a), (_, b) in zip(both, unweighed, strict=False))
+    assert db.search("c", "plan", 20) == []  # only a word every row holds: nothing to rank
+    small = MemoryDB(db.path.parent.parent / "small")
+    small.index_messages("c", rows[:50])  # a small index is searched as it is
+    assert len(small.search("c", "plan", 20)) == 20
+    small.close()

@@ -261,9 +261,29 @@ async def test_update_state_changes_the_keys_in_place_and_never_the_messages(vau
     on_disk = json.loads(path.read_text())
     assert on_disk["topics"] == [{"label": "Greetings"}] and len(on_disk["messages"]) == 1
     assert path.read_bytes()[: before.index(b'"m1"')] == before[: before.index(b'"m1"')]
+    inode = path.stat().st_ino  # an atomic rewrite would be a new file
+
+    def grow(data: dict[str, Any]) -> dict[str, Any]:  # changes its own copy in place
+        data["topics"].append({"label": "Farewells"})
+        return data
+
+    await memory.update_state("c", grow)
+    assert path.stat().st_ino == inode
+    assert [t["label"] for t in json.loads(path.read_text())["topics"]] == [
+        "Greetings",
+        "Farewells",
+    ]
+    on_disk = json.loads(path.read_text())
+
+    def fails(data: dict[str, Any]) -> dict[str, Any]:
+        data["topics"].append({"label": "Lost"})
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        await memory.update_state("c", fails)
     with pytest.raises(TypeError, match="not a dict"):
         await memory.update_state("c", lambda data: None)  # type: ignore[arg-type,return-value]
-    assert json.loads(path.read_text()) == on_disk
+    assert json.loads(path.read_text()) == on_disk == await memory.load_chat("c")
 
 
 async def test_chat_snapshot_is_shared_while_the_file_is_unchanged(vault: Path) -> None:
@@ -275,3 +295,4 @@ async def test_chat_snapshot_is_shared_while_the_file_is_unchanged(vault: Path) 
     path.write_text(json.dumps({**json.loads(path.read_text()), "title": "Elsewhere"}))
     assert (await memory.chat_snapshot("c"))["title"] == "Elsewhere"  # another process wrote
     assert (await memory.chat_snapshot("missing"))["messages"] == []
+    assert not (vault / ".memory" / "missing.lock").exists()
