@@ -123,9 +123,9 @@ class Relay:
         return self._pending.pop(chat_id, None)
 
     async def prepare(self, chat: Chat, parts: Split, body: dict[str, Any]) -> Turn:
-        """Store the client's messages in the chat, run the phases before the model, and
-        rebuild the request. Raises when it cannot (the caller then sends the client's
-        request as it came)."""
+        """Store the client's messages in the chat (on the quick way, while the request goes
+        upstream), run the phases before the model, and rebuild the request. Raises when it
+        cannot (the caller then sends the client's request as it came)."""
         chat_id = chat.chat_id
         incoming = [*parts.history, parts.message, *parts.tail]
         stored, user_message, write = await self._store(chat_id, incoming, parts)
