@@ -384,17 +384,20 @@ class Budgeter:
             return default
 
     def _count_summaries(self, counter: Counter, texts: list[str]) -> list[int]:
-        """What each summary message costs, counted once per text and counter."""
+        """What each summary message costs, counted once per text and counter (from the loop
+        or the background pass's worker thread: what this call counts it keeps to itself)."""
         if len(self._summary_tokens) > MAX_COUNTED:
             self._summary_tokens.clear()  # counting a summary again is cheap
         keys = [f"{counter.key}\x00{t}" for t in texts]
-        todo = [t for t, k in zip(texts, keys, strict=True) if k not in self._summary_tokens]
+        known = {k: self._summary_tokens.get(k) for k in keys}
+        todo = [t for t, k in zip(texts, keys, strict=True) if known[k] is None]
         if todo:
             # the text, the role "system" and the framing, as prompt_tokens counts them
             role = counter.count(["system"])[0]
             for text, n in zip(todo, counter.count(todo), strict=True):
-                self._summary_tokens[f"{counter.key}\x00{text}"] = n + role + PER_MESSAGE
-        return [self._summary_tokens[k] for k in keys]
+                key = f"{counter.key}\x00{text}"
+                known[key] = self._summary_tokens[key] = n + role + PER_MESSAGE
+        return [int(known[k] or 0) for k in keys]
 
 
 def _level_start(node: Node) -> tuple[int, int]:
