@@ -39,14 +39,12 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
-import uvicorn
 from bench_context import RandomEmbedder, make_chat
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -56,10 +54,9 @@ from starlette.routing import Route
 import smart_context_hosts.proxy.relay as relay_module
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app
-from smart_context_hosts.sidecar.connections import server_config
 from smart_context_hosts.sidecar.plugins import get_plugin_manager
 from smart_context_hosts.sidecar.runtime import Sidecar
-from smart_context_hosts.sidecar.serve import bind_socket
+from smart_context_hosts.sidecar.serve import serving
 
 UPSTREAM = "http://upstream.test/v1"
 REPLY = {
@@ -100,13 +97,26 @@ class Timed:
             self.seconds += time.perf_counter() - start
 
 
-async def bench_size(root: Path, size: int, turns: int, timed: Timed) -> None:
-    vault = root / f"v{size}"
-    (vault / ".memory").mkdir(parents=True)
+def vault_of(folder: Path) -> tuple[SmartContextPlugin, Sidecar]:
+    """A vault's sidecar with the plugin on random vectors (no model time in the figures)."""
+    (folder / ".memory").mkdir(parents=True)
     plugin = SmartContextPlugin(RandomEmbedder())
     manager = get_plugin_manager(None, load_entrypoints=False)
     manager.register(plugin, name="smart_context")
-    sidecar = Sidecar(vault, plugin_manager=manager)
+    return plugin, Sidecar(folder, plugin_manager=manager)
+
+
+async def replied(history: list[dict[str, Any]], proxy: Proxy, plugin: SmartContextPlugin) -> None:
+    """The reply in the client's history, and the proxy's storing and the plugin's background
+    pass waited for, untimed: a person reads the reply before writing again."""
+    history.append({"role": "assistant", "content": "Noted."})
+    await proxy.settle()
+    assert plugin.services is not None
+    await plugin.services.settle(timeout=600)
+
+
+async def bench_size(root: Path, size: int, turns: int, timed: Timed) -> None:
+    plugin, sidecar = vault_of(root / f"v{size}")
     upstream = Upstream()
     transport = httpx.MockTransport(upstream)
     app = create_app(sidecar, ProxyOptions(UPSTREAM), transport=transport)
@@ -136,10 +146,7 @@ async def bench_size(root: Path, size: int, turns: int, timed: Timed) -> None:
             await direct.post(f"{UPSTREAM}/chat/completions", json=body, headers=headers)
             baseline = time.perf_counter() - start
             client_side = baseline - upstream.seconds  # the client writing, the hop
-            history.append({"role": "assistant", "content": "Noted."})
-            await proxy.settle()
-            assert plugin.services is not None
-            await plugin.services.settle(timeout=600)
+            await replied(history, proxy, plugin)
             if turn >= 3:
                 through.append(elapsed * 1000)
                 straight.append(baseline * 1000)
@@ -154,23 +161,6 @@ async def bench_size(root: Path, size: int, turns: int, timed: Timed) -> None:
         f"added by the proxy {med(added):6.2f} ms (p90 {p90:.2f}); "
         f"its own work {med(own):5.2f} ms"
     )
-
-
-@asynccontextmanager
-async def served(app: Any) -> AsyncIterator[str]:
-    """``app`` served by uvicorn on a free loopback port, as ``smart-context proxy`` serves."""
-    sock = bind_socket("127.0.0.1", 0)
-    config = server_config(app, port=sock.getsockname()[1], log_level="warning")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:  # noqa: ASYNC110 (uvicorn offers a flag, not an event)
-            await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
 
 
 def streaming_upstream() -> Starlette:
@@ -208,20 +198,18 @@ async def first_byte(client: httpx.AsyncClient, url: str, body: Any, headers: An
 async def bench_first_byte(root: Path, size: int, turns: int, timed: Timed) -> None:
     """The same turns streamed, through a proxy and an upstream served on loopback: the time
     to the first byte through the proxy, beside straight to the upstream."""
-    vault = root / f"s{size}"
-    (vault / ".memory").mkdir(parents=True)
-    plugin = SmartContextPlugin(RandomEmbedder())
-    manager = get_plugin_manager(None, load_entrypoints=False)
-    manager.register(plugin, name="smart_context")
-    sidecar = Sidecar(vault, plugin_manager=manager)
+    plugin, sidecar = vault_of(root / f"s{size}")
     history = [{"role": m["role"], "content": m["content"]} for m in make_chat(size)]
     headers = {"X-Smart-Context-Chat": f"stream{size}", "Authorization": "Bearer sk-bench"}
     through, straight, plugin_ms, added, hop = [], [], [], [], []
     passing = {"Authorization": "Bearer sk-bench"}  # no chat named: passed through untouched
-    async with served(streaming_upstream()) as upstream_url:
+    async with serving(streaming_upstream(), log_level="warning") as upstream_url:
         app = create_app(sidecar, ProxyOptions(f"{upstream_url}/v1"))
         proxy: Proxy = app.state.proxy
-        async with served(app) as proxy_url, httpx.AsyncClient(timeout=60) as client:
+        async with (
+            serving(app, log_level="warning") as proxy_url,
+            httpx.AsyncClient(timeout=60) as client,
+        ):
             for turn in range(turns + 3):
                 history.append({"role": "user", "content": f"question {turn}: and the plan?"})
                 body = {"model": "gpt-4o", "messages": history, "stream": True}
@@ -232,10 +220,7 @@ async def bench_first_byte(root: Path, size: int, turns: int, timed: Timed) -> N
                     client, f"{upstream_url}/v1/chat/completions", body, headers
                 )
                 passed = await first_byte(client, f"{proxy_url}/v1/chat/completions", body, passing)
-                history.append({"role": "assistant", "content": "Noted."})
-                await proxy.settle()
-                assert plugin.services is not None
-                await plugin.services.settle(timeout=600)
+                await replied(history, proxy, plugin)
                 if turn >= 3:
                     through.append(via * 1000)
                     straight.append(direct * 1000)

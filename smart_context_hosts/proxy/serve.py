@@ -15,13 +15,12 @@ from urllib.parse import urlsplit
 
 from smart_context_hosts.sidecar.serve import (
     DEFAULT_HOST,
-    GRACEFUL_SHUTDOWN_SECONDS,
     ServeError,
     add_address_arguments,
-    bind_socket,
     check_bind_host,
     resolve_vault,
     run_until_stopped,
+    server_on,
 )
 
 DEFAULT_PORT = 8766
@@ -70,7 +69,6 @@ def proxy(
 
     from smart_context_hosts.proxy.app import ProxyOptions, create_app
     from smart_context_hosts.proxy.vaults import People, read_key_owners
-    from smart_context_hosts.sidecar.connections import server_config
     from smart_context_hosts.sidecar.runtime import Sidecar
 
     options = ProxyOptions(upstream, chat_headers, prefix_chats, timeout, user_chats)
@@ -90,15 +88,8 @@ def proxy(
         app = create_app(
             People(folder, team.user_header, owners), options, allow_remote=allow_remote
         )
-    sock = bind_socket(host, port)
+    sock, config = server_on(app, host, port)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104 (naming it only)
-    config = server_config(
-        app,
-        host=host,
-        port=sock.getsockname()[1],
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        log_level="info",
-    )
     print(
         f"Smart Context proxy: {'vaults under ' if team else 'vault '}{folder}, "
         f"upstream {upstream}\n"

@@ -21,9 +21,10 @@ import socket
 import sys
 import tempfile
 import webbrowser
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from smart_context.errors import SmartContextError
 from smart_context.resources import example_vault_dir
@@ -49,6 +50,8 @@ NOT_COPIED = (
 
 if TYPE_CHECKING:
     import uvicorn
+    from starlette.types import ASGIApp
+    from uvicorn import Config
 
     from smart_context_hosts.sidecar.runtime import Sidecar
 
@@ -112,6 +115,37 @@ def check_bind_host(host: str, allow_remote: bool) -> None:
         )
 
 
+def server_on(app: ASGIApp, host: str, port: int, **options: Any) -> tuple[socket.socket, Config]:
+    """A socket listening on ``host:port`` (:func:`bind_socket`) and the uvicorn config that
+    serves ``app`` on it, as the commands serve (``options``: more for ``uvicorn.Config``)."""
+    from smart_context_hosts.sidecar.connections import server_config
+
+    sock = bind_socket(host, port)
+    given: dict[str, Any] = {"timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_SECONDS}
+    given |= {"log_level": "info", **options}
+    return sock, server_config(app, host=host, port=sock.getsockname()[1], **given)
+
+
+@asynccontextmanager
+async def serving(app: ASGIApp, **options: Any) -> AsyncIterator[str]:
+    """``app`` served by uvicorn on a free loopback port while the block runs (tests and
+    benchmarks; ``options``: as :func:`server_on`); yields the base URL."""
+    import uvicorn
+
+    sock, config = server_on(app, "127.0.0.1", 0, **options)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:  # noqa: ASYNC110 (uvicorn offers a flag, not an event)
+                await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
 def bind_socket(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port``; a busy port is a :class:`ServeError`."""
     try:
@@ -172,20 +206,11 @@ def serve(
     import uvicorn  # the web stack is needed only here
 
     from smart_context_hosts.sidecar.app import create_app
-    from smart_context_hosts.sidecar.connections import server_config
     from smart_context_hosts.sidecar.runtime import Sidecar
 
     sidecar = Sidecar(folder)
-    app = create_app(sidecar, allow_remote=allow_remote)
-    sock = bind_socket(host, port)
+    sock, config = server_on(create_app(sidecar, allow_remote=allow_remote), host, port)
     url = url_for(host, sock)
-    config = server_config(
-        app,
-        host=host,
-        port=sock.getsockname()[1],
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        log_level="info",
-    )
     server = uvicorn.Server(config)
     print(f"Smart Context sidecar: vault {folder}\nOpen {url} (Ctrl+C to stop)", flush=True)
     asyncio.run(_run_server(server, sock, sidecar, url if open_browser else None))

@@ -38,6 +38,16 @@ def long_chat(n: int) -> list[dict[str, Any]]:
     return messages
 
 
+class CountingDB(MemoryDB):
+    """The real store, counting its summary reads."""
+
+    reads = 0
+
+    def summaries(self, chat_id: str) -> Any:
+        self.reads += 1
+        return super().summaries(chat_id)
+
+
 def sent_tokens(ctx: Any) -> int:
     from smart_context_hosts.sidecar.pipeline import PipelineContext, prompt_messages
 
@@ -269,13 +279,6 @@ async def test_the_stored_summaries_are_read_once_while_messages_are_added(vault
     from smart_context.memory.refresh import summarize_chat
     from smart_context.messages import History
 
-    class CountingDB(MemoryDB):  # the real store, counting its summary reads
-        reads = 0
-
-        def summaries(self, chat_id: str) -> Any:
-            self.reads += 1
-            return super().summaries(chat_id)
-
     messages = long_chat(200)
     db = CountingDB(vault)
     await summarize_chat(db, "long", messages, Settings(summarizer="offline"), None)
@@ -336,13 +339,6 @@ async def test_new_summaries_are_planned_in_the_background_not_by_the_next_reque
     from smart_context.config import Settings
     from smart_context.memory.refresh import summarize_chat
     from smart_context.messages import History
-
-    class CountingDB(MemoryDB):
-        reads = 0
-
-        def summaries(self, chat_id: str) -> Any:
-            self.reads += 1
-            return super().summaries(chat_id)
 
     messages = long_chat(200)
     db = CountingDB(vault)

@@ -3,7 +3,6 @@ server."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -13,15 +12,13 @@ from typing import Any
 import httpx
 import pluggy
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 
 from smart_context.hookspecs import hookimpl
 from smart_context_hosts.sidecar.app import create_app
-from smart_context_hosts.sidecar.connections import server_config
 from smart_context_hosts.sidecar.plugins import get_plugin_manager
 from smart_context_hosts.sidecar.runtime import Sidecar
-from smart_context_hosts.sidecar.serve import bind_socket
+from smart_context_hosts.sidecar.serve import serving
 
 BASE_URL = "http://127.0.0.1:8765"
 
@@ -136,22 +133,8 @@ async def running_app(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
 async def live_server(app: Starlette, **limits: Any) -> AsyncIterator[str]:
     """``app`` served by uvicorn on a free loopback port, configured as ``smart-context serve``
     configures it (``limits``: ``header_timeout``, ``max_connections``); yields the base URL."""
-    sock = bind_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    config = server_config(
-        app, port=port, log_level="warning", timeout_graceful_shutdown=1, **limits
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+    async with serving(app, log_level="warning", timeout_graceful_shutdown=1, **limits) as url:
+        yield url
 
 
 Client = tuple[httpx.AsyncClient, Sidecar]

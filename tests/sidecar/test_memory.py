@@ -150,6 +150,11 @@ async def test_bad_chat_ids_are_refused(vault: Path, bad: str) -> None:
         await memory.load_chat(bad)
     with pytest.raises(ChatIdError):
         await memory.update_chat(bad, add_message("m"))
+    for read in (memory.chat_state, memory.chat_snapshot):
+        with pytest.raises(ChatIdError):
+            await read(bad)
+    with pytest.raises(ChatIdError):
+        await memory.update_state(bad, lambda data: data)
     assert not (vault / ".memory").exists() or list((vault / ".memory").iterdir()) == []
 
 
