@@ -5,11 +5,27 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 log = logging.getLogger(__name__)
 
 Key = TypeVar("Key", bound=str)
+T = TypeVar("T")
+
+
+def read_outcome(future: asyncio.Future[Any]) -> None:
+    """Mark a future's failure as read: work started ahead of its reader (a section that stopped
+    waiting, a request that failed first) must not be logged by asyncio as never retrieved."""
+    if not future.cancelled():
+        future.exception()
+
+
+def ahead(work: Awaitable[T]) -> asyncio.Future[T]:
+    """``work`` started now, for a caller that awaits it later or not at all (its failure is
+    read either way: :func:`read_outcome`)."""
+    future = asyncio.ensure_future(work)
+    future.add_done_callback(read_outcome)
+    return future
 
 
 class Coalescer(Generic[Key]):

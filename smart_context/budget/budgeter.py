@@ -67,7 +67,7 @@ from smart_context.messages import History, message_text, pick
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.turns import partners
-from smart_context.vectors.ops import Matrix
+from smart_context.vectors.ops import Matrix, Scores
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +132,7 @@ class Budgeter:
         positions: np.ndarray | None = None,
         query: MessageQuery | None = None,
         reads: ChatReads | None = None,
+        dense: Awaitable[Scores] | None = None,
     ) -> Fitted | None:
         """The history within the budget, or ``None`` when there is no budget.
 
@@ -140,7 +141,8 @@ class Budgeter:
         the candidates are the whole history). ``query``: the request's message with its
         sentence vectors, embedded once for every section (else ``queries``, or the message
         embedded here); ``reads``: the store's pins and text hits for it, read with the request's
-        other reads (else read here). The facts, the search and the pins are kept and
+        other reads (else read here); ``dense``: :meth:`dense` over ``history``, started by the
+        caller with its plan (else scored here). The facts, the search and the pins are kept and
         read for the whole history, so a filter that keeps other messages from one request to
         the next costs no recount; the plan is made over the candidates. ``costs``, when
         given, is :func:`fixed_costs` of ``fixed`` with this model's counter."""
@@ -168,9 +170,12 @@ class Budgeter:
             reads = ChatReads(marks=marks, hits=await self._search(chat_id, fixed.message))
         elif added:  # the request's reads searched before these messages were in the index
             reads = replace(reads, hits=await self._search(chat_id, fixed.message))
-        dense = await self.dense(chat_id, history, fixed.message, store, queries, query)
+        if dense is not None:
+            cosine = await dense
+        else:
+            cosine = await self.dense(chat_id, history, fixed.message, store, queries, query)
         lexical = _lexical(reads.hits, facts.position, facts.n)
-        rel = part.of(relevance(dense, lexical, LEXICAL_WEIGHT))
+        rel = part.of(relevance(cosine, lexical, LEXICAL_WEIGHT))
         marks = reads.marks
         marked = part.of(_flags(facts, marks))
         pinned = marked | part.of(_flags(facts, {str(i) for i in sticky_ids}))

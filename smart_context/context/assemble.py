@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from smart_context.background import ahead
 from smart_context.budget.budgeter import LEXICAL_HITS
 from smart_context.budget.parts import (
     Fixed,
@@ -124,16 +125,13 @@ def plan_request(
             checked,
         )
     )
-    return RequestPlan(
-        chat_id,
-        history,
-        MessageQuery(message),
-        counter,
-        limit,
-        looked,
-        model,
-        takes_tools,
-    )
+    query = MessageQuery(message)
+    # the budget's dense search, and with it the message's vectors, start now: their waits
+    # (a worker thread reading, the model embedding) overlap the topic rule's work
+    dense = None
+    if limit:
+        dense = ahead(services.budget.dense(chat_id, history, message, services.store, None, query))
+    return RequestPlan(chat_id, history, query, counter, limit, looked, model, takes_tools, dense)
 
 
 async def request_items(services: Services, plan: RequestPlan, decision: Decision) -> Prepared:
@@ -172,6 +170,7 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
         fixed = replace(fixed, knowledge=[*fixed.knowledge, *_as_system(notes.text)])
         if costs is not None:
             costs["knowledge"] = messages_cost(counter, fixed.knowledge)
+    whole = decision.full or decision.source
     fitted = await services.budget.fit(
         chat_id,
         decision.history,
@@ -181,11 +180,12 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
         None,
         [m.get("id") for m in view.sticky],
         summaries=decision.record.mode != FILTERED,
-        history=decision.full or decision.source,
+        history=whole,
         costs=costs,
         positions=decision.positions if decision.full is not None else None,
         query=plan.query,
         reads=looked.reads,
+        dense=plan.dense if whole is plan.history else None,  # scored over the plan's
     )
     parts = RequestRecord(
         decision.record,

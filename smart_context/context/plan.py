@@ -36,6 +36,7 @@ from smart_context.memory.db import MemoryDB
 from smart_context.memory.reads import ChatReads, read_chat
 from smart_context.messages import History
 from smart_context.paths import ChatId
+from smart_context.vectors.ops import Scores
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,9 @@ class RequestPlan:
     looked: asyncio.Future[Looked]  # under way while the topic rule runs
     model: str | None = None  # the host's chat model, when it says
     takes_tools: bool = True  # the host's word on its chat model
+    # with a budget: each message's best cosine to the message's sentences (the budget's
+    # dense search), under way while the topic rule and the sections run
+    dense: asyncio.Future[Scores] | None = None
 
     @property
     def message(self) -> str:

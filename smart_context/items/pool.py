@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from smart_context.background import read_outcome
 from smart_context.errors import ToolServerError
 from smart_context.mcp.config import McpServer
 
@@ -76,7 +77,7 @@ class ServerPool:
             try:
                 result: T = await asyncio.shield(request.done)
             except asyncio.CancelledError:  # the worker still answers; no one will read it
-                request.done.add_done_callback(_read)
+                request.done.add_done_callback(read_outcome)
                 raise
             except _NeverSent:
                 if attempt == 2:
@@ -157,12 +158,6 @@ class ServerPool:
             task.cancel()
         with contextlib.suppress(Exception):
             await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _read(future: asyncio.Future[Any]) -> None:
-    """Mark an answer no one awaits any more as read (asyncio would log it as lost)."""
-    if not future.cancelled():
-        future.exception()
 
 
 def _settle(future: asyncio.Future[Any], exc: BaseException) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import numpy as np
 
+from smart_context.background import ahead
 from smart_context.items.chunks import query_chunks
 from smart_context.store import VectorStore
 from smart_context.vectors.ops import Matrix
@@ -25,23 +26,17 @@ class MessageQuery:
         self.text = text
         chunks = query_chunks(text)
         self.sentences: tuple[str, ...] = tuple(chunks or ([text] if text.strip() else []))
-        self._vectors: asyncio.Task[Matrix] | None = None
+        self._vectors: asyncio.Future[Matrix] | None = None
 
     async def vectors(self, store: Callable[[], Awaitable[VectorStore]]) -> Matrix:
         """One unit row per sentence (``(0, 0)`` for an empty message)."""
         if not self.sentences:
             return np.zeros((0, 0), dtype=np.float32)
         if self._vectors is None:
-            self._vectors = asyncio.ensure_future(self._embed(store))
             # a section that stopped waiting (agent selection with no agent items after all)
             # must not leave a failure unread: the next section to ask reads it again
-            self._vectors.add_done_callback(_read_outcome)
+            self._vectors = ahead(self._embed(store))
         return await asyncio.shield(self._vectors)
 
     async def _embed(self, store: Callable[[], Awaitable[VectorStore]]) -> Matrix:
         return await (await store()).embed(list(self.sentences))
-
-
-def _read_outcome(task: asyncio.Task[Matrix]) -> None:
-    if not task.cancelled():
-        task.exception()

@@ -89,3 +89,35 @@ async def test_a_warm_request_makes_one_trip_off_the_loop(
     record = ctx.metadata["smart_context"]
     assert record["relevant_ids"] and record["knowledge"], "every section ran"
     assert trips == ["look"]
+
+
+async def test_the_budget_scores_the_history_once_with_the_plan(
+    start: Any, vault: Path, monkeypatch: Any
+) -> None:
+    """The budget's dense search starts with the plan, before the sections are built, so its
+    waits overlap theirs, and the budget uses that one result: the chat's vectors are scored
+    once per request."""
+    from smart_context.context import assemble
+    from smart_context.store import VectorStore
+
+    chat, running = await lease_vault(start, vault)
+    await running.context("long", chat)
+    await call(running.pm.hook.pipeline_output, ctx=Ctx("long", chat))  # the chat embedded
+    await running.settle()
+    events: list[str] = []
+    known_scores, build = VectorStore.known_scores, assemble.build
+
+    async def scored(self: VectorStore, *args: Any) -> Any:
+        events.append("scored")
+        return await known_scores(self, *args)
+
+    async def built(*args: Any) -> Any:
+        events.append("built")
+        return await build(*args)
+
+    monkeypatch.setattr(VectorStore, "known_scores", scored)
+    monkeypatch.setattr(assemble, "build", built)
+    ctx = Ctx("long", chat, MESSAGE)
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    assert ctx.metadata["smart_context"]["relevant_ids"], "the budget searched the history"
+    assert events == ["scored", "built"]
