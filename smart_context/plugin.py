@@ -7,6 +7,7 @@ a reply or a message, so they log it and leave the request as it was.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from functools import partial
 from typing import Any
@@ -82,6 +83,7 @@ class SmartContextPlugin:
             plan = plan_request(
                 services, chat_id, history, ctx.message, _model_of(ctx), _takes_tools(ctx)
             )
+            await asyncio.sleep(0)  # what the plan started reaches its first wait
             decision = await assemble(services, chat_id, history)
             prepared = await request_items(services, plan, decision)
             if not ctx.metadata.get("dry_run"):  # where the model's look back will search

@@ -117,6 +117,12 @@ class Budgeter:
             found = self._facts[key] = MessageFacts(counter)
         return found
 
+    def cuts(self, chat_id: ChatId, counter: Counter, limit: int) -> bool:
+        """Whether the chat's history, as last counted, costs more than ``limit``: its budget
+        will search it (a chat not counted yet: unknown, so no)."""
+        found = self._facts.get((chat_id, counter.key))
+        return found is not None and int(found.tokens.sum()) > limit
+
     async def fit(
         self,
         chat_id: ChatId,

@@ -28,14 +28,20 @@ class MessageQuery:
         self.sentences: tuple[str, ...] = tuple(chunks or ([text] if text.strip() else []))
         self._vectors: asyncio.Future[Matrix] | None = None
 
+    def start(self, store: Callable[[], Awaitable[VectorStore]]) -> None:
+        """Start embedding the sentences now, for a section that will ask (:meth:`vectors`):
+        the model works while the request does the rest."""
+        if self._vectors is None and self.sentences:
+            # a section that stopped waiting (agent selection with no agent items after all)
+            # must not leave a failure unread: the next section to ask reads it again
+            self._vectors = ahead(self._embed(store))
+
     async def vectors(self, store: Callable[[], Awaitable[VectorStore]]) -> Matrix:
         """One unit row per sentence (``(0, 0)`` for an empty message)."""
         if not self.sentences:
             return np.zeros((0, 0), dtype=np.float32)
-        if self._vectors is None:
-            # a section that stopped waiting (agent selection with no agent items after all)
-            # must not leave a failure unread: the next section to ask reads it again
-            self._vectors = ahead(self._embed(store))
+        self.start(store)
+        assert self._vectors is not None
         return await asyncio.shield(self._vectors)
 
     async def _embed(self, store: Callable[[], Awaitable[VectorStore]]) -> Matrix:

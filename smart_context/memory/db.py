@@ -45,7 +45,7 @@ from smart_context.memory.search_query import (
     word_expression,
     words_expression,
 )
-from smart_context.memory.sqlite_file import open_database
+from smart_context.memory.sqlite_file import BUSY_TIMEOUT_MS, open_database
 from smart_context.paths import memory_dir
 
 DB_NAME = "smart_context.sqlite"
@@ -78,6 +78,36 @@ class MemoryDB:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    @contextmanager
+    def at_once(self) -> Iterator[bool]:
+        """Whether reads can be made now without waiting, for a caller on the event loop: the
+        connection is open and no other thread of this process is using it. While ``True``,
+        that stays so, and a read that would wait for another process fails at once
+        (:class:`MemoryDBError`) instead of waiting up to the busy timeout."""
+        if not self._lock.acquire(blocking=False):
+            yield False
+            return
+        try:
+            conn = self._conn
+            if conn is None:  # opening may create or migrate the file
+                yield False
+                return
+            try:
+                conn.execute("PRAGMA busy_timeout = 0")
+            except sqlite3.Error:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                try:
+                    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                except sqlite3.Error:  # opened again, with its timeout, on the next call
+                    conn.close()
+                    self._conn = None
+        finally:
+            self._lock.release()
 
     def __enter__(self) -> MemoryDB:
         return self

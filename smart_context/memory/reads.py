@@ -46,15 +46,19 @@ def read_chat(
     message: str,
     search: int,
     checked: Sequence[tuple[str, str]] = (),
+    guard: bool = True,
 ) -> ChatReads:
     """Every read of one request (module docstring). ``search``: how many text-index hits the
     budget wants for ``message`` (0: no budget, so neither hits nor marks are read);
     ``checked``: ``(message id, content key)`` of the messages the budget has not seen indexed
     (the last turn's, which the background pass indexes), looked up before the search, so the
-    budget knows whether the hits include them."""
+    budget knows whether the hits include them. ``guard`` false: a read that fails raises
+    instead (the caller tries again another way)."""
     failed: list[str] = []
 
     def guarded(part: str, default: T, call: Callable[[], T]) -> T:
+        if not guard:
+            return call()
         try:
             return call()
         except SmartContextError as exc:

@@ -4,9 +4,12 @@ sections search by it (agent items, the vault's notes, the budget's look back)."
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
+from smart_context.errors import MemoryDBError
+from smart_context.memory.db import MemoryDB
 from tests.conftest import Ctx, Running, call, write_chat
 from tests.context.test_allocate import item
 from tests.context.test_budgeted import long_chat
@@ -66,16 +69,18 @@ async def test_a_blank_message_searches_nothing_and_the_request_goes_through(
     assert embedder.calls == [], "a blank message is not embedded"
 
 
-async def test_a_warm_request_makes_one_trip_off_the_loop(
-    start: Any, vault: Path, monkeypatch: Any
-) -> None:
-    """The store's reads and the looks at the item and note files share one worker-thread
-    trip: each trip costs the loop a hand-off, far more on a busy machine than the reads."""
+async def warm_lease(start: Any, vault: Path) -> tuple[list[dict[str, Any]], Running]:
+    """:func:`lease_vault` with its chat embedded and indexed, and a request made."""
     chat, running = await lease_vault(start, vault)
     await running.context("long", chat)
     await call(running.pm.hook.pipeline_output, ctx=Ctx("long", chat))  # the chat embedded
     await running.settle()
     await call(running.pm.hook.pipeline_context, ctx=Ctx("long", chat, MESSAGE))  # all caught up
+    return chat, running
+
+
+def counted_trips(monkeypatch: Any) -> list[str]:
+    """The names of the functions run in worker threads from now on."""
     trips: list[str] = []
     to_thread = asyncio.to_thread
 
@@ -84,11 +89,107 @@ async def test_a_warm_request_makes_one_trip_off_the_loop(
         return await to_thread(func, *args, **kwargs)
 
     monkeypatch.setattr(asyncio, "to_thread", counted)
+    return trips
+
+
+async def ticks_during(request: Any) -> tuple[Any, int]:
+    """``request`` awaited while a ticker counts the loop's turns (every 10 ms)."""
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    task = asyncio.ensure_future(ticker())
+    try:
+        return await request, ticks
+    finally:
+        task.cancel()
+
+
+async def test_a_warm_request_reads_the_store_on_the_loop_when_it_is_free(
+    start: Any, vault: Path, monkeypatch: Any
+) -> None:
+    """The store's reads and the looks at the item and note files take well under a
+    millisecond; a trip to a worker thread costs more than that, so a warm request whose store
+    is free makes none."""
+    chat, running = await warm_lease(start, vault)
+    trips = counted_trips(monkeypatch)
     ctx = Ctx("long", chat, MESSAGE)
     await call(running.pm.hook.pipeline_context, ctx=ctx)
     record = ctx.metadata["smart_context"]
     assert record["relevant_ids"] and record["knowledge"], "every section ran"
-    assert trips == ["look"]
+    assert "look" not in trips
+
+
+async def test_a_budget_that_cuts_a_long_history_searches_it_in_the_trip(
+    start: Any, vault: Path, monkeypatch: Any
+) -> None:
+    """A long history under a budget: the text search runs in the trip, beside the vector
+    scores that the plan started, instead of after them on the loop."""
+    from smart_context.context import assemble
+
+    chat, running = await warm_lease(start, vault)
+    monkeypatch.setattr(assemble, "SIDE_BY_SIDE", 100)  # the lease chat has 400 messages
+    trips = counted_trips(monkeypatch)
+    ctx = Ctx("long", chat, MESSAGE)
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    assert trips.count("look") == 1
+    assert ctx.metadata["smart_context"]["relevant_ids"]
+
+
+async def test_a_store_another_thread_is_using_is_read_in_one_trip(
+    start: Any, vault: Path, monkeypatch: Any
+) -> None:
+    """While a worker thread of the process uses the store (a background pass writing), the
+    request reads it in one trip to a worker thread: the loop never waits for the store."""
+    chat, running = await warm_lease(start, vault)
+    assert running.plugin.services is not None
+    db = running.plugin.services.memory_db
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with db.at_once() as ready:
+            assert ready
+            held.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(5)
+    trips = counted_trips(monkeypatch)
+    ctx = Ctx("long", chat, MESSAGE)
+    asyncio.get_running_loop().call_later(0.3, release.set)
+    _, ticks = await ticks_during(call(running.pm.hook.pipeline_context, ctx=ctx))
+    holder.join(5)
+    assert trips.count("look") == 1
+    assert ticks >= 10, "the loop kept turning while the request waited for the store"
+    assert ctx.metadata["smart_context"]["relevant_ids"], "the reads were made after the wait"
+
+
+async def test_a_read_that_fails_on_the_loop_is_made_again_in_the_trip(
+    start: Any, vault: Path, monkeypatch: Any, caplog: Any
+) -> None:
+    """On the loop a read never waits: one that would (another process holding the database,
+    the busy timeout then 0) fails there, and the request makes its reads again in a worker
+    thread, where waiting is harmless; nothing is said, since nothing was lost."""
+    chat, running = await warm_lease(start, vault)
+    marks = MemoryDB.marks
+
+    def busy_on_the_loop(self: MemoryDB, chat_id: str) -> set[str]:
+        if threading.current_thread() is threading.main_thread():
+            raise MemoryDBError("database is locked")
+        return marks(self, chat_id)
+
+    monkeypatch.setattr(MemoryDB, "marks", busy_on_the_loop)
+    trips = counted_trips(monkeypatch)
+    ctx = Ctx("long", chat, MESSAGE)
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    assert trips.count("look") == 1
+    assert ctx.metadata["smart_context"]["relevant_ids"]
+    assert "goes on without" not in caplog.text
 
 
 async def test_the_budget_scores_the_history_once_with_the_plan(
@@ -100,10 +201,7 @@ async def test_the_budget_scores_the_history_once_with_the_plan(
     from smart_context.context import assemble
     from smart_context.store import VectorStore
 
-    chat, running = await lease_vault(start, vault)
-    await running.context("long", chat)
-    await call(running.pm.hook.pipeline_output, ctx=Ctx("long", chat))  # the chat embedded
-    await running.settle()
+    chat, running = await warm_lease(start, vault)
     events: list[str] = []
     known_scores, build = VectorStore.known_scores, assemble.build
 
