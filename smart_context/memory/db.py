@@ -328,13 +328,22 @@ class MemoryDB:
                 values,
             )
 
-    def unindex(self, chat_id: str, message_ids: Iterable[str]) -> None:
-        """Remove messages from the index."""
+    def unindex(self, chat_id: str, message_ids: Iterable[str], up_to: int | None = None) -> None:
+        """Remove messages from the index; ``up_to``: only rows at or below that row id
+        (:meth:`last_row` taken before the caller read the chat: a message indexed since,
+        by a request, is newer than what the caller saw, not gone)."""
+        bound = up_to if up_to is not None else -1  # -1: no bound
         with self._write() as conn:
             conn.executemany(
-                "DELETE FROM message_text WHERE chat_id = ? AND message_id = ?",
-                [(chat_id, message_id) for message_id in message_ids],
+                "DELETE FROM message_text WHERE chat_id = ? AND message_id = ? "
+                "AND (? < 0 OR rowid <= ?)",
+                [(chat_id, message_id, bound, bound) for message_id in message_ids],
             )
+
+    def last_row(self) -> int:
+        """The largest row id of the text index (0 when empty): rows added later are above it,
+        and a message indexed again in place keeps its row."""
+        return int(self._read("SELECT coalesce(max(rowid), 0) FROM message_text")[0][0])
 
     def search(self, chat_id: str, query: str, limit: int) -> list[tuple[str, float]]:
         """The chat's messages matching any word of ``query``: ``(message_id, score)``, best first.
@@ -366,7 +375,7 @@ class MemoryDB:
         Counting a word's rows stops at half, so a common word costs a fraction of scoring.
         The rows are bounded by the largest row id (a lookup, where counting them reads the
         whole table of a large vault): a bound at least the count only leaves out fewer words."""
-        rows = self._read("SELECT coalesce(max(rowid), 0) FROM message_text")[0][0]
+        rows = self.last_row()
         half = (rows + 1) // 2
         if rows < WEIGHED_FROM:
             return tokens

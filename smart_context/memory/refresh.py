@@ -146,6 +146,9 @@ class Made:
 async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False) -> None:
     """One pass over the chat (module docstring); ``force`` summarises a chat under the
     ``summarization_threshold`` too (the ``summarize_conversation`` command)."""
+    # the index's last row before the chat is read: what a request indexes meanwhile is
+    # newer than this pass's copy of the chat, and must not be dropped as deleted
+    bound = await asyncio.to_thread(parts.db.last_row)
     data = await parts.chats.load(chat_id)
     messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     settings = parts.settings()
@@ -159,7 +162,7 @@ async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False
 
     keyed, indexed = await asyncio.to_thread(checked_keys)
     progress = _progress(parts.emit, chat_id, "index")
-    await index_chat(parts.db, chat_id, messages, keyed, progress, indexed)
+    await index_chat(parts.db, chat_id, messages, keyed, progress, indexed, bound)
     parts.seen.indexed(chat_id, len(messages))
     if len(messages) < settings.summarization_threshold and not force:
         return
@@ -233,11 +236,13 @@ async def index_chat(
     keyed: Keyed,
     progress: Progress | None = None,
     indexed: int = 0,
+    up_to: int | None = None,
 ) -> None:
     """:func:`sync_index` off the loop; a long chat met whole (more than ``INDEX_BATCH`` new
     messages) is written in batches with ``progress`` after each, so the panel can show it.
     ``indexed``: how many leading messages the index is known to hold unchanged (only the rest
-    is compared with it then)."""
+    is compared with it then); ``up_to``: only rows at or below it are dropped as deleted
+    (:meth:`MemoryDB.unindex`)."""
     if indexed:
         ids, keys = keyed
         todo = [(ids[k], keys[k], message_text(messages[k])) for k in range(indexed, len(ids))]
@@ -253,7 +258,7 @@ async def index_chat(
         if report is not None:
             await report(min(n * INDEX_BATCH, len(todo)), len(todo))
     if gone:
-        await asyncio.to_thread(db.unindex, chat_id, gone)
+        await asyncio.to_thread(db.unindex, chat_id, gone, up_to)
 
 
 async def summarize_chat(

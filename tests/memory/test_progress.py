@@ -89,3 +89,30 @@ async def test_a_pass_after_a_reply_reads_only_the_new_messages_and_an_edit_the_
     assert db.reads == 1, "an edit: the whole chat is compared with the index"
     assert db.plans == 1, "an edit: the summaries over it are checked"
     assert [mid for mid, _ in db.search("c", "roses", 5)] == ["m5"]
+
+
+async def test_a_message_a_request_indexes_while_a_pass_runs_is_not_dropped(
+    start: Any, vault: Path
+) -> None:
+    """A pass works on its copy of the chat. A reply a request indexes meanwhile is newer than
+    that copy, not deleted: the pass leaves it in the index (it used to drop it until the next
+    pass indexed it again)."""
+    from smart_context.memory.refresh import SeenChats
+
+    class LateReply(MemoryDB):  # the request's indexing lands after the pass read the chat
+        def indexed_keys(self, chat_id: str) -> dict[str, str]:
+            self.index_messages(chat_id, [("late", "late:key", "A reply stored meanwhile.")])
+            return super().indexed_keys(chat_id)
+
+    messages = make_messages([f"Message {i} about the garden." for i in range(20)])
+    write_chat(vault, "c", messages)
+    running = await start(settings={"summarizer": "offline"})
+    db = LateReply(vault)
+    parts = replace(running.plugin.services.memory_pass, db=db, seen=SeenChats())
+    await refresh_memory(parts, ChatId("c"))
+    indexed = MemoryDB(vault).indexed_keys("c")
+    assert "late" in indexed and len(indexed) == 21
+
+    write_chat(vault, "c", messages[1:])  # a message deleted: the next pass drops it
+    await refresh_memory(replace(parts, db=MemoryDB(vault), seen=SeenChats()), ChatId("c"))
+    assert str(messages[0]["id"]) not in MemoryDB(vault).indexed_keys("c")
