@@ -75,6 +75,7 @@ class SmartContextPlugin:
 
     @hookimpl
     async def pipeline_context(self, ctx: PipelineContext) -> None:
+        plan = None
         try:
             chat_id = check_chat_id(ctx.metadata.get("chat_id"))
             services = self._services()
@@ -92,6 +93,8 @@ class SmartContextPlugin:
                     chat_id, partial(unsent_among, history.ids, prepared.messages, memories)
                 )
         except Exception as exc:  # the one broad except: the user's request must go through
+            if plan is not None and plan.dense is not None:
+                plan.dense.cancel()  # what the plan started for the budget is not needed
             if isinstance(exc, SmartContextError):  # ours, with a message that says it all
                 log.warning("Smart Context: sending the full history: %s", exc)
             else:

@@ -118,8 +118,9 @@ class Budgeter:
         return found
 
     def cuts(self, chat_id: ChatId, counter: Counter, limit: int) -> bool:
-        """Whether the chat's history, as last counted, costs more than ``limit``: its budget
-        will search it (a chat not counted yet: unknown, so no)."""
+        """Whether the chat's history, as last counted, costs more than ``limit``: then its
+        budget most likely cuts it and searches it (:meth:`fit` decides, against the room the
+        fixed sections leave); a chat not counted yet: unknown, so no."""
         found = self._facts.get((chat_id, counter.key))
         return found is not None and int(found.tokens.sum()) > limit
 

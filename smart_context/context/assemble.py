@@ -30,7 +30,7 @@ from smart_context.budget.parts import (
 from smart_context.budget.tokens import Counter
 from smart_context.config import Settings
 from smart_context.context.allocate import chosen_by_search, give_way, over_note, without
-from smart_context.context.plan import Looked, RequestPlan, look, look_now
+from smart_context.context.plan import QUICK_FILES, Looked, RequestPlan, look, look_now
 from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
 from smart_context.context.usage import fixed_tokens
@@ -135,12 +135,18 @@ def plan_request(
         services.knowledge.look,
         checked,
     )
-    # read on the loop, unless the budget searches a long history: its text search then runs
-    # in the trip beside the vector scores (both free the GIL), where it costs no time
-    now = None if cuts and len(history) >= SIDE_BY_SIDE else look_now(*reads)
+    # read on the loop when that is quick: few files to stat, and not a budget searching a
+    # long history (its text search then runs in the trip beside the vector scores, both
+    # freeing the GIL, where it costs no time)
+    quick = all(
+        seen is not None and seen <= QUICK_FILES
+        for seen in (services.items.files_seen(), services.knowledge.files_seen())
+    )
+    side_by_side = cuts and len(history) >= SIDE_BY_SIDE
+    now = look_now(*reads) if quick and not side_by_side else None
     looked: asyncio.Future[Looked]
     if now is None:
-        looked = asyncio.ensure_future(asyncio.to_thread(look, *reads))
+        looked = ahead(asyncio.to_thread(look, *reads))
     else:
         looked = asyncio.get_running_loop().create_future()
         looked.set_result(now)

@@ -14,7 +14,8 @@ done yet" and ask for the budget's limit on its own. The plan holds them once:
 - what the request reads from the memory store and the vault's files (:class:`Looked`): the
   store's answers (:mod:`smart_context.memory.reads`) and the stamps of the item and note
   files, read when the plan is made. On the event loop when the store can answer at once
-  (:func:`look_now`), else in one trip to a worker thread that runs while the topic rule does.
+  and quickly (:func:`look_now`: few files to stat, a small text index), else in one trip to a
+  worker thread that runs while the topic rule does.
   A trip costs a hand-off and a wake-up, far more on a busy machine than the reads themselves;
   reading on the loop must never wait, for another thread or another process. A budget that
   cuts a long history also takes the trip: its text search then runs beside the vector scores;
@@ -37,7 +38,7 @@ from smart_context.errors import SmartContextError
 from smart_context.items.files import Stamp
 from smart_context.items.query import MessageQuery
 from smart_context.knowledge.notes import Scan
-from smart_context.memory.db import MemoryDB
+from smart_context.memory.db import WEIGHED_FROM, MemoryDB
 from smart_context.memory.reads import ChatReads, read_chat
 from smart_context.messages import History
 from smart_context.paths import ChatId
@@ -68,6 +69,9 @@ def look(
     return Looked(read_chat(db, chat_id, message, search, checked), items(), notes())
 
 
+QUICK_FILES = 50  # item or note files a request stats on the event loop, at most (about 0.2 ms)
+
+
 def look_now(
     db: MemoryDB,
     chat_id: str,
@@ -78,8 +82,10 @@ def look_now(
     checked: Sequence[tuple[str, str]] = (),
 ) -> Looked | None:
     """:func:`look` made on the event loop, when the store can answer at once
-    (:meth:`MemoryDB.at_once`); ``None`` when it cannot (another thread of the process is using
-    it, or another process would make it wait): then make the trip.
+    (:meth:`MemoryDB.at_once`) and quickly; ``None`` when it cannot (another thread of the
+    process is using it, another process would make it wait, or the text search would score a
+    large index: :data:`~smart_context.memory.db.WEIGHED_FROM` rows or more): then make the trip.
+    The caller makes sure the files to stat are few (:data:`QUICK_FILES`).
 
     The trip costs more than the reads: the hand-off, and the worker's wait for the GIL while
     the loop runs the topic rule, about 1 ms a request on a 2-core machine, where the reads and
@@ -88,6 +94,8 @@ def look_now(
         if not ready:
             return None
         try:
+            if search and db.last_row() >= WEIGHED_FROM:
+                return None  # the text search of a large index: 1 to 40 ms, off the loop
             reads = read_chat(db, chat_id, message, search, checked, guard=False)
         except SmartContextError:
             return None
@@ -103,7 +111,7 @@ class RequestPlan:
     query: MessageQuery
     counter: Counter
     limit: int  # the budget's limit for this model; 0: no budget
-    looked: asyncio.Future[Looked]  # under way while the topic rule runs
+    looked: asyncio.Future[Looked]  # done, or under way in a worker thread
     model: str | None = None  # the host's chat model, when it says
     takes_tools: bool = True  # the host's word on its chat model
     # with a budget: each message's best cosine to the message's sentences (the budget's

@@ -110,6 +110,11 @@ class ItemCatalog:
         """The catalog as last read, without looking at the files."""
         return self._catalog
 
+    def files_seen(self) -> int | None:
+        """How many item files :meth:`look` stats, as of the last catalog loaded (``None``:
+        none loaded yet, so unknown)."""
+        return None if self._stamp is None else len(self._stamp[0])
+
     def look(self) -> Stamp:
         """The stamp of the item files as they are now (a directory listing and a ``stat``
         each; call it off the loop): what :meth:`current` compares."""

@@ -115,6 +115,14 @@ class KnowledgeIndex:
         stamps = self._stamps
         return stamps is None or len(stamps) <= LARGE_VAULT or self.on_stale is None
 
+    def files_seen(self) -> int | None:
+        """How many note files a request's :meth:`look` stats, as of the last look (0: it
+        does not look, in a large vault with someone to look in the background; ``None``: not
+        looked yet, so unknown)."""
+        if not self._looks_itself():
+            return 0
+        return None if self._stamps is None else len(self._stamps)
+
     def look(self) -> Scan | None:
         """What a request's :meth:`current` compares: the note files as they are now (a
         listing and a ``stat`` each; call it off the loop), or ``None`` when the request

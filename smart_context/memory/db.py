@@ -331,7 +331,9 @@ class MemoryDB:
     def unindex(self, chat_id: str, message_ids: Iterable[str], up_to: int | None = None) -> None:
         """Remove messages from the index; ``up_to``: only rows at or below that row id
         (:meth:`last_row` taken before the caller read the chat: a message indexed since,
-        by a request, is newer than what the caller saw, not gone)."""
+        by a request, is newer than what the caller saw, not gone). Row ids are not
+        AUTOINCREMENT: when the top rows are deleted meanwhile (another chat dropped), a new row
+        can reuse an id under the bound and be dropped; the next pass indexes it again."""
         bound = up_to if up_to is not None else -1  # -1: no bound
         with self._write() as conn:
             conn.executemany(

@@ -1,14 +1,17 @@
-"""What one request reads from the memory store, in one trip off the event loop.
+"""What one request reads from the memory store, in one go.
 
 A request used to make a worker-thread trip for each read: the chat's direct messages and its
 memories (the memory section), the messages the user marked important and the text index's hits
 for the message (the budget). Each trip costs the loop a hand-off and a wake-up, about 0.1 ms on
 an idle machine and far more on a busy one, while the statements themselves take microseconds.
 :func:`read_chat` makes them all in one trip, started when the request's plan is made, so the
-store works while the topic rule runs; each section awaits the part it uses.
+store works while the topic rule runs; each section awaits the part it uses. A request whose
+store can answer at once makes them on the event loop instead
+(:func:`smart_context.context.plan.look_now`).
 
 A read that fails (the store locked by another process past its timeout, damaged under us)
-costs only its own part, with a log line: the request goes on without it.
+costs only its own part, with a log line: the request goes on without it (on the loop, it is
+made again in the trip instead).
 """
 
 from __future__ import annotations

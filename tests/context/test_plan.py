@@ -4,9 +4,12 @@ sections search by it (agent items, the vault's notes, the budget's look back)."
 from __future__ import annotations
 
 import asyncio
+import importlib
 import threading
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from smart_context.errors import MemoryDBError
 from smart_context.memory.db import MemoryDB
@@ -122,6 +125,30 @@ async def test_a_warm_request_reads_the_store_on_the_loop_when_it_is_free(
     record = ctx.metadata["smart_context"]
     assert record["relevant_ids"] and record["knowledge"], "every section ran"
     assert "look" not in trips
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "value"),
+    [
+        ("smart_context.context.assemble", "QUICK_FILES", 0),  # more files than that to stat
+        ("smart_context.context.plan", "WEIGHED_FROM", 10),  # a text index of as many rows
+    ],
+)
+async def test_a_look_that_may_take_long_is_made_in_the_trip(
+    start: Any, vault: Path, monkeypatch: Any, module: str, name: str, value: int
+) -> None:
+    """On the loop only what is quick: a vault with many item or note files to stat, or a
+    text index large enough that a search may score thousands of rows (1 to 40 ms), is read
+    in the trip."""
+    chat, running = await warm_lease(start, vault)
+    monkeypatch.setattr(importlib.import_module(module), name, value)
+    trips = counted_trips(monkeypatch)
+    ctx = Ctx("long", chat, MESSAGE)
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    assert trips.count("look") == 1
+    assert (
+        ctx.metadata["smart_context"]["relevant_ids"] and ctx.metadata["smart_context"]["knowledge"]
+    )
 
 
 async def test_a_budget_that_cuts_a_long_history_searches_it_in_the_trip(
