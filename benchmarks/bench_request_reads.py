@@ -1,0 +1,137 @@
+"""Where a request makes its reads, measured in one process (run: python
+benchmarks/bench_request_reads.py [--sizes 1000,10000] [--repeats 40]).
+
+A request reads the memory store and stats the vault's item and note files when its plan is
+made, and with a budget that cuts the chat it starts the message's embedding and the budget's
+dense search then too (``context/assemble.py: plan_request``). Before, every request took one
+trip to a worker thread for the reads, and the dense search waited for the budget's turn. This
+script alternates the two ways request by request on the same warm chat, so both see the same
+machine: "before" (the trip always; the search late) and "now" (the reads on the loop when they
+are quick, the search started with the plan).
+
+Three cases, each at every size: the default budget; no budget; and the default budget with the
+message embedded by a server 50 ms away (an OpenAI-compatible endpoint), where starting the
+embedding early lets it run while the topic rule and the sections do. The chat's own vectors are
+random (bench_context.RandomEmbedder); each request has a new message that shares words with
+the chat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import pluggy
+from bench_context import Ctx, Host, RandomEmbedder, make_chat, mapped, new_message
+
+import smart_context.hookspecs
+from smart_context.budget.budgeter import Budgeter
+from smart_context.context import assemble
+from smart_context.plugin import SmartContextPlugin
+from smart_context.vectors.ops import Matrix
+
+NETWORK_SECONDS = 0.05
+
+
+class FarEmbedder(RandomEmbedder):
+    """Random vectors, the request's message after a network round trip."""
+
+    async def embed(self, texts: Sequence[str]) -> Matrix:
+        if any(t.startswith("How do I") for t in texts):  # bench_context.new_message
+            await asyncio.sleep(NETWORK_SECONDS)
+        return await super().embed(texts)
+
+
+def ways() -> dict[str, Callable[[], None]]:
+    """Each way as a switch of the two module attributes it differs in."""
+    look_now, cuts = getattr(assemble, "look_now"), Budgeter.cuts  # noqa: B009
+
+    def before() -> None:
+        setattr(assemble, "look_now", lambda *args: None)  # noqa: B010 - swapped for the run
+        setattr(Budgeter, "cuts", lambda *args: False)  # noqa: B010
+
+    def now() -> None:
+        setattr(assemble, "look_now", look_now)  # noqa: B010
+        setattr(Budgeter, "cuts", cuts)  # noqa: B010
+
+    return {"before": before, "now": now}
+
+
+async def compare(n: int, repeats: int, budget: int | None, embedder: Any) -> dict[str, float]:
+    """The median of each way, on a warm chat of ``n`` messages."""
+    switches = ways()
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp)
+        (vault / ".memory").mkdir()
+        chat = {
+            "messages": make_chat(n),
+            "topics": mapped(make_chat(n)),
+            "smart_context": {"active_topics": ["Asyncio Scraper", "Trip Planning"]},
+        }
+        pm = pluggy.PluginManager("sidecar")
+        pm.add_hookspecs(smart_context.hookspecs)
+        plugin = SmartContextPlugin(embedder)
+        pm.register(plugin)
+        for result in pm.hook.sidecar_startup(host=Host(vault, {"c": chat}, "auto", budget)):
+            await result
+        assert plugin.services is not None
+        history = chat["messages"]
+        for _ in range(3):  # warm: the chat embedded, indexed, counted
+            await pm.hook.pipeline_context(ctx=Ctx("c", list(history)))[0]
+            await plugin.services.settle(timeout=600)
+        samples: dict[str, list[float]] = {name: [] for name in switches}
+        try:
+            for k in range(repeats):
+                for j, (name, switch) in enumerate(switches.items()):
+                    switch()
+                    ctx = Ctx("c", list(history), new_message(2 * k + j))
+                    t0 = time.perf_counter()
+                    await pm.hook.pipeline_context(ctx=ctx)[0]
+                    samples[name].append((time.perf_counter() - t0) * 1000)
+        finally:
+            switches["now"]()
+            await plugin.services.close()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--repeats", type=int, default=40)
+    args = parser.parse_args()
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}; medians of {args.repeats} requests each, a new message each"
+    )
+    cases = [
+        ("the default budget", None, RandomEmbedder),
+        ("no budget", 0, RandomEmbedder),
+        (
+            f"the default budget, message embedded {NETWORK_SECONDS * 1000:.0f} ms away",
+            None,
+            FarEmbedder,
+        ),
+    ]
+    for title, budget, kind in cases:
+        print(title + ":")
+        for n in (int(s) for s in args.sizes.split(",")):
+            found = asyncio.run(compare(n, args.repeats, budget, kind()))
+            print(
+                f"  {n:>6} messages: before {found['before']:6.2f} ms, now {found['now']:6.2f} ms "
+                f"({found['now'] / found['before']:.2f} x)"
+            )
+
+
+if __name__ == "__main__":
+    main()
