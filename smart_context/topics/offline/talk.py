@@ -106,7 +106,7 @@ _RESPONSE = re.compile(
     r"\b(?:your |the )?(?:answers?|responses?|replies|explanations?|recipes?|examples?|"
     r"commands?|code|suggestions?|voice|critiques?|things)\b"
 )
-_PREFERENCE = re.compile(r"^(?:i (?:prefer|would prefer|'d prefer)|call me|my name is)\b")
+_PREFERENCE = re.compile(r"^(?:(i (?:prefer|would prefer|'d prefer))|call me|my name is)\b")
 _WANT = re.compile(r"^i(?: want|'d like| would like) you to ")
 # Said for one answer only: "in French this time", "for this recipe: 2 cups…", "this one".
 _ONE_OFF = re.compile(
@@ -207,7 +207,12 @@ def _says_instruction(t: str) -> bool:
     if _ONE_OFF.search(t) or _NOT_BEHAVIOUR.match(t):
         return False
     standing, fmt, tone = bool(_STANDING.search(t)), bool(_FORMAT.search(t)), bool(_TONE.search(t))
-    if _PREFERENCE.match(t) or _ALWAYS.match(t) or (_BEHAVIOUR.match(t) and not request):
+    preference = _PREFERENCE.match(t)
+    if preference and preference.group(1) is None:  # "call me Sam", "my name is Sam"
+        return True
+    if preference:  # "I prefer metric units": of the answers; "I prefer Redwood City": the task's
+        return standing or fmt or tone or bool(_RESPONSE.search(t))
+    if _ALWAYS.match(t) or (_BEHAVIOUR.match(t) and not request):
         return True
     if _INSTEAD.match(t):
         return True

@@ -44,6 +44,9 @@ def test_offline_topics_still_exports_the_word_checks() -> None:
         "No emojis please",
         "can you keep your answers short from now on?",
         "I prefer short answers",
+        "I prefer metric units.",
+        "I'd prefer shorter paragraphs going forward.",
+        "Call me Sam.",
         "Avoid jargon",
         "never apologize",
         "I'd like you to answer in Spanish",
@@ -108,6 +111,11 @@ def test_is_instruction_recognises_standing_instructions(text: str) -> None:
         "Write a haiku about rain. Be brief.",
         "Translate this to French. Be brief.",
         "Summarise this article. Use bullet points.",
+        # a preference about the task, not the answers (SGD train user turns)
+        "I prefer Redwood City.",
+        "I would prefer to dine in at 19:15.",
+        "I would prefer some Filipino food which is affordable and not too expensive.",
+        "I prefer American Airlines.",
     ],
 )
 def test_is_instruction_rejects_chat_questions_tasks_and_long_messages(text: str) -> None:
