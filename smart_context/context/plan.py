@@ -88,8 +88,8 @@ def look_now(
     The caller makes sure the files to stat are few (:data:`QUICK_FILES`).
 
     The trip costs more than the reads: the hand-off, and the worker's wait for the GIL while
-    the loop runs the topic rule, about 1 ms a request on a 2-core machine, where the reads and
-    the files' stamps take 0.1 to 0.5 ms."""
+    the loop runs the topic rule: 0.4 to 1 ms a request more than reading here on a 2-core
+    machine (``benchmarks/bench_request_reads.py``), where the reads take 0.1 to 0.7 ms."""
     with db.at_once() as ready:
         if not ready:
             return None
