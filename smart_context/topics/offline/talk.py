@@ -43,6 +43,11 @@ _LANGS = (
     "english|french|german|spanish|italian|portuguese|dutch|japanese|chinese|korean|russian|"
     "polish|arabic|hindi|swedish|norwegian|danish|finnish|greek|turkish|ukrainian|czech|hebrew"
 )
+# A programming language preferred is one for every answer with code ("I prefer TypeScript").
+_CODE_LANGS = re.compile(
+    r"\b(?:python|typescript|javascript|java|rust|golang|kotlin|ruby|php|haskell|scala|"
+    r"powershell|sql|c\+\+|c#)(?!\w)"
+)
 _LEAD = re.compile(
     r"^(?:(?:ok(?:ay)?|also|and|so|hey|hi|please|pls|kindly|btw|oh|actually|one more thing|"
     r"just)\b[\s,:;.!-]*)+"
@@ -106,7 +111,7 @@ _RESPONSE = re.compile(
     r"\b(?:your |the )?(?:answers?|responses?|replies|explanations?|recipes?|examples?|"
     r"commands?|code|suggestions?|voice|critiques?|things)\b"
 )
-_PREFERENCE = re.compile(r"^(?:(i (?:prefer|would prefer|'d prefer))|call me|my name is)\b")
+_PREFERENCE = re.compile(r"^(?:(i(?: prefer| would prefer|'d prefer))|call me|my name is)\b")
 _WANT = re.compile(r"^i(?: want|'d like| would like) you to ")
 # Said for one answer only: "in French this time", "for this recipe: 2 cups…", "this one".
 _ONE_OFF = re.compile(
@@ -211,7 +216,7 @@ def _says_instruction(t: str) -> bool:
     if preference and preference.group(1) is None:  # "call me Sam", "my name is Sam"
         return True
     if preference:  # "I prefer metric units": of the answers; "I prefer Redwood City": the task's
-        return standing or fmt or tone or bool(_RESPONSE.search(t))
+        return standing or fmt or tone or bool(_RESPONSE.search(t) or _CODE_LANGS.search(t))
     if _ALWAYS.match(t) or (_BEHAVIOUR.match(t) and not request):
         return True
     if _INSTEAD.match(t):

@@ -45,6 +45,8 @@ def test_offline_topics_still_exports_the_word_checks() -> None:
         "can you keep your answers short from now on?",
         "I prefer short answers",
         "I prefer metric units.",
+        "I prefer TypeScript.",
+        "I'd prefer C++ over Rust.",
         "I'd prefer shorter paragraphs going forward.",
         "Call me Sam.",
         "Avoid jargon",
