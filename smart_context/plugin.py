@@ -84,7 +84,8 @@ class SmartContextPlugin:
             plan = plan_request(
                 services, chat_id, history, ctx.message, _model_of(ctx), _takes_tools(ctx)
             )
-            await asyncio.sleep(0)  # what the plan started reaches its first wait
+            if plan.dense is not None:
+                await asyncio.sleep(0)  # the work the plan started reaches its first wait
             decision = await assemble(services, chat_id, history)
             prepared = await request_items(services, plan, decision)
             if not ctx.metadata.get("dry_run"):  # where the model's look back will search
