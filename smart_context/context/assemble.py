@@ -30,7 +30,14 @@ from smart_context.budget.parts import (
 from smart_context.budget.tokens import Counter
 from smart_context.config import Settings
 from smart_context.context.allocate import chosen_by_search, give_way, over_note, without
-from smart_context.context.plan import QUICK_FILES, Looked, RequestPlan, look, look_now
+from smart_context.context.plan import (
+    QUICK_FILES,
+    Look,
+    Looked,
+    RequestPlan,
+    look,
+    look_now,
+)
 from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
 from smart_context.context.usage import fixed_tokens
@@ -126,7 +133,7 @@ def plan_request(
     if cuts:
         query.start(services.store)
         dense = ahead(services.budget.dense(chat_id, history, message, services.store, None, query))
-    reads = (
+    what = Look(
         services.memory_db,
         chat_id,
         message,
@@ -143,10 +150,10 @@ def plan_request(
         for seen in (services.items.files_seen(), services.knowledge.files_seen())
     )
     side_by_side = cuts and len(history) >= SIDE_BY_SIDE
-    now = look_now(*reads) if quick and not side_by_side else None
+    now = look_now(what) if quick and not side_by_side else None
     looked: asyncio.Future[Looked]
     if now is None:
-        looked = ahead(asyncio.to_thread(look, *reads))
+        looked = ahead(asyncio.to_thread(look, what))
     else:
         looked = asyncio.get_running_loop().create_future()
         looked.set_result(now)

@@ -54,33 +54,32 @@ class Looked:
     notes: Scan | None  # the note files (KnowledgeIndex.look); None: the request does not look
 
 
-def look(
-    db: MemoryDB,
-    chat_id: str,
-    message: str,
-    search: int,
-    items: Callable[[], Stamp],
-    notes: Callable[[], Scan | None],
-    checked: Sequence[tuple[str, str]] = (),
-) -> Looked:
+@dataclass(frozen=True)
+class Look:
+    """What one request reads, and from where: the store's answers for ``message`` in the chat
+    (``search``: how many text hits the budget wants; ``checked``: see
+    :func:`~smart_context.memory.reads.read_chat`) and the stamps of the item and note files."""
+
+    db: MemoryDB
+    chat_id: str
+    message: str
+    search: int
+    items: Callable[[], Stamp]
+    notes: Callable[[], Scan | None]
+    checked: Sequence[tuple[str, str]] = ()
+
+
+def look(what: Look) -> Looked:
     """The request's one trip off the loop (run it in a worker thread); never raises for a
-    store that fails or a file that cannot be read: each part says so in its own way.
-    ``checked``: see :func:`~smart_context.memory.reads.read_chat`."""
-    return Looked(read_chat(db, chat_id, message, search, checked), items(), notes())
+    store that fails or a file that cannot be read: each part says so in its own way."""
+    reads = read_chat(what.db, what.chat_id, what.message, what.search, what.checked)
+    return Looked(reads, what.items(), what.notes())
 
 
 QUICK_FILES = 50  # item or note files a request stats on the event loop, at most (about 0.2 ms)
 
 
-def look_now(
-    db: MemoryDB,
-    chat_id: str,
-    message: str,
-    search: int,
-    items: Callable[[], Stamp],
-    notes: Callable[[], Scan | None],
-    checked: Sequence[tuple[str, str]] = (),
-) -> Looked | None:
+def look_now(what: Look) -> Looked | None:
     """:func:`look` made on the event loop, when the store can answer at once
     (:meth:`MemoryDB.at_once`) and quickly; ``None`` when it cannot (another thread of the
     process is using it, another process would make it wait, or the text search would score a
@@ -90,16 +89,19 @@ def look_now(
     The trip costs more than the reads: the hand-off, and the worker's wait for the GIL while
     the loop runs the topic rule: 0.4 to 1 ms a request more than reading here on a 2-core
     machine (``benchmarks/bench_request_reads.py``), where the reads take 0.1 to 0.7 ms."""
+    db = what.db
     with db.at_once() as ready:
         if not ready:
             return None
         try:
-            if search and db.last_row() >= WEIGHED_FROM:
+            if what.search and db.last_row() >= WEIGHED_FROM:
                 return None  # the text search of a large index: 1 to 40 ms, off the loop
-            reads = read_chat(db, chat_id, message, search, checked, guard=False)
+            reads = read_chat(
+                db, what.chat_id, what.message, what.search, what.checked, guard=False
+            )
         except SmartContextError:
             return None
-    return Looked(reads, items(), notes())
+    return Looked(reads, what.items(), what.notes())
 
 
 @dataclass(frozen=True)
