@@ -33,7 +33,7 @@ import numpy as np
 
 from smart_context.errors import SmartContextError
 from smart_context.messages import History, Message
-from smart_context.turns import Codes, role_codes
+from smart_context.turns import Codes, Roles, role_codes
 
 PROBE = 256  # shared messages compared per request, besides the first and the last
 MAX_CHATS = 64  # chats whose index is kept
@@ -59,6 +59,7 @@ class HistoryIndex:
         self.ids: list[Any] = []
         self.contents: list[Any] = []
         self.codes: Codes = np.zeros(0, dtype=np.int8)  # each message's turn role
+        self.roles = Roles.of(self.codes)  # where the user messages and the answers are
         self._probe = 0  # where the next window of samples starts
         self._doubt = False  # the background check found a change the samples may miss
         # each id's first position, and where the first repeated id sits (``None``: no
@@ -82,11 +83,15 @@ class HistoryIndex:
             _check_messages(fresh, known)  # before the lists grow: they stay in step
             self.ids.extend(map(_id, fresh))
             self.contents.extend(map(_content, fresh))
-            self.codes = np.concatenate((self.codes, role_codes(fresh)))
+            codes = role_codes(fresh)
+            self.codes = np.concatenate((self.codes, codes))
+            self.roles = self.roles.extended(Roles.of(codes, known))
             self._place(known)
         # copies cut to this request, as the index's lists grow with later requests (the codes
-        # a view: that array is replaced as it grows, never changed in place)
-        history = History(messages, self.ids[:n], self.contents[:n], self.lineage, self.codes[:n])
+        # and the roles views: those arrays are replaced as they grow, never changed in place)
+        roles = self.roles if n == len(self.ids) else self.roles.before(n)
+        ids, contents = self.ids[:n], self.contents[:n]
+        history = History(messages, ids, contents, self.lineage, self.codes[:n], roles)
         if self.first is not None and (self.repeat is None or self.repeat >= n):
             history.first = self.first  # its ids are distinct: where each is, without a set
         return history
@@ -138,6 +143,7 @@ class HistoryIndex:
         # new lists, never cleared in place: histories already handed out keep theirs
         self.ids, self.contents = [], []
         self.codes = np.zeros(0, dtype=np.int8)
+        self.roles = Roles.of(self.codes)
         self.first, self.repeat = {}, None
         self.generation += 1
         self._probe = 0

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from smart_context.turns import Codes, role_codes
+from smart_context.turns import Codes, Roles, role_codes
 
 Message = Mapping[str, Any]
 
@@ -106,6 +106,7 @@ class History:
         contents: list[Any] | None = None,
         lineage: object = None,
         codes: Codes | None = None,
+        roles: Roles | None = None,
     ) -> None:
         self.messages = messages
         self.ids: list[Any] = [m.get("id") for m in messages] if ids is None else ids
@@ -115,6 +116,7 @@ class History:
         # this history's end (the index it came from has grown since); see :meth:`position`
         self.first: Mapping[Any, int] | None = None
         self._codes = codes  # each message's turn role, read on first use when not given
+        self._roles = roles
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -136,6 +138,14 @@ class History:
         if self._codes is None:
             self._codes = role_codes(self.messages)
         return self._codes
+
+    @property
+    def roles(self) -> Roles:
+        """Where its user messages and answers are (:class:`~smart_context.turns.Roles`),
+        read once per history unless its index knew them."""
+        if self._roles is None:
+            self._roles = Roles.of(self.codes)
+        return self._roles
 
     @property
     def contents(self) -> list[Any]:

@@ -22,6 +22,7 @@ under a budget: a message whose partner does not fit is left out rather than sen
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,39 +48,80 @@ def role_codes(messages: Sequence[Mapping[str, Any]]) -> Codes:
     return np.fromiter((role_code(m) for m in messages), dtype=np.int8, count=len(messages))
 
 
-def partners(codes: Codes, at: IntArray) -> IntArray:
+@dataclass(frozen=True)
+class Roles:
+    """Where a history's user messages and answers sit (ascending positions): what
+    :func:`partners` searches. Read once per history; a chat's
+    :class:`~smart_context.history_index.HistoryIndex` keeps them as the chat grows, so a
+    request finds a few partners in O(few x log n) instead of scanning every role."""
+
+    users: IntArray
+    answers: IntArray
+
+    @classmethod
+    def of(cls, codes: Codes, start: int = 0) -> Roles:
+        """The roles of ``codes``, their positions counted from ``start``."""
+        return cls(
+            np.flatnonzero(codes == USER) + start, np.flatnonzero(codes == ASSISTANT) + start
+        )
+
+    def extended(self, more: Roles) -> Roles:
+        """These roles followed by ``more``'s (positions past these)."""
+        return Roles(
+            np.concatenate((self.users, more.users)), np.concatenate((self.answers, more.answers))
+        )
+
+    def before(self, n: int) -> Roles:
+        """The roles of the first ``n`` messages (views, no copy)."""
+        users = self.users[: int(np.searchsorted(self.users, n))]
+        answers = self.answers[: int(np.searchsorted(self.answers, n))]
+        return Roles(users, answers)
+
+
+def partners(codes: Codes, at: IntArray, roles: Roles | None = None) -> IntArray:
     """For the messages at ``at``: the position of each one's partner (module docstring), -1
-    for none (a question not answered yet, an answer before any question, another role)."""
+    for none (a question not answered yet, an answer before any question, another role).
+    ``roles``: :meth:`Roles.of` ``codes``, when the caller has them."""
     out = np.full(len(at), -1, dtype=np.intp)
     is_user, is_answer = codes[at] == USER, codes[at] == ASSISTANT
-    answers = np.flatnonzero(codes == ASSISTANT)
+    if not is_user.any() and not is_answer.any():
+        return out
+    roles = Roles.of(codes) if roles is None else roles
+    answers, users = roles.answers, roles.users
+    # searched, never copied: a few lookups each in positions of the whole history
     if is_user.any() and len(answers):
         after = np.searchsorted(answers, at[is_user], side="right")
-        out[is_user] = np.append(answers, -1)[after]  # past the last answer: none
-    users = np.flatnonzero(codes == USER)
+        found = answers[np.minimum(after, len(answers) - 1)]
+        out[is_user] = np.where(after < len(answers), found, -1)  # past the last answer: none
     if is_answer.any() and len(users):
         before = np.searchsorted(users, at[is_answer], side="left")
-        out[is_answer] = np.append(-1, users)[before]  # before the first question: none
+        found = users[np.maximum(before - 1, 0)]
+        out[is_answer] = np.where(before > 0, found, -1)  # before the first question: none
     return out
 
 
-def closure(codes: Codes, keep: Flags) -> Flags:
+def closure(codes: Codes, keep: Flags, roles: Roles | None = None) -> Flags:
     """``keep`` with every kept message's partner (module docstring); no limit."""
     at = np.flatnonzero(keep)
-    partner = partners(codes, at)
+    partner = partners(codes, at, roles)
     out = keep.copy()
     out[partner[partner >= 0]] = True
     return out
 
 
 def within(
-    codes: Codes, keep: Flags, tokens: npt.NDArray[np.integer[Any]], free: int, order: IntArray
+    codes: Codes,
+    keep: Flags,
+    tokens: npt.NDArray[np.integer[Any]],
+    free: int,
+    order: IntArray,
+    roles: Roles | None = None,
 ) -> Flags:
     """``keep`` with every kept message's partner, taking at most ``free`` more tokens: the
     kept messages are visited in ``order`` (their positions, most valuable first); one whose
     partner does not fit is left out, and the tokens it frees serve the messages after it."""
     at = np.flatnonzero(keep)
-    partner = dict(zip(at.tolist(), partners(codes, at).tolist(), strict=True))
+    partner = dict(zip(at.tolist(), partners(codes, at, roles).tolist(), strict=True))
     if all(p < 0 or keep[p] for p in partner.values()):
         return keep  # every kept message has its partner (or has none)
     out = keep.copy()

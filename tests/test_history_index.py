@@ -39,6 +39,20 @@ def test_a_shorter_history_is_a_cut_of_the_index() -> None:
     assert shorter.ids == longer.ids[:48] and len(shorter.contents) == 48
     assert shorter.lineage == longer.lineage
     assert len(longer.ids) == 50  # handed-out histories never change
+    assert shorter.roles.users.tolist() == list(range(48))  # the index's roles, cut too
+    assert longer.roles.users.tolist() == list(range(50))
+
+
+def test_the_roles_grow_with_appends_and_start_over_with_the_index() -> None:
+    index = HistoryIndex()
+    turns = [{"id": f"t{i}", "role": ("user", "assistant")[i % 2], "content": i} for i in range(9)]
+    index.read(turns[:4])
+    grown = index.read(turns)
+    assert grown.roles.users.tolist() == [0, 2, 4, 6, 8]
+    assert grown.roles.answers.tolist() == [1, 3, 5, 7]
+    edited = index.read([{"id": "other", "role": "assistant", "content": ""}, *turns[1:]])
+    assert edited.roles.users.tolist() == [2, 4, 6, 8]
+    assert edited.roles.answers.tolist() == [0, 1, 3, 5, 7]
 
 
 def test_an_edit_the_samples_see_starts_over() -> None:

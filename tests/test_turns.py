@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 
-from smart_context.turns import ASSISTANT, OTHER, USER, closure, role_codes, within
+from smart_context.turns import ASSISTANT, OTHER, USER, Roles, closure, partners, role_codes, within
 
 U, A, X = USER, ASSISTANT, OTHER  # X: a system or tool message
 
@@ -102,3 +102,18 @@ def test_kept_whole_turns_cost_nothing_more() -> None:
     chat = codes(U, A, U, A)
     keep = flags(4, 2, 3)
     assert kept(within(chat, keep, np.full(4, 10), 0, np.array([3, 2]))) == [2, 3]
+
+
+def test_partners_found_in_kept_roles_are_those_found_in_the_codes() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(rng.integers(1, 40))
+        chat = rng.choice([U, A, X], size=n, p=[0.45, 0.45, 0.1]).astype(np.int8)
+        at = np.flatnonzero(rng.random(n) < 0.4)
+        cut = int(rng.integers(0, n + 1))
+        # roles read in two appends, then cut to a shorter history, as a chat's index does
+        roles = Roles.of(chat[:cut]).extended(Roles.of(chat[cut:], cut))
+        assert partners(chat, at, roles).tolist() == partners(chat, at).tolist()
+        shorter = at[at < cut]
+        found = partners(chat[:cut], shorter, roles.before(cut)).tolist()
+        assert found == partners(chat[:cut], shorter).tolist()

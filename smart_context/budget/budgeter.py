@@ -66,7 +66,7 @@ from smart_context.memory.tree import Node, Stored, plan_tree
 from smart_context.messages import History, message_text, pick
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
-from smart_context.turns import partners
+from smart_context.turns import Roles, partners
 from smart_context.vectors.ops import Matrix, Scores
 
 log = logging.getLogger(__name__)
@@ -204,10 +204,11 @@ class Budgeter:
             importance_threshold=self.settings.importance_threshold,
         )
         codes = history.codes if positions is None else history.codes[positions]
+        roles = history.roles if positions is None else Roles.of(codes)  # read once for all
         # a hit goes with its partner or not at all: sent alone, in_turns would drop it
-        turns = partners(codes, hits)
+        turns = partners(codes, hits, roles)
         inputs = Inputs(part.tokens, pinned, hit_relevance, scores, hits, turns)
-        chosen = in_turns(plan(inputs, spans, budget), codes, part.tokens, room)
+        chosen = in_turns(plan(inputs, spans, budget), codes, part.tokens, room, roles)
         out = interleave(candidates, chosen.keep, [(spans[s], rows[s]) for s in chosen.summaries])
         why, keep = chosen.why, chosen.keep
         ids = part.names(np.flatnonzero(keep))  # the kept few, read in one call
@@ -222,7 +223,8 @@ class Budgeter:
             [rows[s] for s in chosen.summaries],
             counter,
         )
-        record["reasons"] = reasons(why, ids, marked, hit_relevance, scores, turn_of(codes, why))
+        turn = turn_of(codes, why, roles)
+        record["reasons"] = reasons(why, ids, marked, hit_relevance, scores, turn)
         return Fitted(out, chosen.keep, record)
 
     def unchecked(

@@ -186,7 +186,10 @@ def decide(
         if (at := find_id(sid)) is not None:
             keep[at] = True
     # a kept question brings its answer and an answer its question: the turns still alternate
-    keep = closure(history.codes if positions is None else history.codes[positions], keep)
+    if positions is None:
+        keep = closure(history.codes, keep, history.roles)
+    else:
+        keep = closure(history.codes[positions], keep)
     kept_at = np.flatnonzero(keep)
     kept_flags = np.concatenate((np.ones(len(older), dtype=bool), keep)) if older else keep
     # the ids and scores are written with the record: a budget may send only some of these
