@@ -75,11 +75,16 @@ def common_start(
 
 
 def select(values: Sequence[Any], flags: npt.NDArray[np.bool_]) -> list[Any]:
-    """``values`` where ``flags`` (one per value) is true, in one C loop over the flags' bytes:
-    four times faster than :func:`pick` for the 60,000 messages a filter keeps of 100,000."""
+    """``values`` where ``flags`` (one per value) is true: in one C loop over the flags' bytes
+    when many are (2.7 ms for half of 100,000 values, where :func:`pick` took 6.8), else picked
+    at their positions (the 150 ids a budget sends of 100,000: 0.04 ms instead of 1.6; the two
+    cost the same at about a quarter)."""
     if len(flags) != len(values):
         raise ValueError(f"{len(flags)} flags for {len(values)} values")
-    return list(compress(values, np.ascontiguousarray(flags, dtype=bool).view(np.uint8).tobytes()))
+    flags = np.ascontiguousarray(flags, dtype=bool)
+    if 4 * int(np.count_nonzero(flags)) < len(flags):
+        return pick(values, np.flatnonzero(flags).tolist())
+    return list(compress(values, flags.view(np.uint8).tobytes()))
 
 
 def pick(values: Sequence[Any], at: Sequence[int]) -> list[Any]:

@@ -73,5 +73,11 @@ def test_select_takes_the_flagged_values_in_order_and_refuses_a_length_mismatch(
     flags = np.array([1, 0, 1, 1, 0, 1, 0, 0], dtype=bool)[:6]
     assert select(values, flags) == ["a", "c", "d", "f"]
     assert select(values, np.zeros(12, dtype=bool)[::2]) == []  # a strided view
+    # few flagged (picked at their positions) or many (one pass over the flags): the same
+    many = [f"m{i}" for i in range(1000)]
+    for share in (0.0, 0.01, 0.2, 0.3, 0.9, 1.0):
+        chosen = np.random.default_rng(3).random(1000) < share
+        assert select(many, chosen) == [v for v, c in zip(many, chosen, strict=True) if c]
+    assert select(["only"], np.ones(1, dtype=bool)) == ["only"]
     with pytest.raises(ValueError):
         select(values, flags[:5])
