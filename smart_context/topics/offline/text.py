@@ -90,8 +90,14 @@ bring carry deal manage combine choose pick decide prefer love hope guess wonder
 recommend learn understand remember forget ask asked reply sorry totally honestly roughly
 certainly simply nicely properly barely pretty literally unrelated two three four five six
 seven eight nine ten twenty hundred thousand dozen ones somewhere anywhere everywhere nowhere
-somehow
+somehow said saying woke cause cuz coz
+im ive youre youve youd youll hes shes theyre theyve theyd weve thats whats theres heres wheres
+whos isnt arent wasnt werent doesnt didnt cant wont wouldnt couldnt shouldnt havent hasnt hadnt
+aint gonna wanna gotta ur haha hahaha lmao omg btw tbh idk imo
 """
+# (the last lines: contractions as informal chat writes them, without the apostrophe, and chat
+# slang: "hes always late" named a topic "Hes" in one of REALTALK's real chats. Filler for
+# names only: as stop words they would change which messages are clustered at all)
 _STOP = frozenset(_STOP_WORDS.split())
 _PREPOSITIONS = frozenset({"of", "in", "for", "with", "to"})
 _ARTICLES = frozenset({"the", "a", "an"})

@@ -210,6 +210,9 @@ def test_a_phrase_shows_in_the_chats_own_spelling() -> None:
         ("big temples", True),
         ("two-week", True),
         ("early april", True),
+        ("hes", True),  # "he's" as informal chat writes it
+        ("thats", True),
+        ("job cause", True),  # "my job cause": informal "because"
         ("sourdough", False),
         ("bread flour", False),
         ("front end", False),
@@ -237,6 +240,19 @@ def test_chat_filler_is_never_a_key_phrase() -> None:
     ranked = ranked_terms(texts, [0, 0, 1, 1])
     assert ranked[0][0] == "starter" and ranked[1][0] == "jr pass"
     assert not {"week", "last week", "problem", "next week"} & {t for r in ranked for t in r}
+
+
+def test_contractions_written_without_the_apostrophe_name_no_topic() -> None:
+    # a real chat (REALTALK's) had bubbles named "Thats", "Im" and "Hes"
+    texts = [
+        "Thats so funny, hes always late to the sourdough class",
+        "Im sure hes going to love the sourdough starter",
+        "Thats the Kyoto temple we saw, im going back",
+        "Im thinking thats the best temple in Kyoto",
+    ]
+    ranked = ranked_terms(texts, [0, 0, 1, 1])
+    assert ranked[0][0] == "sourdough" and ranked[1][0] == "kyoto"
+    assert not {"thats", "im", "hes"} & {t for r in ranked for t in r}
 
 
 def test_a_phrase_said_only_inside_a_longer_one_gives_way_to_it() -> None:
