@@ -38,3 +38,16 @@ def test_each_dialogue_is_used_once_before_any_is_used_again() -> None:
     firsts = [part.next("Banks_2").id for _ in range(4)]
     assert firsts == ["Banks_2-0", "Banks_2-1", "Banks_2-2", "Banks_2-0"]
     assert service_words("RentalCars_1") == "Rental Cars"
+
+
+def test_real_chats_are_read_as_the_panel_shows_their_bubbles() -> None:
+    from benchmarks.public.bench_real_topics import bubbles, largest_share
+
+    topics = [
+        {"label": "Sourdough", "message_ids": ["1", "2", "3"]},
+        {"label": "Instructions & Preferences", "message_ids": ["4"], "sticky": True},
+        {"label": "Kyoto", "message_ids": ["5"]},
+    ]
+    found = bubbles(topics)
+    assert found == [("Sourdough", 3), ("Kyoto", 1)]  # the sticky bubble is no subject
+    assert largest_share(found, 6) == 0.5 and largest_share([], 0) == 0.0
