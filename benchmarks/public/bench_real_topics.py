@@ -52,17 +52,10 @@ def largest_share(found: list[tuple[str, int]], messages: int) -> float:
 
 
 async def map_chats(chats: list[Chat], cache: Path) -> dict[int, list[tuple[str, int]]]:
-    """Each chat mapped through the plugin's background pass: its bubbles, by chat number. The
-    messages are embedded and saved first, and mapped from the saved (int8) vectors, as a
-    restarted sidecar reads them: the first run maps what every later one does."""
+    """Each chat mapped through the plugin's background pass: its bubbles, by chat number (the
+    vectors are kept in memory as their cache file gives them back, so a first run, which
+    embeds, maps what every later run does)."""
     data = {f"realtalk-{c.number}": {"messages": [dict(m) for m in c.messages]} for c in chats}
-    services = await start(cache, data, "auto")
-    try:
-        store = await services.store()
-        for chat_id, chat in data.items():
-            await store.sync_chat(check_chat_id(chat_id), chat["messages"])
-    finally:
-        await services.close()
     services = await start(cache, data, "auto")
     out = {}
     try:

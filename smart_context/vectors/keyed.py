@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from smart_context.vectors.codec import as_stored
 from smart_context.vectors.ops import Matrix, Scores
 
 Rows = npt.NDArray[np.intp]
@@ -77,6 +78,7 @@ class KeyedMatrix:
         """
         if vectors.shape != (len(keys), self.dim):
             raise ValueError(f"expected {len(keys)}x{self.dim} vectors, got {vectors.shape}")
+        vectors = as_stored(vectors)  # what the saved file gives back after a restart
         needed = len(self.keys) + len(keys)
         if needed > self._matrix.shape[0]:
             grown = np.zeros((max(needed, 2 * self._matrix.shape[0]), self.dim), dtype=np.float32)

@@ -34,3 +34,18 @@ def test_quantize_round_trip_and_size_check() -> None:
         dequantize(encoded, 3, 2)
     with pytest.raises(ValueError):
         dequantize({"scales": 1, "vectors": ""}, 0, 2)
+
+
+def test_vectors_as_stored_are_what_a_file_gives_back_and_a_fixed_point() -> None:
+    import numpy as np
+
+    from smart_context.vectors.codec import as_stored, dequantize, quantize
+
+    rng = np.random.default_rng(5)
+    m = rng.normal(size=(500, 384)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    kept = as_stored(m)
+    assert np.array_equal(kept, dequantize(quantize(m), 500, 384))
+    assert np.array_equal(as_stored(kept), kept)  # stored again: the same bits
+    assert np.abs(kept - m).max() <= np.abs(m).max() / 254 + 1e-7  # within half an int8 step
+    assert as_stored(np.zeros((2, 4), dtype=np.float32)).tolist() == [[0.0] * 4] * 2
