@@ -230,29 +230,38 @@ def ranked_terms(texts: list[str], clusters: list[int]) -> list[list[str]]:
     return [[term for term, _ in cluster] for cluster in ranked]
 
 
-def test_chat_filler_is_never_a_key_phrase() -> None:
-    texts = [
-        "Last week my problem was the sourdough starter.",
-        "This week the starter is fine.",
-        "Next week, one problem: the JR pass.",
-        "The JR pass problem again this week.",
-    ]
+@pytest.mark.parametrize(
+    ("texts", "firsts", "never"),
+    [
+        (
+            [
+                "Last week my problem was the sourdough starter.",
+                "This week the starter is fine.",
+                "Next week, one problem: the JR pass.",
+                "The JR pass problem again this week.",
+            ],
+            ("starter", "jr pass"),
+            {"week", "last week", "problem", "next week"},
+        ),
+        (  # a real chat (REALTALK's) had bubbles named "Thats", "Im" and "Hes"
+            [
+                "Thats so funny, hes always late to the sourdough class",
+                "Im sure hes going to love the sourdough starter",
+                "Thats the Kyoto temple we saw, im going back",
+                "Im thinking thats the best temple in Kyoto",
+            ],
+            ("sourdough", "kyoto"),
+            {"thats", "im", "hes"},
+        ),
+    ],
+    ids=["chat filler", "contractions without the apostrophe"],
+)
+def test_chat_filler_is_never_a_key_phrase(
+    texts: list[str], firsts: tuple[str, str], never: set[str]
+) -> None:
     ranked = ranked_terms(texts, [0, 0, 1, 1])
-    assert ranked[0][0] == "starter" and ranked[1][0] == "jr pass"
-    assert not {"week", "last week", "problem", "next week"} & {t for r in ranked for t in r}
-
-
-def test_contractions_written_without_the_apostrophe_name_no_topic() -> None:
-    # a real chat (REALTALK's) had bubbles named "Thats", "Im" and "Hes"
-    texts = [
-        "Thats so funny, hes always late to the sourdough class",
-        "Im sure hes going to love the sourdough starter",
-        "Thats the Kyoto temple we saw, im going back",
-        "Im thinking thats the best temple in Kyoto",
-    ]
-    ranked = ranked_terms(texts, [0, 0, 1, 1])
-    assert ranked[0][0] == "sourdough" and ranked[1][0] == "kyoto"
-    assert not {"thats", "im", "hes"} & {t for r in ranked for t in r}
+    assert (ranked[0][0], ranked[1][0]) == firsts
+    assert not never & {t for r in ranked for t in r}
 
 
 def test_a_phrase_said_only_inside_a_longer_one_gives_way_to_it() -> None:
