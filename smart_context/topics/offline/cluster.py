@@ -15,8 +15,9 @@ Used when no chat model is configured or its call failed. Steps:
    that many places apart are still more alike than any two of the chat (a chat that stays on
    one subject for a dozen messages leans over up to 8, one that switches every few messages
    over one or two). Only the cuts at a clear gap of the tree compete (leaning makes any short
-   run look like a cluster to the silhouette, but such runs merge at nearly equal heights),
-   else those that leave no sliver (a cluster under 8% of the chat, and under 10 messages in a
+   run look like a cluster to the silhouette, but such runs merge at nearly equal heights; a
+   cut that leaves most of the chat in one cluster needs a clearer gap), else those that leave
+   no sliver (a cluster under 8% of the chat, and under 10 messages in a
    long one); the best silhouette wins, the more clusters on a near tie. A handful of
    messages are grouped by average-link with a similarity threshold instead, where a
    silhouette says little.
@@ -77,6 +78,10 @@ _REPLY_BONUS = 0.3  # ...and what an answer adds to its similarity with the ques
 _SILHOUETTE_SAMPLE = 1500  # a silhouette needs all pairwise distances: cap the rows
 _SILHOUETTE_SLACK = 0.01  # ...and a larger k within this of the best silhouette wins
 _CLEAR_GAP = 1.5  # a cut's last merge this many times the next one down: a real gap
+# ...but a cut that leaves most of the chat in one cluster (a subject split off a varied rest)
+# needs a clearer one: a real chat's small talk is one loose cloud above its own subjects
+_LOPSIDED_SHARE = 0.6
+_LOPSIDED_GAP = 2.0
 _SEED = 20260301
 _PHRASE_BUDGET = 80  # label candidates to embed for all clusters together...
 _MAX_CANDIDATES = 20  # ...and for one cluster
@@ -267,7 +272,8 @@ def _cluster(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     tree_cuts = ward.cuts(tree, len(tree_rows), ks)
     cuts = [ward.nearest_centroid(points, tree_rows, tree_cuts[k]) for k in ks]
     smallest = [int(np.bincount(c).min()) for c in cuts]
-    gaps = _clear_gaps(tree, ks)
+    lopsided = [int(np.bincount(c).max()) > _LOPSIDED_SHARE * n for c in cuts]
+    gaps = _clear_gaps(tree, ks, lopsided)
     chosen = _clearest(
         [
             (least >= floor, gap and least >= _MIN_TOPIC_SIZE, _silhouette(distances, c[rows]))
@@ -277,16 +283,26 @@ def _cluster(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     return ward.renumber(cuts[chosen])
 
 
-def _clear_gaps(tree: ward.Merges, ks: Sequence[int]) -> list[bool]:
+def _clear_gaps(
+    tree: ward.Merges, ks: Sequence[int], lopsided: Sequence[bool] | None = None
+) -> list[bool]:
     """Per k, whether the tree has a clear gap there: the merge a cut into k clusters undoes
     stands well above the next one down (the k clusters are apart, not pieces of one cloud).
 
     Leaning vectors toward their neighbours makes any short run of the chat look like a cluster
     to the silhouette; in the tree such runs merge at heights close to each other, with no gap.
+    ``lopsided[i]`` says the cut into ``ks[i]`` clusters leaves most of the chat in one: that
+    cut needs a clearer gap. Splitting one subject (food) off a varied rest (films, work, a
+    crush) makes a real gap, yet a bubble of most of the chat that a click barely filters.
     """
     heights = np.sort(tree[:, 2])[::-1].astype(np.float64)  # the top merge first
+    needed = [
+        _LOPSIDED_GAP if lopsided is not None and lopsided[i] else _CLEAR_GAP
+        for i in range(len(ks))
+    ]
     return [
-        len(heights) >= k and heights[k - 2] >= _CLEAR_GAP * max(heights[k - 1], 1e-12) for k in ks
+        len(heights) >= k and heights[k - 2] >= need * max(heights[k - 1], 1e-12)
+        for k, need in zip(ks, needed, strict=True)
     ]
 
 

@@ -556,6 +556,18 @@ def test_a_clear_gap_is_a_merge_well_above_the_next_one_down() -> None:
     assert _clear_gaps(tree, [2, 3, 4, 8]) == [True, True, False, False]
 
 
+def test_a_cut_leaving_most_of_the_chat_in_one_cluster_needs_a_clearer_gap() -> None:
+    from smart_context.topics.offline.cluster import _clear_gaps
+
+    # the top merge 1.8 times the next: a gap for an even split, not for a lopsided one
+    heights = [0.5, 1.0, 1.1, 1.2, 1.3, 5.0, 9.0]
+    tree = np.array([[0, i + 1, h] for i, h in enumerate(heights)], dtype=np.float64)
+    assert _clear_gaps(tree, [2, 3], [False, False]) == [True, True]
+    assert _clear_gaps(tree, [2, 3], [True, False]) == [False, True]
+    # a gap of 5.0 over 1.3 is clear enough for a lopsided cut too
+    assert _clear_gaps(tree, [2, 3], [True, True]) == [False, True]
+
+
 # --- how many topics, read off the chat ---------------------------------------------------------
 
 SUBJECT_VOCAB = {
