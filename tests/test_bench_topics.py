@@ -51,3 +51,13 @@ def test_real_chats_are_read_as_the_panel_shows_their_bubbles() -> None:
     found = bubbles(topics)
     assert found == [("Sourdough", 3), ("Kyoto", 1)]  # the sticky bubble is no subject
     assert largest_share(found, 6) == 0.5 and largest_share([], 0) == 0.0
+
+
+def test_stretches_of_a_real_chat_lie_inside_it_and_start_every_step() -> None:
+    from benchmarks.public.bench_real_topics import STEP, WINDOWS, windows
+
+    assert windows(min(WINDOWS) - 1) == []  # a chat shorter than every stretch has none
+    found = windows(1000)
+    assert all(0 <= first < end <= 1000 and end - first in WINDOWS for first, end in found)
+    assert [first for first, end in found if end - first == 300] == list(range(0, 701, STEP))
+    assert len(found) == len(set(found))
