@@ -78,8 +78,8 @@ _REPLY_BONUS = 0.3  # ...and what an answer adds to its similarity with the ques
 _SILHOUETTE_SAMPLE = 1500  # a silhouette needs all pairwise distances: cap the rows
 _SILHOUETTE_SLACK = 0.01  # ...and a larger k within this of the best silhouette wins
 _CLEAR_GAP = 1.5  # a cut's last merge this many times the next one down: a real gap
-# ...but a cut that leaves most of the chat in one cluster (a subject split off a varied rest)
-# needs a clearer one: a real chat's small talk is one loose cloud above its own subjects
+# ...but a cut that leaves most of the chat in one cluster needs a clearer one: one subject split
+# off a varied rest makes a real gap, yet leaves the rest as one bubble that filters little
 _LOPSIDED_SHARE = 0.6
 _LOPSIDED_GAP = 2.0
 _SEED = 20260301
