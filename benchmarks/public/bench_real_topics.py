@@ -60,9 +60,9 @@ def largest_share(found: list[tuple[str, int]], messages: int) -> float:
 
 
 def windows(n: int) -> list[tuple[int, int]]:
-    """The stretches ``(start, end)`` of an ``n``-message chat that ``--windows`` maps."""
+    """The stretches ``(first, end)`` of an ``n``-message chat that ``--windows`` maps."""
     return [
-        (start, start + length) for length in WINDOWS for start in range(0, n - length + 1, STEP)
+        (first, first + length) for length in WINDOWS for first in range(0, n - length + 1, STEP)
     ]
 
 
@@ -72,7 +72,7 @@ async def map_chats(
     """Each chat mapped through the plugin's background pass: its bubbles, by chat number (the
     vectors are kept in memory as their cache file gives them back, so a first run, which
     embeds, maps what every later run does); with ``stretches``, also its :func:`windows`
-    mapped by the offline extractor from those vectors, by ``(chat, start, end)``."""
+    mapped by the offline extractor from those vectors, by ``(chat, first, end)``."""
     data = {f"realtalk-{c.number}": {"messages": [dict(m) for m in c.messages]} for c in chats}
     services = await start(cache, data, "auto")
     whole, parts = {}, {}

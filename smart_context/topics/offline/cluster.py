@@ -271,9 +271,9 @@ def _cluster(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     ks = range(MIN_TOPICS, min(MAX_TOPICS, n // _MIN_TOPIC_SIZE) + 1)
     tree_cuts = ward.cuts(tree, len(tree_rows), ks)
     cuts = [ward.nearest_centroid(points, tree_rows, tree_cuts[k]) for k in ks]
-    smallest = [int(np.bincount(c).min()) for c in cuts]
-    lopsided = [int(np.bincount(c).max()) > _LOPSIDED_SHARE * n for c in cuts]
-    gaps = _clear_gaps(tree, ks, lopsided)
+    sizes = [np.bincount(c) for c in cuts]
+    smallest = [int(s.min()) for s in sizes]
+    gaps = _clear_gaps(tree, ks, [int(s.max()) > _LOPSIDED_SHARE * n for s in sizes])
     chosen = _clearest(
         [
             (least >= floor, gap and least >= _MIN_TOPIC_SIZE, _silhouette(distances, c[rows]))
@@ -283,9 +283,7 @@ def _cluster(points: Matrix, replies: npt.NDArray[np.bool_]) -> IntArray:
     return ward.renumber(cuts[chosen])
 
 
-def _clear_gaps(
-    tree: ward.Merges, ks: Sequence[int], lopsided: Sequence[bool] | None = None
-) -> list[bool]:
+def _clear_gaps(tree: ward.Merges, ks: Sequence[int], lopsided: Sequence[bool]) -> list[bool]:
     """Per k, whether the tree has a clear gap there: the merge a cut into k clusters undoes
     stands well above the next one down (the k clusters are apart, not pieces of one cloud).
 
@@ -296,13 +294,10 @@ def _clear_gaps(
     crush) makes a real gap, yet a bubble of most of the chat that a click barely filters.
     """
     heights = np.sort(tree[:, 2])[::-1].astype(np.float64)  # the top merge first
-    needed = [
-        _LOPSIDED_GAP if lopsided is not None and lopsided[i] else _CLEAR_GAP
-        for i in range(len(ks))
-    ]
     return [
-        len(heights) >= k and heights[k - 2] >= need * max(heights[k - 1], 1e-12)
-        for k, need in zip(ks, needed, strict=True)
+        len(heights) >= k
+        and heights[k - 2] >= (_LOPSIDED_GAP if most else _CLEAR_GAP) * max(heights[k - 1], 1e-12)
+        for k, most in zip(ks, lopsided, strict=True)
     ]
 
 

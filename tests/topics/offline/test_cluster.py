@@ -553,7 +553,7 @@ def test_a_clear_gap_is_a_merge_well_above_the_next_one_down() -> None:
     heights = [0.5, 1.0, 1.1, 1.2, 1.3, 5.0, 10.0]  # Ward's merges, lowest first
     tree = np.array([[0, i + 1, h] for i, h in enumerate(heights)], dtype=np.float64)
     # 2 clusters: 10 over 5; 3: 5 over 1.3; 4: 1.3 over 1.2, no gap; 8 clusters: past the tree
-    assert _clear_gaps(tree, [2, 3, 4, 8]) == [True, True, False, False]
+    assert _clear_gaps(tree, [2, 3, 4, 8], [False] * 4) == [True, True, False, False]
 
 
 def test_a_cut_leaving_most_of_the_chat_in_one_cluster_needs_a_clearer_gap() -> None:
