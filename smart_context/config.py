@@ -24,6 +24,8 @@ TABLE = ("plugins", "smart_context")
 EMBEDDERS = ("host", "local", "openai")
 EXTRACTORS = ("llm", "offline")
 SUMMARIZERS = ("llm", "offline")
+PROMPT_CACHES = ("auto", "none", "openai", "anthropic", "deepseek", "gemini", "local")
+RECALLED_IN = ("user", "system")
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,12 @@ class Settings:
     knowledge_passages: int = 2
     knowledge_min_score: float = 0.3
     knowledge_share: float = 0.2
+    # the prompt cache (docs/contract.md §9, "The budget is a bill")
+    prompt_cache: str = "auto"  # by the chat model's family; "none": re-selected every turn
+    cache_read_price: float | Literal["auto"] = "auto"
+    cut_low_mark: float = 0.6  # a cut keeps this share of the most a request may hold
+    recall_share: float = 0.2  # of the budget: older messages recalled for each message
+    recalled_in: str = "user"  # where what is chosen per message goes: "user" or "system"
 
 
 def _check_bool(key: str, value: Any) -> bool:
@@ -198,6 +206,11 @@ _CHECKS: dict[str, Any] = {
     "knowledge_passages": _count(10, 1),
     "knowledge_min_score": _share,
     "knowledge_share": lambda k, v: _check_number(k, v, 0.0, 0.9),
+    "prompt_cache": lambda k, v: _check_choice(k, v, PROMPT_CACHES),
+    "cache_read_price": _check_threshold,  # "auto" or 0-1, alike
+    "cut_low_mark": lambda k, v: _check_number(k, v, 0.1, 0.95),
+    "recall_share": lambda k, v: _check_number(k, v, 0.0, 0.9),
+    "recalled_in": lambda k, v: _check_choice(k, v, RECALLED_IN),
 }
 
 SETTING_KEYS = frozenset(_CHECKS)  # every key ``[plugins.smart_context]`` accepts

@@ -14,7 +14,8 @@ from typing import Any
 
 from smart_context.commands import make_commands
 from smart_context.config import Settings, parse_settings
-from smart_context.context.assemble import Prepared, assemble, plan_request, request_items
+from smart_context.context.assemble import assemble, plan_request, request_items
+from smart_context.context.prepared import Prepared
 from smart_context.context.usage import take_report
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
@@ -87,8 +88,9 @@ class SmartContextPlugin:
             if plan.dense is not None:
                 await asyncio.sleep(0)  # the work the plan started reaches its first wait
             decision = await assemble(services, chat_id, history)
-            prepared = await request_items(services, plan, decision)
-            if not ctx.metadata.get("dry_run"):  # where the model's look back will search
+            dry = bool(ctx.metadata.get("dry_run"))
+            prepared = await request_items(services, plan, decision, commit=not dry)
+            if not dry:  # where the model's look back will search
                 memories = _sent_memories(prepared.record)
                 services.unsent.put(
                     chat_id, partial(unsent_among, history.ids, prepared.messages, memories)
@@ -147,6 +149,8 @@ def _write_back(ctx: PipelineContext, prepared: Prepared, settings: Settings) ->
     """The request as the host sends it: the history, the records, the tools, and which of the
     plugin's own tools may run unasked."""
     ctx.history = prepared.messages
+    if prepared.message is not None:  # what was chosen for this message goes inside it
+        ctx.message = prepared.message
     ctx.metadata["smart_context"] = prepared.record
     ctx.metadata["request_context"] = prepared.request.record()
     if prepared.tools:

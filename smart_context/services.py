@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 
 from smart_context.background import Coalescer
 from smart_context.budget.budgeter import Budgeter
 from smart_context.budget.calibration import Calibration
 from smart_context.chats import ChatViews
 from smart_context.config import Settings
+from smart_context.context.layout import Frames
 from smart_context.context.usage import UsageMeter
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import SmartContextError
@@ -51,6 +54,8 @@ class Services:
         self.items = ItemCatalog(host.vault_path, settings.rules_dir, settings.references_dir)
         self.current_chat_id: ChatId | None = None
         self.histories = HistoryIndexes()  # each chat's history as its requests brought it
+        self.frames = Frames()  # each chat's cache-stable layout between cuts
+        self.clock: Callable[[], float] = time.time  # when a cached prefix went cold
         self.topic_pass = TopicPass(
             chats=self.chats,
             store=self.store,

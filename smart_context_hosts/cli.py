@@ -93,7 +93,7 @@ async def show_context(
         tools: list[dict[str, Any]] = []
         if message is not None:
             plan = plan_request(services, chat_id, History(history), message)
-            prepared = await request_items(services, plan, decision)
+            prepared = await request_items(services, plan, decision, commit=False)
             prompt, request, record = prepared.messages, prepared.request, prepared.record
             tools = prepared.tools
     record = decision.record.as_dict() if request is None else record

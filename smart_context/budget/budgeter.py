@@ -170,19 +170,10 @@ class Budgeter:
             kept = np.ones(len(candidates), dtype=bool)
             record = budget_record(limit, costs, total, 0, [], [], [], [], counter)
             return Fitted([dict(m) for m in candidates], kept, record)
-        indexed = reads.indexed if reads is not None else frozenset()
-        added = await self._index(chat_id, facts, history.messages, indexed)
-        if reads is None:  # a caller without the request's reads (the benchmarks)
-            marks = await self._guarded(set(), self.db.marks, chat_id)
-            reads = ChatReads(marks=marks, hits=await self._search(chat_id, fixed.message))
-        elif added:  # the request's reads searched before these messages were in the index
-            reads = replace(reads, hits=await self._search(chat_id, fixed.message))
-        if dense is not None:
-            cosine = await dense
-        else:
-            cosine = await self.dense(chat_id, history, fixed.message, store, queries, query)
-        lexical = _lexical(reads.hits, facts.position, facts.n)
-        rel = part.of(relevance(cosine, lexical, LEXICAL_WEIGHT))
+        whole_rel, reads = await self.searched(
+            chat_id, facts, history, fixed.message, store, queries, query, reads, dense
+        )
+        rel = part.of(whole_rel)
         marks = reads.marks
         marked = part.of(_flags(facts, marks))
         pinned = marked | part.of(_flags(facts, {str(i) for i in sticky_ids}))
@@ -226,6 +217,41 @@ class Budgeter:
         turn = turn_of(codes, why, roles)
         record["reasons"] = reasons(why, ids, marked, hit_relevance, scores, turn)
         return Fitted(out, chosen.keep, record)
+
+    async def searched(
+        self,
+        chat_id: ChatId,
+        facts: Facts,
+        history: History,
+        message: str,
+        store: Callable[[], Awaitable[VectorStore]] | None,
+        queries: Matrix | None,
+        query: MessageQuery | None,
+        reads: ChatReads | None,
+        dense: Awaitable[Scores] | None,
+    ) -> tuple[np.ndarray, ChatReads]:
+        """Each message's hybrid relevance to ``message`` over the whole ``history`` (its
+        ``facts``), and the store's reads it used: what :meth:`fit` and the cache-stable
+        layout search with. The messages the text index lacks are put in it first."""
+        indexed = reads.indexed if reads is not None else frozenset()
+        added = await self._index(chat_id, facts, history.messages, indexed)
+        if reads is None:  # a caller without the request's reads (the benchmarks)
+            marks = await self._guarded(set(), self.db.marks, chat_id)
+            reads = ChatReads(marks=marks, hits=await self._search(chat_id, message))
+        elif added:  # the request's reads searched before these messages were in the index
+            reads = replace(reads, hits=await self._search(chat_id, message))
+        if dense is not None:
+            cosine = await dense
+        else:
+            cosine = await self.dense(chat_id, history, message, store, queries, query)
+        lexical = _lexical(reads.hits, facts.position, facts.n)
+        return relevance(cosine, lexical, LEXICAL_WEIGHT), reads
+
+    async def spans(
+        self, chat_id: ChatId, facts: Facts, counter: Counter
+    ) -> tuple[list[Span], list[Summary]]:
+        """The valid stored summaries over the history of ``facts``, as plan spans."""
+        return await self._spans_of(chat_id, facts, counter)
 
     def unchecked(
         self, chat_id: ChatId, counter: Counter, history: History

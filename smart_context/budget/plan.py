@@ -297,3 +297,34 @@ def _finest_level(age: int, budget: Budget) -> int:
     if age <= budget.high_level_age:
         return 2
     return 3
+
+
+def cut_start(tokens: IntArray, room: int, users: IntArray) -> int:
+    """Where a cut in steps starts the kept history (docs/contract.md §9): the earliest
+    position whose messages up to the end fit ``room`` tokens, moved on to the next user
+    message (``users``, ascending positions) so the kept history opens a turn. The last
+    user message's turn is kept whatever it costs; a history with no user message is kept
+    whole (there is no turn to start at)."""
+    n = len(tokens)
+    if n == 0 or len(users) == 0:
+        return 0
+    suffix = np.cumsum(tokens[::-1])[::-1]  # suffix[s]: what positions s.. cost
+    # suffix decreases along the history: the first position that fits, by a search
+    fits = int(np.searchsorted(-suffix, -room, side="left"))
+    at = int(np.searchsorted(users, fits, side="left"))
+    return int(users[min(at, len(users) - 1)])
+
+
+def recall(inputs: Inputs, before: int, room: int, limit: int) -> Plan:
+    """The older messages a cut left out that go with this message, within ``room`` tokens:
+    the search's hits at positions under ``before``, each with its partner, best turn first
+    (:func:`_turns_by_worth`); a turn that does not fit is skipped whole."""
+    n = len(inputs.tokens)
+    why = np.zeros(n, dtype=np.int8)
+    why[before:] = WHOLE  # the kept history: sent already, never recalled
+    filler = _Filler(inputs.tokens, why, room)
+    for i, j in _turns_by_worth(inputs, limit):
+        if i < before:  # a partner in the kept history is sent already
+            filler.take_turn(i, j)
+    why[before:] = LEFT_OUT
+    return Plan(why != LEFT_OUT, why, [], filler.used, 0)

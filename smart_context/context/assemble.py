@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,8 @@ from smart_context.context.plan import (
     look,
     look_now,
 )
+from smart_context.context.prepared import Prepared, sent_flags
+from smart_context.context.stable import request_cache, stable_request
 from smart_context.context.topic_filter import Decision, Selection, decide
 from smart_context.context.topic_scores import TopicQuery, TopicScores, score_topics
 from smart_context.context.usage import fixed_tokens
@@ -96,17 +98,6 @@ async def assemble(
     return decide(history, view.sticky, selection, scores)
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """A request as sent: ``messages`` (the system message, then the history), the items it
-    was built from, the record of both, and the ``tools`` offered to the model."""
-
-    messages: list[dict[str, Any]]
-    request: RequestContext
-    record: dict[str, Any]
-    tools: list[dict[str, Any]]
-
-
 def plan_request(
     services: Services,
     chat_id: ChatId,
@@ -160,10 +151,15 @@ def plan_request(
     return RequestPlan(chat_id, history, query, counter, limit, looked, model, takes_tools, dense)
 
 
-async def request_items(services: Services, plan: RequestPlan, decision: Decision) -> Prepared:
+async def request_items(
+    services: Services, plan: RequestPlan, decision: Decision, commit: bool = True
+) -> Prepared:
     """The request as sent: the rules and references (docs/contract.md §8) as the system message
     before the history, and the history within the token budget (docs/contract.md §9); with the
-    record of both, written once. ``decision`` is the topic rule's history and record."""
+    record of both, written once. ``decision`` is the topic rule's history and record. When the
+    model's upstream caches prompts, the request is laid out for its cache
+    (:mod:`smart_context.context.stable`); ``commit``: that layout is kept for the chat's next
+    request (a dry run keeps nothing)."""
     chat_id, message, counter, limit = plan.chat_id, plan.message, plan.counter, plan.limit
     view = await services.chats.view(chat_id, fresh=False)  # assemble asked this request
     documents, tools = chat_limits(services.settings, view.context_settings)
@@ -175,6 +171,14 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
         request = replace(request, items=tuple(c for c in request.items if c.item.type != "tool"))
     memory = await memory_of(services, plan)
     memory_tools = services.settings.memory_tools
+    cache = request_cache(services.settings, plan.model)
+    if limit and cache.caches:
+        room = int(services.settings.knowledge_share * limit)
+        notes = await notes_of(services, plan, room, documents)
+        offered = fixed_parts(request, "", message, plan.takes_tools, memory_tools).tools
+        return await stable_request(
+            services, plan, decision, request, memory, notes, offered, cache, commit
+        )
     fixed = fixed_parts(request, memory.text, message, plan.takes_tools, memory_tools)
     # counted once: the notes' room and the budget's both start from them
     costs = fixed_costs(counter, fixed) if limit else None
@@ -228,7 +232,7 @@ async def request_items(services: Services, plan: RequestPlan, decision: Decisio
         record = replace(parts, usage=usage).as_dict()
         return Prepared([*system, *decision.history], request, record, offered)
     kept = fitted.kept
-    sent = None if kept.all() else _sent(decision, kept)
+    sent = None if kept.all() else sent_flags(decision, kept)
     record = replace(
         parts,
         sent_ids=None if sent is None else shorter_ids(decision.all_ids, sent),
@@ -346,16 +350,6 @@ def _notes_room(settings: Settings, limit: int, costs: Mapping[str, int] | None)
 
 def _as_system(text: str | None) -> list[dict[str, Any]]:
     return [{"role": "system", "content": text}] if text else []
-
-
-def _sent(decision: Decision, kept: np.ndarray) -> np.ndarray:
-    """Which of the rule's ids were sent, when the budget sent only ``kept`` of its history."""
-    where = decision.positions
-    if where is None:
-        where = np.arange(len(decision.history), dtype=np.intp)
-    flags = np.zeros(len(decision.all_ids), dtype=bool)
-    flags[where[kept]] = True
-    return flags
 
 
 async def _click(

@@ -39,7 +39,7 @@ async def test_notes_are_cited_by_path_after_the_references_within_the_budget(
 ) -> None:
     chat = long_chat(300)
     write_chat(notes_vault, "long", chat)
-    running = await start(settings={"budget_tokens": 2000})
+    running = await start(settings={"budget_tokens": 2000, "prompt_cache": "none"})
     await running.settle()  # the notes were indexed in the background at start-up
     ctx = await ask(running, chat)
     record = ctx.metadata["smart_context"]
@@ -73,6 +73,7 @@ async def test_notes_never_push_the_prompt_over_the_budget(
         "knowledge_share": share,
         "knowledge_passages": 4,
         "memory_tools": False,  # their 311 tokens would leave a 400-token budget no room for notes
+        "prompt_cache": "none",  # the per-turn budget (gpt-4o's cache: tests/context/test_layout.py)
     }
     running = await start(settings=settings)
     ctx = await ask(running, chat)
@@ -93,7 +94,7 @@ async def test_without_an_embedder_notes_are_found_by_their_words(
     embedder.fail_with = "the embedding server is down"
     chat = long_chat(4)
     write_chat(notes_vault, "long", chat)
-    running = await start(settings={"budget_tokens": 4000})
+    running = await start(settings={"budget_tokens": 4000, "prompt_cache": "none"})
     with caplog.at_level(logging.WARNING):
         ctx = await ask(running, chat)
     assert "words only" in caplog.text
@@ -116,7 +117,7 @@ async def test_an_edited_note_is_seen_by_the_next_request_and_embedded_alone(
 ) -> None:
     chat = long_chat(4)
     write_chat(notes_vault, "long", chat)
-    running = await start(settings={"budget_tokens": 4000})
+    running = await start(settings={"budget_tokens": 4000, "prompt_cache": "none"})
     await running.settle()
     (notes_vault / "kitchen" / "starter.md").write_text(
         "The rye starter now lives on the counter and is fed each morning.", encoding="utf-8"
@@ -148,7 +149,7 @@ async def test_the_parts_beside_the_history_are_counted_once_per_request(
     monkeypatch.setattr(budgeted, "fixed_costs", counted)
     chat = long_chat(300)
     write_chat(notes_vault, "long", chat)
-    running = await start(settings={"budget_tokens": 2000})
+    running = await start(settings={"budget_tokens": 2000, "prompt_cache": "none"})
     await running.settle()
     ctx = await ask(running, chat)
     record = ctx.metadata["smart_context"]

@@ -1,0 +1,397 @@
+"""The cache-stable layout of a request (docs/contract.md §9, "The layout"), used when the chat
+model's upstream caches prompt prefixes (:mod:`smart_context.budget.cache`).
+
+A request is laid out in order of stability, so that each one starts with the bytes of the one
+before it and the upstream serves that prefix from its cache:
+
+1. the client's system prompt (the host puts it first, unchanged);
+2. the tools: a set chosen at a cut and kept until the next;
+3. one system message, byte-stable between cuts: the session's rules and references (``always``
+   and ``manual``), the pinned messages the kept history does not hold, and the summaries of
+   what the last cut left out, rendered with no count or time that moves per turn;
+4. the kept history, from the cut on, append-only: every message since the cut goes;
+5. what is chosen for this message: older messages recalled for it (with their dates), the
+   rules and references agent selection chose, the memory section, the vault's notes; inside
+   the user's message by default (``recalled_in = "user"``: every chat template takes it), or
+   as a system message before it (``"system"``);
+6. the user's message.
+
+**Cut in steps.** A chat's :class:`Frame` holds where the kept history starts, the summaries
+and the tools. It is kept while the request's billed cost, its prefix read from the cache,
+stays within the budget and the request within the model's window (the *high mark*). When it
+would pass it, the frame is cut once, down to ``cut_low_mark`` of the high mark: the oldest
+stretch gives way to its summaries and becomes searchable for the recalled part. A cache that
+is cold anyway (idle past the upstream's lifetime, another model, a restart, a topic click,
+an edited history) makes the cut free, so the frame is made again then.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from smart_context.budget.cache import CacheModel
+from smart_context.budget.facts import Facts
+from smart_context.budget.importance import top_hits
+from smart_context.budget.parts import Fitted, budget_record, messages_cost, summary_message
+from smart_context.budget.plan import Budget, Inputs, Span, choose_summaries, cut_start, recall
+from smart_context.budget.tokens import Counter, context_window, prompt_tokens
+from smart_context.memory.records import Summary
+from smart_context.messages import Message, message_text
+from smart_context.turns import Roles, partners
+
+MAX_FRAMES = 1024  # chats whose frame is kept in memory
+MIN_RELEVANCE = 1e-6
+REPLY_RESERVE = 4096  # of a known window, left for the reply
+RECALLED_TITLE = "Earlier messages of this conversation, recalled for the user's message"
+PINNED_TITLE = "# Pinned messages of this conversation"
+SUMMARY_TITLE = "# What earlier parts of this conversation said"
+
+# why a frame was made again (the record's ``layout.cut``)
+FIRST, COLD, CHANGED, EDITED, OVER = (
+    "first request",
+    "cache cold",
+    "model or filter changed",
+    "history edited",
+    "over the budget",
+)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What stays the same between two cuts of a chat's requests (module docstring)."""
+
+    key: tuple[Any, ...]  # model, cache, selected topics, where the chosen part goes
+    start_id: str | None  # the kept history's first message (None: the whole history)
+    summaries: tuple[Summary, ...]  # standing for what the cut left out, in order of time
+    tools: tuple[Mapping[str, Any], ...]
+    at: float  # when the chat's last request was made (the clock's seconds)
+    prefix_tokens: int  # what the last request's stable part cost: its tools, 3 and 4
+    plain_tokens: int  # what the plain client's last request cost
+
+
+class Frames:
+    """Each chat's frame, for the chats used last (at most :data:`MAX_FRAMES`)."""
+
+    def __init__(self) -> None:
+        self._frames: OrderedDict[str, Frame] = OrderedDict()
+
+    def get(self, chat_id: str) -> Frame | None:
+        return self._frames.get(chat_id)
+
+    def put(self, chat_id: str, frame: Frame) -> None:
+        self._frames.pop(chat_id, None)
+        while len(self._frames) >= MAX_FRAMES:
+            self._frames.popitem(last=False)
+        self._frames[chat_id] = frame
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What a request holds besides its history, rendered: the session's items (``stable``),
+    what was chosen for this message (``chosen``: agent items, memory, notes), the tools the
+    request would take if it cut now, and the message."""
+
+    stable: str
+    chosen: str
+    tools: Sequence[Mapping[str, Any]]
+    message: str
+    sections: Mapping[str, str]  # the chosen part by section, for the budget's record
+
+
+@dataclass(frozen=True)
+class Laid:
+    """The request as laid out: ``messages`` (what the host sends before the user's message),
+    ``message`` (the user's message as sent), the tools, the record's parts, and the keep
+    flags over the candidates."""
+
+    messages: list[dict[str, Any]]
+    message: str
+    tools: list[Mapping[str, Any]]
+    fitted: Fitted
+    layout: dict[str, Any]
+    cache: dict[str, Any]
+    frame: Frame
+
+
+def window_limit(cache: CacheModel, model: str | None, budget_tokens: int) -> int:
+    """The most a request may hold, in tokens: a local server's window is the budget; a
+    provider's is the model's window less the reply's room, where it is known."""
+    window = None if cache.local else context_window(model)
+    if window:
+        return max(window - min(REPLY_RESERVE, window // 4), 0)
+    return budget_tokens
+
+
+def high_mark(cache: CacheModel, budget: int, window: int, new: int) -> int:
+    """The most a request may hold while its bill stays within ``budget``, the prefix read
+    from the cache and ``new`` tokens (the last turn and what goes with this message) not."""
+    if cache.read <= 0:
+        return window
+    return max(min(window, int((budget - new) / cache.read) + new), 0)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The messages a request chooses from, as positions of the whole history's ``facts``
+    (``positions``: a topic filter's part of it, else ``None``), with their role codes and
+    roles, and which of them the user pinned."""
+
+    facts: Facts
+    positions: np.ndarray | None
+    messages: Sequence[Message]
+    codes: np.ndarray
+    roles: Roles
+    pinned: np.ndarray
+
+    @property
+    def tokens(self) -> np.ndarray:
+        return self.facts.tokens if self.positions is None else self.facts.tokens[self.positions]
+
+    def name(self, i: int) -> str:
+        return self.facts.str_ids[i if self.positions is None else int(self.positions[i])]
+
+    def at(self, message_id: str) -> int | None:
+        """The candidate position of ``message_id``, if it is one."""
+        found = self.facts.position(message_id)
+        if found is None or self.positions is None:
+            return found
+        at = int(np.searchsorted(self.positions, found))
+        return at if at < len(self.positions) and int(self.positions[at]) == found else None
+
+
+def lay_out(
+    found: Candidates,
+    relevance: Callable[[], np.ndarray],
+    spans: tuple[list[Span], list[Summary]] | None,
+    parts: Parts,
+    old: Frame | None,
+    key: tuple[Any, ...],
+    now: float,
+    cache: CacheModel,
+    counter: Counter,
+    limits: Limits,
+) -> Laid:
+    """The request's layout (module docstring). ``relevance()`` gives each candidate's
+    relevance to the message (asked only when a cut left messages out); ``spans`` the stored
+    summaries (``None``: none, as under a topic filter)."""
+    tokens, n = found.tokens, len(found.messages)
+    reason, start = _kept_start(found, old, key, now, cache)
+    kept = old if old is not None and reason is None else None
+    tools = list(kept.tools) if kept is not None else list(parts.tools)
+    summaries = list(kept.summaries) if kept is not None else []
+    recall_room = int(limits.recall_share * limits.budget)
+    chosen_cost = _system_cost(counter, parts.chosen)
+    message_cost = _message_cost(counter, parts.message)
+    new = int(tokens[-2:].sum()) + chosen_cost + message_cost + recall_room
+    high = high_mark(cache, limits.budget, limits.window, new)
+    stable = _stable_text(parts.stable, found, start, summaries)
+    fixed = _tools_cost(counter, tools) + _system_cost(counter, stable)
+    size = fixed + chosen_cost + message_cost + int(tokens[start:].sum()) + recall_room
+    if reason is None and size > high:
+        reason = OVER
+    # a cold cache makes a cut free: taken when the request is past the low mark by more than
+    # half the way to the high mark (nearer, it soon would be anyway); below, the whole
+    # history goes as it is
+    whole = 0 < size <= high and size - limits.low_mark * high <= (1 - limits.low_mark) * high / 2
+    if reason is not None and reason != OVER and whole:
+        tools = list(parts.tools)
+    elif reason is not None:  # cut: where the kept history starts, its summaries, the tools
+        tools = list(parts.tools)
+        summary_room = int(limits.summary_share * limits.budget) if spans else 0
+        base = _tools_cost(counter, tools) + _system_cost(counter, parts.stable)
+        room = int(limits.low_mark * high) - base - chosen_cost - message_cost
+        start = cut_start(tokens, room - summary_room - recall_room, found.roles.users)
+        summaries = _summaries(spans, start, n, summary_room) if start else []
+        stable = _stable_text(parts.stable, found, start, summaries)
+    recalled, scores = _recalled(found, relevance, start, recall_room, limits.search)
+    chosen = _chosen_text(found, recalled, parts.chosen)
+    message, after = parts.message, []
+    if chosen and limits.recalled_in == "system":
+        after = [{"role": "system", "content": chosen}]
+    elif chosen:
+        message = f"<context>\n{chosen}\n</context>\n\n{parts.message}"
+    system = [{"role": "system", "content": stable}] if stable else []
+    history = [*system, *(dict(found.messages[i]) for i in range(start, n)), *after]
+    keep = recalled.copy()
+    keep[start:] = True
+    prefix = _tools_cost(counter, tools) + _system_cost(counter, stable)
+    prefix += int(tokens[start:].sum())
+    record = _budget_record(
+        found, keep, recalled, scores, start, summaries, parts, tools, stable, counter, limits
+    )
+    frame = Frame(
+        key,
+        found.name(start) if 0 < start < n else None,
+        tuple(summaries),
+        tuple(tools),
+        now,
+        prefix,
+        0,
+    )
+    layout = {
+        "kind": "stable",
+        "cut": reason,
+        "start_id": frame.start_id,
+        "kept_messages": n - start,
+        "recalled_ids": record["relevant_ids"],
+        "recalled_in": limits.recalled_in,
+        "high_mark": high,
+    }
+    cached = cache.cached(old.prefix_tokens) if kept is not None and old is not None else 0
+    cache_part = {
+        "kind": cache.name,
+        "read": cache.read,
+        "write": cache.write,
+        "cached_estimate": min(cached, prefix),
+    }
+    return Laid(history, message, tools, Fitted(history, keep, record), layout, cache_part, frame)
+
+
+def _kept_start(
+    found: Candidates, old: Frame | None, key: tuple[Any, ...], now: float, cache: CacheModel
+) -> tuple[str | None, int]:
+    """Why the last frame cannot be kept whatever this request holds (``None``: it can), and
+    where its kept history starts among the candidates."""
+    if old is None:
+        return FIRST, 0
+    if old.key != key:
+        return CHANGED, 0
+    if cache.cold(now - old.at):
+        return COLD, 0
+    if old.start_id is None:
+        return None, 0
+    at = found.at(old.start_id)
+    return (EDITED, 0) if at is None else (None, at)
+
+
+def _recalled(
+    found: Candidates, relevance: Callable[[], np.ndarray], start: int, room: int, search: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which candidates before ``start`` go with this message, and every candidate's score."""
+    n = len(found.messages)
+    if start <= 0 or room <= 0:
+        return np.zeros(n, dtype=bool), np.zeros(n, dtype=np.float32)
+    scores = np.asarray(relevance(), dtype=np.float32).copy()
+    scores[found.pinned] = 0.0  # in the stable part already
+    hits = top_hits(scores[:start], search, floor=MIN_RELEVANCE)
+    turn = partners(found.codes, hits, found.roles)
+    inputs = Inputs(found.tokens, found.pinned, scores, scores, hits, turn)
+    return recall(inputs, start, room, search).keep, scores
+
+
+def _budget_record(
+    found: Candidates,
+    keep: np.ndarray,
+    recalled: np.ndarray,
+    scores: np.ndarray,
+    start: int,
+    summaries: Sequence[Summary],
+    parts: Parts,
+    tools: Sequence[Mapping[str, Any]],
+    stable: str,
+    counter: Counter,
+    limits: Limits,
+) -> dict[str, Any]:
+    """The record's budget part, in the shape the per-turn budget writes
+    (:func:`~smart_context.budget.parts.budget_record`)."""
+    n = len(found.messages)
+    summary_tokens = sum(_system_cost(counter, summary_message(s)["content"]) for s in summaries)
+    costs = {
+        "system": max(_system_cost(counter, stable) - summary_tokens, 0),
+        "memory": _system_cost(counter, parts.sections.get("memory", "")),
+        "knowledge": _system_cost(counter, parts.sections.get("knowledge", "")),
+        "tools": _tools_cost(counter, tools),
+        "message": _message_cost(counter, parts.message),
+    }
+    recent = [found.name(i) for i in range(max(start, n - limits.recent), n)]
+    relevant = [found.name(i) for i in np.flatnonzero(recalled).tolist()]
+    history = int(found.tokens[keep].sum())
+    record = budget_record(
+        limits.budget, costs, history, summary_tokens, recent, relevant, [], summaries, counter
+    )
+    record["reasons"] = {
+        found.name(i): {"why": "relevant", "score": round(float(scores[i]), 3)}
+        for i in np.flatnonzero(recalled).tolist()
+    }
+    return record
+
+
+def _summaries(
+    spans: tuple[list[Span], list[Summary]] | None, start: int, n: int, room: int
+) -> list[Summary]:
+    """The stored summaries standing for the first ``start`` candidates, within ``room``."""
+    if not spans or not spans[0] or room <= 0:
+        return []
+    left_out = np.zeros(n, dtype=bool)
+    left_out[:start] = True
+    chosen = choose_summaries(
+        spans[0], left_out, room, np.zeros(n, dtype=np.float32), Budget(room=room)
+    )
+    return [spans[1][s] for s in chosen if spans[0][s].end <= start]
+
+
+def _stable_text(items: str, found: Candidates, start: int, summaries: Sequence[Summary]) -> str:
+    """The byte-stable system message: the session's items, the pinned messages the kept
+    history does not hold, and the summaries, in a fixed order and with nothing that moves."""
+    parts = [items] if items else []
+    pinned = [i for i in np.flatnonzero(found.pinned).tolist() if i < start]
+    if pinned:
+        lines = "\n".join(_line(found.messages[i]) for i in pinned)
+        parts.append(f"{PINNED_TITLE}\n{lines}")
+    if summaries:
+        texts = "\n\n".join(summary_message(s)["content"] for s in summaries)
+        parts.append(f"{SUMMARY_TITLE}\n{texts}")
+    return "\n\n".join(parts)
+
+
+def _chosen_text(found: Candidates, recalled: np.ndarray, chosen: str) -> str:
+    """What goes with this message only: the recalled messages in order of time, then the
+    items, memory and notes chosen for it."""
+    parts = []
+    at = np.flatnonzero(recalled).tolist()
+    if at:
+        lines = "\n".join(_line(found.messages[i]) for i in at)
+        parts.append(f"{RECALLED_TITLE}:\n{lines}")
+    if chosen:
+        parts.append(chosen)
+    return "\n\n".join(parts)
+
+
+def _line(message: Message) -> str:
+    """A message quoted in the context: its date when it has one, its role, its text."""
+    when = message.get("created_at") or message.get("timestamp")
+    date = when[:10] if isinstance(when, str) and len(when) >= 10 else ""
+    role = str(message.get("role") or "user")
+    head = f"[{date}, {role}]" if date else f"[{role}]"
+    return f"{head} {message_text(message).strip()}"
+
+
+def _system_cost(counter: Counter, text: str) -> int:
+    return messages_cost(counter, [{"role": "system", "content": text}]) if text else 0
+
+
+def _message_cost(counter: Counter, text: str) -> int:
+    return int(prompt_tokens(counter, [{"role": "user", "content": text}])["total"])
+
+
+def _tools_cost(counter: Counter, tools: Sequence[Mapping[str, Any]]) -> int:
+    return int(prompt_tokens(counter, [], list(tools))["tools"]) if tools else 0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The layout's settings for one request."""
+
+    budget: int  # the most a request may be billed, in new-token units
+    window: int  # the most it may hold (:func:`window_limit`)
+    low_mark: float
+    recall_share: float
+    summary_share: float
+    recalled_in: str
+    recent: int
+    search: int

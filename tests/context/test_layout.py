@@ -1,0 +1,174 @@
+"""The cache-stable layout through the real plugin (docs/contract.md §9, "The layout"): a chat
+replayed turn by turn as a stateless client sends it, with a model whose upstream caches
+prompts. Outside cuts each request starts with the previous one's messages; a cut happens
+once, in one step, when the bill would pass the budget, and when the cache is cold."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from smart_context.budget.cache import cache_model, family_of
+from smart_context.budget.plan import cut_start
+from tests.conftest import Ctx, call, write_chat
+from tests.context.test_budgeted import long_chat
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def turn(running: Any, history: list[dict[str, Any]], message: str, model: str) -> Ctx:
+    ctx = Ctx("long", list(history), message)
+    ctx.metadata["model"] = model
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    return ctx
+
+
+def sent(ctx: Ctx) -> list[dict[str, Any]]:
+    """What the upstream gets: the plugin's history, then the message as the plugin left it."""
+    return [{"role": m["role"], "content": m["content"]} for m in ctx.history] + [
+        {"role": "user", "content": ctx.message}
+    ]
+
+
+async def replay(
+    running: Any, chat: list[dict[str, Any]], turns: int, model: str, clock: Clock, gap: float = 30
+) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
+    """``turns`` turns after the chat's start, as a stateless client sends them; each request
+    and its record."""
+    out = []
+    start = len(chat) - 2 * turns
+    for k in range(turns):
+        history = chat[: start + 2 * k]
+        message = chat[start + 2 * k]["content"]
+        clock.now += gap
+        ctx = await turn(running, history, message, model)
+        out.append((sent(ctx), ctx.metadata["smart_context"]))
+    return out
+
+
+@pytest.mark.parametrize("recalled_in", ["user", "system"])
+async def test_thirty_turns_start_with_the_previous_request_outside_cuts(
+    start: Any, vault: Path, recalled_in: str
+) -> None:
+    chat = long_chat(400)
+    write_chat(vault, "long", chat)
+    running = await start(
+        settings={"budget_tokens": 2000, "recalled_in": recalled_in, "summarizer": "offline"}
+    )
+    clock = Clock()
+    running.plugin.services.clock = clock
+    requests = await replay(running, chat, 30, "gpt-5", clock)
+    cuts = [r["layout"]["cut"] for _, r in requests]
+    assert cuts[0] == "first request"
+    tail = 1 if recalled_in == "user" else 2  # the chosen part rides in (or before) the message
+    changed = 0
+    for (before, _), (after, record) in itertools.pairwise(requests):
+        if record["layout"]["cut"] is None:
+            assert after[: len(before) - tail] == before[:-tail]
+            assert record["cache"]["cached_estimate"] > 0
+        else:
+            changed += 1
+    assert changed <= 30 // 8
+    for request, record in requests:
+        assert [m["role"] for m in request].count("system") <= (1 if recalled_in == "user" else 2)
+        assert request[-1]["role"] == "user"
+        assert record["layout"]["recalled_in"] == recalled_in
+        assert record["cache"]["kind"] == "openai" and record["cache"]["read"] == 0.1
+
+
+async def test_a_cut_happens_once_past_the_high_mark_and_keeps_a_low_mark(
+    start: Any, vault: Path
+) -> None:
+    chat = long_chat(400)
+    write_chat(vault, "long", chat)
+    running = await start(settings={"budget_tokens": 3000, "prompt_cache": "local"})
+    clock = Clock()
+    running.plugin.services.clock = clock
+    requests = await replay(running, chat, 30, "llama3.1:8b", clock)
+    records = [r for _, r in requests]
+    cuts = [r["layout"]["cut"] for r in records]
+    assert cuts[0] == "first request"
+    assert "over the budget" in cuts  # 30 turns of ~60 tokens pass a 3,000-token window
+    for record in records:
+        assert record["budget"]["used"] <= 3000  # a local server's window is the budget
+    at = cuts.index("over the budget")
+    assert records[at]["budget"]["used"] <= 0.75 * 3000  # cut down to the low mark
+    assert records[at]["layout"]["start_id"] != records[at - 1]["layout"]["start_id"]
+
+
+async def test_a_cold_cache_makes_the_frame_again_and_a_dry_run_keeps_nothing(
+    start: Any, vault: Path
+) -> None:
+    chat = long_chat(300)
+    write_chat(vault, "long", chat)
+    running = await start(settings={"budget_tokens": 2000})
+    clock = Clock()
+    running.plugin.services.clock = clock
+    first = await turn(running, chat[:-3], chat[-3]["content"], "claude-sonnet-4-5")
+    assert first.metadata["smart_context"]["layout"]["cut"] == "first request"
+    clock.now += 10
+    dry = Ctx("long", chat[:-1], chat[-1]["content"])
+    dry.metadata.update(model="claude-sonnet-4-5", dry_run=True)
+    await call(running.pm.hook.pipeline_context, ctx=dry)
+    clock.now += 10
+    warm = await turn(running, chat[:-1], chat[-1]["content"], "claude-sonnet-4-5")
+    assert warm.metadata["smart_context"]["layout"]["cut"] is None  # the dry run changed nothing
+    assert warm.metadata["smart_context"]["cache"]["kind"] == "anthropic"
+    clock.now += 301  # past Anthropic's five minutes
+    cold = await turn(running, chat, "And now?", "claude-sonnet-4-5")
+    assert cold.metadata["smart_context"]["layout"]["cut"] == "cache cold"
+    assert cold.metadata["smart_context"]["cache"]["cached_estimate"] == 0
+    other = await turn(running, chat, "And now?", "gpt-5")
+    assert other.metadata["smart_context"]["layout"]["cut"] == "model or filter changed"
+
+
+async def test_a_chat_whose_bill_fits_is_sent_whole_and_unknown_models_keep_the_per_turn_budget(
+    start: Any, vault: Path
+) -> None:
+    chat = long_chat(150)  # about 9,000 tokens: at a read price of 0.1 its bill fits 2,000
+    write_chat(vault, "long", chat)
+    running = await start(settings={"budget_tokens": 2000})
+    ctx = await turn(running, chat[:-1], chat[-1]["content"], "gpt-5")
+    record = ctx.metadata["smart_context"]
+    assert record["layout"]["kept_messages"] == 149
+    assert [m["id"] for m in ctx.history[-149:]] == [m["id"] for m in chat[:-1]]
+    plain = await turn(running, chat[:-1], chat[-1]["content"], "some-model-we-do-not-know")
+    assert "layout" not in plain.metadata["smart_context"]
+    assert plain.metadata["smart_context"]["budget"]["used"] <= 2000
+
+
+def test_the_cache_models_by_family_and_their_rules() -> None:
+    assert family_of("gpt-5.1").read == 0.1
+    assert family_of("openai/gpt-4.1-mini").read == 0.25
+    assert family_of("gpt-4o-2024-08-06").read == 0.5
+    assert family_of("claude-opus-4-1").write == 1.25 and family_of("claude-3-5-haiku").breakpoints
+    assert family_of("llama3.2:3b").local and family_of("deepseek-r1:7b").local
+    assert family_of("deepseek-chat").name == "deepseek"
+    assert family_of("who-knows").name == "none" and not family_of(None).caches
+    openai = family_of("gpt-4o")
+    assert openai.cached(1023) == 0 and openai.cached(1024) == 1024
+    assert openai.cached(1151) == 1024 and openai.cached(1152) == 1152
+    assert openai.billed(2000, 1024) == pytest.approx(976 + 512)
+    assert cache_model("gpt-4o", "none").caches is False
+    assert cache_model("gpt-4o", "auto", 0.2).read == 0.2
+    assert cache_model("whatever", "local").local
+
+
+def test_a_cut_starts_at_a_user_message_within_its_room() -> None:
+    tokens = np.full(10, 10, dtype=np.intp)
+    users = np.arange(0, 10, 2, dtype=np.intp)
+    assert cut_start(tokens, 1000, users) == 0
+    assert cut_start(tokens, 35, users) == 8  # 7.. would fit 30; the next user message is 8
+    assert cut_start(tokens, 40, users) == 6
+    assert cut_start(tokens, 5, users) == 8  # the last turn goes whatever it costs
+    assert cut_start(np.zeros(0, dtype=np.intp), 5, users[:0]) == 0
