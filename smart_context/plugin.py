@@ -89,7 +89,10 @@ class SmartContextPlugin:
                 await asyncio.sleep(0)  # the work the plan started reaches its first wait
             decision = await assemble(services, chat_id, history)
             dry = bool(ctx.metadata.get("dry_run"))
-            prepared = await request_items(services, plan, decision, commit=not dry)
+            place = ctx.metadata.get("recalled_in")  # the host's word, when it says
+            prepared = await request_items(
+                services, plan, decision, not dry, place if isinstance(place, str) else None
+            )
             if not dry:  # where the model's look back will search
                 memories = _sent_memories(prepared.record)
                 services.unsent.put(

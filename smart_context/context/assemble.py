@@ -152,7 +152,11 @@ def plan_request(
 
 
 async def request_items(
-    services: Services, plan: RequestPlan, decision: Decision, commit: bool = True
+    services: Services,
+    plan: RequestPlan,
+    decision: Decision,
+    commit: bool = True,
+    recalled_in: str | None = None,
 ) -> Prepared:
     """The request as sent: the rules and references (docs/contract.md §8) as the system message
     before the history, and the history within the token budget (docs/contract.md §9); with the
@@ -177,7 +181,7 @@ async def request_items(
         notes = await notes_of(services, plan, room, documents)
         offered = fixed_parts(request, "", message, plan.takes_tools, memory_tools).tools
         return await stable_request(
-            services, plan, decision, request, memory, notes, offered, cache, commit
+            services, plan, decision, request, memory, notes, offered, cache, commit, recalled_in
         )
     fixed = fixed_parts(request, memory.text, message, plan.takes_tools, memory_tools)
     # counted once: the notes' room and the budget's both start from them

@@ -17,7 +17,7 @@ import numpy as np
 
 from smart_context.budget.cache import CacheModel, cache_model
 from smart_context.budget.parts import chat_model
-from smart_context.config import Settings
+from smart_context.config import RECALLED_IN, Settings
 from smart_context.context.layout import Candidates, Limits, Parts, lay_out, window_limit
 from smart_context.context.plan import RequestPlan
 from smart_context.context.prepared import Prepared, sent_flags
@@ -51,9 +51,10 @@ async def stable_request(
     offered: Sequence[Mapping[str, Any]],
     cache: CacheModel,
     commit: bool,
+    recalled_in: str | None = None,
 ) -> Prepared:
     """The request laid out for ``cache`` (module docstring). ``offered``: the tools this message
-    would take if the layout cut now."""
+    would take if the layout cut now; ``recalled_in`` overrides the setting (the host's word)."""
     settings, chat_id, counter = services.settings, plan.chat_id, plan.counter
     looked = await plan.looked
     view = await services.chats.view(chat_id, fresh=False)
@@ -96,11 +97,12 @@ async def stable_request(
     session = tuple(c for c in request.items if c.mode in SESSION_MODES)
     chosen = tuple(c for c in request.items if c.mode not in SESSION_MODES)
     parts = _parts(session, chosen, memory, notes, offered, plan.message)
+    place = recalled_in if recalled_in in RECALLED_IN else settings.recalled_in
     key = (
         chat_model(settings, plan.model),
         cache.name,
         tuple(decision.record.active_topics),
-        settings.recalled_in,
+        place,
     )
     old = services.frames.get(chat_id)
     now = services.clock()
@@ -110,7 +112,7 @@ async def stable_request(
         low_mark=settings.cut_low_mark,
         recall_share=settings.recall_share,
         summary_share=settings.summary_share,
-        recalled_in=settings.recalled_in,
+        recalled_in=place,
         recent=settings.recent_messages,
         search=settings.search_limit,
     )

@@ -77,6 +77,9 @@ class PipelineHooks:
         # none may be counted in the budget or listed in the record (a Tailor that says
         # otherwise is believed)
         ctx.metadata.setdefault(TOOLS_SUPPORTED, False)
+        # Tailor's memory plugin stores ctx.message as the user's message: what is chosen for
+        # this message goes as a system message before it, never inside it
+        ctx.metadata.setdefault("recalled_in", "system")
         try:
             await self.plugin.pipeline_context(ctx)
             if ctx.history is not original:
