@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -324,15 +324,21 @@ def _budget_record(
 def _summaries(
     spans: tuple[list[Span], list[Summary]] | None, start: int, n: int, room: int
 ) -> list[Summary]:
-    """The stored summaries standing for the first ``start`` candidates, within ``room``."""
+    """The stored summaries standing for the first ``start`` candidates, within ``room``: of
+    the spans that end by the cut only (one reaching past it would be dropped after it was
+    chosen, leaving nothing)."""
     if not spans or not spans[0] or room <= 0:
         return []
+    inside = [k for k, span in enumerate(spans[0]) if span.end <= start]
+    index = {k: j for j, k in enumerate(inside)}
+    tree = [
+        replace(spans[0][k], children=tuple(index[c] for c in spans[0][k].children if c in index))
+        for k in inside
+    ]
     left_out = np.zeros(n, dtype=bool)
     left_out[:start] = True
-    chosen = choose_summaries(
-        spans[0], left_out, room, np.zeros(n, dtype=np.float32), Budget(room=room)
-    )
-    return [spans[1][s] for s in chosen if spans[0][s].end <= start]
+    chosen = choose_summaries(tree, left_out, room, np.zeros(n, dtype=np.float32), Budget(room))
+    return [spans[1][inside[s]] for s in chosen]
 
 
 def _stable_text(items: str, found: Candidates, start: int, summaries: Sequence[Summary]) -> str:
