@@ -7,6 +7,9 @@
   The figure of the targets repeats one message ("next", which no message of the chat holds);
   beside it, the median of a new message each time that shares words with the chat, as a real
   next turn (its text search finds messages, its vectors are embedded: by random vectors here);
+- the same with the chat model named (gpt-4o), its history chosen anew every turn
+  (``prompt_cache = "none"``) and laid out for its prompt cache (the default): a turn between
+  cuts extends the last request;
 - loading a 10,000-message embedding cache file from disk;
 - local embedding throughput on ~50-token messages (needs the ``local`` extra).
 Targets: <= 2 ms and <= 0.1 x json.loads at 10,000 messages, <= 20 ms at 100,000; <= 50 ms to
@@ -101,27 +104,37 @@ class Host:
         chats: dict[str, dict[str, Any]],
         threshold: float | str = 0.05,
         budget: int | None = None,
+        cache: str = "auto",
     ) -> None:
         self.vault_path = vault
         self.memory = Memory(chats)
         self.llm = None
         self.threshold = threshold
         self.budget = budget
+        self.cache = cache
 
     def settings(self, name: str) -> dict[str, Any]:
         budget = {} if self.budget is None else {"budget_tokens": self.budget}
-        return {"similarity_threshold": self.threshold, **budget}
+        return {"similarity_threshold": self.threshold, "prompt_cache": self.cache, **budget}
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         pass
 
 
 class Ctx:
-    def __init__(self, chat_id: str, history: list[dict[str, Any]], message: str = "next") -> None:
+    def __init__(
+        self,
+        chat_id: str,
+        history: list[dict[str, Any]],
+        message: str = "next",
+        model: str | None = None,
+    ) -> None:
         self.message = message
         self.original_message = message
         self.history = history
         self.metadata: dict[str, Any] = {"chat_id": chat_id}
+        if model is not None:
+            self.metadata["model"] = model
         self.response = None
         self.should_abort = False
 
@@ -173,10 +186,13 @@ async def bench_context(
     threshold: float | str,
     items: bool = False,
     budget: int | None = None,
+    model: str | None = None,
+    cache: str = "auto",
 ) -> None:
     """``items``: the example vault's rules, references and notes in the vault too (agent
     selection, the rules' system message and the notes' search on every request); ``budget``:
-    ``budget_tokens`` (``None``: the default, 8,000; 0: no budget)."""
+    ``budget_tokens`` (``None``: the default, 8,000; 0: no budget); ``model``: the chat model
+    the host names (its prompt cache lays the request out, unless ``cache`` is ``"none"``)."""
     if items:
         for folder in ("rules", "references", "notes"):
             shutil.copytree(EXAMPLE_VAULT / folder, vault / folder, dirs_exist_ok=True)
@@ -192,9 +208,12 @@ async def bench_context(
     pm.add_hookspecs(smart_context.hookspecs)
     plugin = SmartContextPlugin(RandomEmbedder())
     pm.register(plugin)
-    for result in pm.hook.sidecar_startup(host=Host(vault, chats, threshold, budget)):
+    for result in pm.hook.sidecar_startup(host=Host(vault, chats, threshold, budget, cache)):
         await result
-    if budget == 0:
+    if model is not None:
+        how = "chosen anew every turn" if cache == "none" else "laid out for its prompt cache"
+        print(f"the same, threshold auto, the model {model} named, {how}:")
+    elif budget == 0:
         print("the same, threshold auto, no budget (budget_tokens = 0):")
     elif items:
         print("the same, with the example vault's rules, references and notes:")
@@ -205,21 +224,21 @@ async def bench_context(
     for n in sizes:
         history = chats[f"c{n}"]["messages"]
         raw = json.dumps(chats[f"c{n}"])
-        ctx = Ctx(f"c{n}", list(history))
+        ctx = Ctx(f"c{n}", list(history), model=model)
         await pm.hook.pipeline_context(ctx=ctx)[0]  # warm-up: embeds and caches everything
         # the background pass the first request starts (indexing and summarising a long chat)
         # would otherwise share the two cores with the requests measured
         assert plugin.services is not None
         await plugin.services.settle(timeout=600)
-        await pm.hook.pipeline_context(ctx=Ctx(f"c{n}", list(history)))[0]
+        await pm.hook.pipeline_context(ctx=Ctx(f"c{n}", list(history), model=model))[0]
         await plugin.services.settle(timeout=600)
         samples, fresh, base = [], [], []
         for k in range(repeats):
-            ctx = Ctx(f"c{n}", list(history))
+            ctx = Ctx(f"c{n}", list(history), model=model)
             t0 = time.perf_counter()
             await pm.hook.pipeline_context(ctx=ctx)[0]
             samples.append((time.perf_counter() - t0) * 1000)
-            other = Ctx(f"c{n}", list(history), new_message(k))
+            other = Ctx(f"c{n}", list(history), new_message(k), model)
             t0 = time.perf_counter()
             await pm.hook.pipeline_context(ctx=other)[0]
             fresh.append((time.perf_counter() - t0) * 1000)
@@ -296,6 +315,10 @@ def main() -> None:
         asyncio.run(bench_context(vault, sizes, args.repeats, "auto"))
         asyncio.run(bench_context(vault, sizes, args.repeats, "auto", items=True))
         asyncio.run(bench_context(vault, sizes, args.repeats, "auto", budget=0))
+        for cache in ("none", "auto"):  # the same model: per turn, then laid out for its cache
+            asyncio.run(
+                bench_context(vault, sizes, args.repeats, "auto", model="gpt-4o", cache=cache)
+            )
         asyncio.run(bench_cache_load(vault, 20))
     bench_local(args.local_count)
 

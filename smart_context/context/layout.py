@@ -27,6 +27,7 @@ an edited history) makes the cut free, so the frame is made again then.
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -45,6 +46,7 @@ from smart_context.messages import Message, message_text
 from smart_context.turns import Roles, partners
 
 MAX_FRAMES = 1024  # chats whose frame is kept in memory
+MAX_COSTS = 4096  # texts whose token counts are kept
 MIN_RELEVANCE = 1e-6
 REPLY_RESERVE = 4096  # of a known window, left for the reply
 RECALLED_TITLE = "Earlier messages of this conversation, recalled for the user's message"
@@ -79,6 +81,7 @@ class Frames:
 
     def __init__(self) -> None:
         self._frames: OrderedDict[str, Frame] = OrderedDict()
+        self.costs: dict[tuple[str, str, str], int] = {}  # for :class:`Costs`
 
     def get(self, chat_id: str) -> Frame | None:
         return self._frames.get(chat_id)
@@ -173,7 +176,7 @@ def lay_out(
     key: tuple[Any, ...],
     now: float,
     cache: CacheModel,
-    counter: Counter,
+    costs: Costs,
     limits: Limits,
 ) -> Laid:
     """The request's layout (module docstring). ``relevance()`` gives each candidate's
@@ -182,32 +185,42 @@ def lay_out(
     tokens, n = found.tokens, len(found.messages)
     reason, start = _kept_start(found, old, key, now, cache)
     kept = old if old is not None and reason is None else None
+    offered_cost = costs.tools(parts.tools)
     tools = list(kept.tools) if kept is not None else list(parts.tools)
+    tools_cost = costs.tools(tools) if kept is not None else offered_cost
     summaries = list(kept.summaries) if kept is not None else []
     recall_room = int(limits.recall_share * limits.budget)
-    chosen_cost = _system_cost(counter, parts.chosen)
-    message_cost = _message_cost(counter, parts.message)
+    chosen_cost = costs.system(parts.chosen)
+    message_cost = costs.message(parts.message)
     new = int(tokens[-2:].sum()) + chosen_cost + message_cost + recall_room
     high = high_mark(cache, limits.budget, limits.window, new)
     stable = _stable_text(parts.stable, found, start, summaries)
-    fixed = _tools_cost(counter, tools) + _system_cost(counter, stable)
-    size = fixed + chosen_cost + message_cost + int(tokens[start:].sum()) + recall_room
+    stable_cost = costs.system(stable)
+    size = (
+        tools_cost
+        + stable_cost
+        + chosen_cost
+        + message_cost
+        + int(tokens[start:].sum())
+        + recall_room
+    )
     if reason is None and size > high:
         reason = OVER
     # a cold cache makes a cut free: taken when the request is past the low mark by more than
     # half the way to the high mark (nearer, it soon would be anyway); below, the whole
     # history goes as it is
     whole = 0 < size <= high and size - limits.low_mark * high <= (1 - limits.low_mark) * high / 2
-    if reason is not None and reason != OVER and whole:
-        tools = list(parts.tools)
-    elif reason is not None:  # cut: where the kept history starts, its summaries, the tools
-        tools = list(parts.tools)
+    if reason is not None:  # the tools are chosen again
+        tools, tools_cost = list(parts.tools), offered_cost
+    if reason is not None and (reason == OVER or not whole):  # cut: where the kept history
+        # starts and its summaries
         summary_room = int(limits.summary_share * limits.budget) if spans else 0
-        base = _tools_cost(counter, tools) + _system_cost(counter, parts.stable)
+        base = tools_cost + costs.system(parts.stable)
         room = int(limits.low_mark * high) - base - chosen_cost - message_cost
         start = cut_start(tokens, room - summary_room - recall_room, found.roles.users)
         summaries = _summaries(spans, start, n, summary_room) if start else []
         stable = _stable_text(parts.stable, found, start, summaries)
+        stable_cost = costs.system(stable)
     recalled, scores = _recalled(found, relevance, start, recall_room, limits.search)
     chosen = _chosen_text(found, recalled, parts.chosen)
     message, after = parts.message, []
@@ -219,10 +232,20 @@ def lay_out(
     history = [*system, *(dict(found.messages[i]) for i in range(start, n)), *after]
     keep = recalled.copy()
     keep[start:] = True
-    prefix = _tools_cost(counter, tools) + _system_cost(counter, stable)
-    prefix += int(tokens[start:].sum())
+    prefix = tools_cost + stable_cost + int(tokens[start:].sum())
     record = _budget_record(
-        found, keep, recalled, scores, start, summaries, parts, tools, stable, counter, limits
+        found,
+        keep,
+        recalled,
+        scores,
+        start,
+        summaries,
+        parts,
+        tools_cost,
+        stable_cost,
+        message_cost,
+        costs,
+        limits,
     )
     frame = Frame(
         key,
@@ -292,27 +315,36 @@ def _budget_record(
     start: int,
     summaries: Sequence[Summary],
     parts: Parts,
-    tools: Sequence[Mapping[str, Any]],
-    stable: str,
-    counter: Counter,
+    tools_cost: int,
+    stable_cost: int,
+    message_cost: int,
+    costs: Costs,
     limits: Limits,
 ) -> dict[str, Any]:
     """The record's budget part, in the shape the per-turn budget writes
     (:func:`~smart_context.budget.parts.budget_record`)."""
     n = len(found.messages)
-    summary_tokens = sum(_system_cost(counter, summary_message(s)["content"]) for s in summaries)
-    costs = {
-        "system": max(_system_cost(counter, stable) - summary_tokens, 0),
-        "memory": _system_cost(counter, parts.sections.get("memory", "")),
-        "knowledge": _system_cost(counter, parts.sections.get("knowledge", "")),
-        "tools": _tools_cost(counter, tools),
-        "message": _message_cost(counter, parts.message),
+    summary_tokens = sum(costs.system(summary_message(s)["content"]) for s in summaries)
+    by_section = {
+        "system": max(stable_cost - summary_tokens, 0),
+        "memory": costs.system(parts.sections.get("memory", "")),
+        "knowledge": costs.system(parts.sections.get("knowledge", "")),
+        "tools": tools_cost,
+        "message": message_cost,
     }
     recent = [found.name(i) for i in range(max(start, n - limits.recent), n)]
     relevant = [found.name(i) for i in np.flatnonzero(recalled).tolist()]
     history = int(found.tokens[keep].sum())
     record = budget_record(
-        limits.budget, costs, history, summary_tokens, recent, relevant, [], summaries, counter
+        limits.budget,
+        by_section,
+        history,
+        summary_tokens,
+        recent,
+        relevant,
+        [],
+        summaries,
+        costs.counter,
     )
     record["reasons"] = {
         found.name(i): {"why": "relevant", "score": round(float(scores[i]), 3)}
@@ -377,16 +409,42 @@ def _line(message: Message) -> str:
     return f"{head} {message_text(message).strip()}"
 
 
-def _system_cost(counter: Counter, text: str) -> int:
-    return messages_cost(counter, [{"role": "system", "content": text}]) if text else 0
+class Costs:
+    """What a request's parts cost as ``counter`` counts them; the parts a chat repeats turn
+    after turn (its tools, its stable message) are counted once (``memo``, kept by
+    :class:`Frames`)."""
 
+    def __init__(self, counter: Counter, memo: dict[tuple[str, str, str], int]) -> None:
+        self.counter, self.memo = counter, memo
 
-def _message_cost(counter: Counter, text: str) -> int:
-    return int(prompt_tokens(counter, [{"role": "user", "content": text}])["total"])
+    def _known(self, kind: str, text: str, count: Callable[[], int]) -> int:
+        key = (self.counter.key, kind, text)
+        found = self.memo.get(key)
+        if found is None:
+            if len(self.memo) >= MAX_COSTS:
+                self.memo.clear()  # counting again is cheap next to a leak
+            found = self.memo[key] = count()
+        return found
 
+    def system(self, text: str) -> int:
+        if not text:
+            return 0
+        return self._known(
+            "system",
+            text,
+            lambda: messages_cost(self.counter, [{"role": "system", "content": text}]),
+        )
 
-def _tools_cost(counter: Counter, tools: Sequence[Mapping[str, Any]]) -> int:
-    return int(prompt_tokens(counter, [], list(tools))["tools"]) if tools else 0
+    def message(self, text: str) -> int:
+        return int(prompt_tokens(self.counter, [{"role": "user", "content": text}])["total"])
+
+    def tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        if not tools:
+            return 0
+        text = json.dumps(list(tools), sort_keys=True, ensure_ascii=False)
+        return self._known(
+            "tools", text, lambda: int(prompt_tokens(self.counter, [], list(tools))["tools"])
+        )
 
 
 @dataclass(frozen=True)

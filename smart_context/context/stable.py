@@ -18,7 +18,7 @@ import numpy as np
 from smart_context.budget.cache import CacheModel, cache_model
 from smart_context.budget.parts import chat_model
 from smart_context.config import RECALLED_IN, Settings
-from smart_context.context.layout import Candidates, Limits, Parts, lay_out, window_limit
+from smart_context.context.layout import Candidates, Costs, Limits, Parts, lay_out, window_limit
 from smart_context.context.plan import RequestPlan
 from smart_context.context.prepared import Prepared, sent_flags
 from smart_context.context.topic_filter import Decision
@@ -89,7 +89,7 @@ async def stable_request(
             None,
             plan.query,
             looked.reads,
-            plan.dense if positions is None else None,
+            plan.dense if whole is plan.history else None,  # scored over the plan's
         )
     elif plan.dense is not None:
         plan.dense.cancel()
@@ -116,7 +116,8 @@ async def stable_request(
         recent=settings.recent_messages,
         search=settings.search_limit,
     )
-    laid = lay_out(found, lambda: scores, spans, parts, old, key, now, cache, counter, limits)
+    costs = Costs(counter, services.frames.costs)
+    laid = lay_out(found, lambda: scores, spans, parts, old, key, now, cache, costs, limits)
     usage = services.usage.measure(chat_id, decision, counter, fitted=laid.fitted)
     plain = int(usage["full_tokens"])
     warm = old is not None and old.key[:2] == key[:2] and not cache.cold(now - old.at)
