@@ -83,6 +83,12 @@ CONTEXT_WINDOWS: dict[str, int] = {
     "gemma3": 131_072,
     "phi3": 131_072,
     "phi4": 16_384,
+    "claude": 200_000,
+    "deepseek-chat": 131_072,
+    "deepseek-reasoner": 131_072,
+    "gemini-2.0": 1_048_576,
+    "gemini-2.5": 1_048_576,
+    "gemini-3": 1_048_576,
 }
 
 

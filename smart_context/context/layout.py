@@ -47,6 +47,10 @@ from smart_context.turns import Roles, partners
 
 MAX_FRAMES = 1024  # chats whose frame is kept in memory
 MAX_COSTS = 4096  # texts whose token counts are kept
+# The requests a chat's warm cache serves before it goes cold, until the chat shows its own
+# (a running mean over its sittings): what a cold write is spread over in the high mark
+FIRST_RUN = 10.0
+RUN_MEMORY = 0.3  # a new sitting's weight in the running mean
 MIN_RELEVANCE = 1e-6
 REPLY_RESERVE = 4096  # of a known window, left for the reply
 RECALLED_TITLE = "Earlier messages of this conversation, recalled for the user's message"
@@ -74,6 +78,8 @@ class Frame:
     at: float  # when the chat's last request was made (the clock's seconds)
     prefix_tokens: int  # what the last request's stable part cost: its tools, 3 and 4
     plain_tokens: int  # what the plain client's last request cost
+    turns: int = 1  # requests since the cache was last cold
+    run: float = 10.0  # requests a warm cache serves, on average, in this chat
 
 
 class Frames:
@@ -130,12 +136,15 @@ def window_limit(cache: CacheModel, model: str | None, budget_tokens: int) -> in
     return budget_tokens
 
 
-def high_mark(cache: CacheModel, budget: int, window: int, new: int) -> int:
-    """The most a request may hold while its bill stays within ``budget``, the prefix read
-    from the cache and ``new`` tokens (the last turn and what goes with this message) not."""
-    if cache.read <= 0:
+def high_mark(cache: CacheModel, budget: int, window: int, new: int, run: float) -> int:
+    """The most a request may hold while its bill stays within ``budget``: the prefix read from
+    the cache, ``new`` tokens (the last turn and what goes with this message) not, and the
+    prefix written again once in a ``run`` of requests (the cache goes cold between a chat's
+    sittings: those writes are paid by the run's turns)."""
+    price = cache.read + (cache.write / max(run, 1.0) if cache.lifetime > 0 else 0.0)
+    if price <= 0:
         return window
-    return max(min(window, int((budget - new) / cache.read) + new), 0)
+    return max(min(window, int((budget - new) / price) + new), 0)
 
 
 @dataclass(frozen=True)
@@ -193,7 +202,8 @@ def lay_out(
     chosen_cost = costs.system(parts.chosen)
     message_cost = costs.message(parts.message)
     new = int(tokens[-2:].sum()) + chosen_cost + message_cost + recall_room
-    high = high_mark(cache, limits.budget, limits.window, new)
+    run = old.run if old is not None else FIRST_RUN
+    high = high_mark(cache, limits.budget, limits.window, new, run)
     stable = _stable_text(parts.stable, found, start, summaries)
     stable_cost = costs.system(stable)
     size = (
@@ -255,6 +265,7 @@ def lay_out(
         now,
         prefix,
         0,
+        *_sittings(old, reason),
     )
     layout = {
         "kind": "stable",
@@ -273,6 +284,16 @@ def lay_out(
         "cached_estimate": min(cached, prefix),
     }
     return Laid(history, message, tools, Fitted(history, keep, record), layout, cache_part, frame)
+
+
+def _sittings(old: Frame | None, reason: str | None) -> tuple[int, float]:
+    """The requests since the cache was last cold, and the chat's running mean of them, after
+    this request (``reason``: why its layout was made again, if it was)."""
+    if old is None:
+        return 1, FIRST_RUN
+    if reason == COLD:
+        return 1, (1 - RUN_MEMORY) * old.run + RUN_MEMORY * old.turns
+    return old.turns + 1, old.run
 
 
 def _kept_start(

@@ -36,7 +36,9 @@ LONG = " ".join(["Sourdough bread needs a lively starter, flour, water and salt.
 
 async def run(start: Any, vault: Path, limit: int) -> dict[str, Any]:
     write_chat(vault, "c", make_messages(["How do I bake sourdough bread?", "Start a starter."]))
-    running = await start(settings={"budget_tokens": limit, "token_model": "gpt-4o", "prompt_cache": "none"})
+    running = await start(
+        settings={"budget_tokens": limit, "token_model": "gpt-4o", "prompt_cache": "none"}
+    )
     ctx = Ctx("c", make_messages(["How do I bake sourdough bread?", "Start a starter."]))
     ctx.message = "How long should my sourdough bread rise?"
     await call(running.pm.hook.pipeline_context, ctx=ctx)

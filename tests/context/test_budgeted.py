@@ -79,7 +79,9 @@ async def test_a_chat_that_fits_is_sent_whole_and_the_record_says_what_it_cost(
 async def test_a_long_chat_is_cut_to_the_budget_keeping_recent_and_relevant_turns(
     start: Any, chat: list[dict[str, Any]]
 ) -> None:
-    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o", "prompt_cache": "none"})
+    running = await start(
+        settings={"budget_tokens": 2000, "token_model": "gpt-4o", "prompt_cache": "none"}
+    )
     ctx = Ctx("long", chat, "When does the lease with Mrs. Okafor end?")
     await call(running.pm.hook.pipeline_context, ctx=ctx)
     record = ctx.metadata["smart_context"]
@@ -108,7 +110,9 @@ async def test_a_relevant_message_among_the_last_ten_a_small_room_leaves_out_is_
     messages = long_chat(400)
     messages[393]["content"] = "The landlord, Mrs. Okafor, said the deposit is 950 euros."
     write_chat(vault, "late", messages)
-    running = await start(settings={"budget_tokens": 1000, "token_model": "gpt-4o", "prompt_cache": "none"})
+    running = await start(
+        settings={"budget_tokens": 1000, "token_model": "gpt-4o", "prompt_cache": "none"}
+    )
     ctx = Ctx("late", messages, "What deposit did Mrs. Okafor ask for?")
     await call(running.pm.hook.pipeline_context, ctx=ctx)
     record = ctx.metadata["smart_context"]
@@ -124,7 +128,9 @@ async def test_a_small_room_sends_a_relevant_message_in_a_run_with_the_answer_af
         message["role"] = "user" if (i // 2) % 2 == 0 else "assistant"
     messages[120]["content"] = "The landlord, Mrs. Okafor, said the deposit is 950 euros."
     write_chat(vault, "runs", messages)
-    running = await start(settings={"budget_tokens": 800, "token_model": "gpt-4o", "prompt_cache": "none"})
+    running = await start(
+        settings={"budget_tokens": 800, "token_model": "gpt-4o", "prompt_cache": "none"}
+    )
     ctx = Ctx("runs", messages, "What deposit did Mrs. Okafor ask for?")
     await call(running.pm.hook.pipeline_context, ctx=ctx)
     ids = [m.get("id") for m in ctx.history]
@@ -211,7 +217,9 @@ async def test_a_store_that_fails_mid_session_costs_only_its_part_of_the_budget(
 ) -> None:
     from smart_context.errors import MemoryDBError
 
-    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o", "prompt_cache": "none"})
+    running = await start(
+        settings={"budget_tokens": 2000, "token_model": "gpt-4o", "prompt_cache": "none"}
+    )
     services = running.plugin.services
     assert services is not None
 

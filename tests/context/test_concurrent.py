@@ -23,7 +23,9 @@ async def test_concurrent_requests_on_one_chat_each_keep_their_own_history_and_b
 ) -> None:
     chat = long_chat(520)
     write_chat(vault, "busy", chat[:200])
-    running = await start(settings={"budget_tokens": LIMIT, "token_model": "gpt-4o", "prompt_cache": "none"})
+    running = await start(
+        settings={"budget_tokens": LIMIT, "token_model": "gpt-4o", "prompt_cache": "none"}
+    )
     await running.context("busy", chat[:200])  # warm: the facts, the index and the vectors
     # each writer sees the chat at its own length, as clients that each appended a message
     lengths = [200 + 17 * k + (k % 3) for k in range(WRITERS * 3)]

@@ -14,6 +14,7 @@ import pytest
 
 from smart_context.budget.cache import cache_model, family_of
 from smart_context.budget.plan import cut_start
+from smart_context.context.layout import high_mark
 from tests.conftest import Ctx, call, write_chat
 from tests.context.test_budgeted import long_chat
 
@@ -135,16 +136,16 @@ async def test_a_cold_cache_makes_the_frame_again_and_a_dry_run_keeps_nothing(
 async def test_a_chat_whose_bill_fits_is_sent_whole_and_unknown_models_keep_the_per_turn_budget(
     start: Any, vault: Path
 ) -> None:
-    chat = long_chat(150)  # about 9,000 tokens: at a read price of 0.1 its bill fits 2,000
+    chat = long_chat(150)  # about 9,000 tokens: at a read price of 0.1 its bill fits 4,000
     write_chat(vault, "long", chat)
-    running = await start(settings={"budget_tokens": 2000})
+    running = await start(settings={"budget_tokens": 4000})
     ctx = await turn(running, chat[:-1], chat[-1]["content"], "gpt-5")
     record = ctx.metadata["smart_context"]
     assert record["layout"]["kept_messages"] == 149
     assert [m["id"] for m in ctx.history[-149:]] == [m["id"] for m in chat[:-1]]
     plain = await turn(running, chat[:-1], chat[-1]["content"], "some-model-we-do-not-know")
     assert "layout" not in plain.metadata["smart_context"]
-    assert plain.metadata["smart_context"]["budget"]["used"] <= 2000
+    assert plain.metadata["smart_context"]["budget"]["used"] <= 4000
 
 
 def test_the_cache_models_by_family_and_their_rules() -> None:
@@ -172,3 +173,12 @@ def test_a_cut_starts_at_a_user_message_within_its_room() -> None:
     assert cut_start(tokens, 40, users) == 6
     assert cut_start(tokens, 5, users) == 8  # the last turn goes whatever it costs
     assert cut_start(np.zeros(0, dtype=np.intp), 5, users[:0]) == 0
+
+
+def test_the_high_mark_spreads_a_cold_write_over_the_chats_sittings() -> None:
+    gpt5, local = family_of("gpt-5"), family_of("llama3.1:8b")
+    long_runs = high_mark(gpt5, 8000, 400_000, 1000, run=1000)
+    short_runs = high_mark(gpt5, 8000, 400_000, 1000, run=5)
+    assert short_runs < long_runs <= 1000 + 7000 / 0.1
+    assert high_mark(gpt5, 8000, 30_000, 1000, run=1000) == 30_000  # the window first
+    assert high_mark(local, 8000, 8000, 1000, run=1) == 8000  # a local server never goes cold

@@ -21,7 +21,9 @@ async def test_every_kept_message_says_why_it_is_sent(start: Any, vault: Path) -
     chat = long_chat(400)
     write_chat(vault, "long", chat, topics=[STICKY])
     MemoryDB(vault).set_mark("long", "m0007", True)
-    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o", "prompt_cache": "none"})
+    running = await start(
+        settings={"budget_tokens": 2000, "token_model": "gpt-4o", "prompt_cache": "none"}
+    )
     ctx = Ctx("long", chat, "When does the lease with Mrs. Okafor end?")
     await call(running.pm.hook.pipeline_context, ctx=ctx)
     record = ctx.metadata["smart_context"]
@@ -44,7 +46,9 @@ async def test_a_partner_across_a_run_is_named_with_the_message_it_came_with(
     chat = long_chat(400)
     chat[123]["role"] = chat[124]["role"] = "user"  # the answer is a question in a run
     write_chat(vault, "runs", chat)
-    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o", "prompt_cache": "none"})
+    running = await start(
+        settings={"budget_tokens": 2000, "token_model": "gpt-4o", "prompt_cache": "none"}
+    )
     ctx = Ctx("runs", chat, "When does the lease with Mrs. Okafor end?")
     await call(running.pm.hook.pipeline_context, ctx=ctx)
     why = ctx.metadata["smart_context"]["reasons"]

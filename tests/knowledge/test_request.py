@@ -73,7 +73,7 @@ async def test_notes_never_push_the_prompt_over_the_budget(
         "knowledge_share": share,
         "knowledge_passages": 4,
         "memory_tools": False,  # their 311 tokens would leave a 400-token budget no room for notes
-        "prompt_cache": "none",  # the per-turn budget (gpt-4o's cache: tests/context/test_layout.py)
+        "prompt_cache": "none",  # the per-turn budget (the layout: tests/context/test_layout.py)
     }
     running = await start(settings=settings)
     ctx = await ask(running, chat)
