@@ -1,5 +1,7 @@
-"""A chat's token usage over its replies, read from the records stored with them (the ``usage``
-and ``budget`` of each reply's ``smart_context`` record, :mod:`smart_context.context.usage`).
+"""A chat's token usage over its replies, read from the records stored with them (the ``usage``,
+``cache`` and ``budget`` of each reply's ``smart_context`` record,
+:mod:`smart_context.context.usage`): tokens sent, cached, and the bill beside the plain
+client's (:mod:`smart_context.usage_bill`).
 
 Pure reading: the chat files hold everything, so ``smart-context stats`` loads no model and
 starts no service, and the panel's ``smart_context.usage_stats`` gives the same figures. A stored
@@ -10,7 +12,6 @@ trusted, and a file that is not a chat is reported and skipped.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,22 +19,26 @@ from typing import Any
 
 from smart_context.errors import ChatIdError
 from smart_context.paths import check_chat_id, memory_dir
+from smart_context.server_usage import token_count as count
+from smart_context.usage_bill import bill_of
 
 MAX_SERIES = 500  # the last replies the panel's chart is given
 
 
 @dataclass(slots=True)
 class ReplyUsage:
-    """One reply's figures: tokens sent, the whole history's, and the server's count if known."""
+    """One reply's figures: tokens sent, the whole history's, the server's count if known, and
+    its bill beside the plain client's (:func:`smart_context.usage_bill.bill_of`)."""
 
     id: str
     created_at: str | None
     sent_tokens: int
     full_tokens: int
     reported_prompt_tokens: int | None
+    bill: dict[str, Any]
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready, with the ratio."""
+        """JSON-ready, with the ratio and the bill."""
         return {
             "id": self.id,
             "created_at": self.created_at,
@@ -41,12 +46,20 @@ class ReplyUsage:
             "full_tokens": self.full_tokens,
             "ratio": ratio(self.full_tokens, self.sent_tokens),
             "reported_prompt_tokens": self.reported_prompt_tokens,
+            "cache_kind": self.bill["kind"],
+            "cached_tokens": self.bill["cached"],
+            "cached_reported": self.bill["cached_reported"],
+            "billed": self.bill["billed"],
+            "plain_billed": self.bill["plain_billed"],
+            "saved": self.bill["saved"],
         }
 
 
 @dataclass
 class Totals:
-    """Sums over replies: ``measured`` replies carry figures (older ones may not)."""
+    """Sums over replies: ``measured`` replies carry figures (older ones may not).
+    ``cached_tokens`` is the server's count where it gave one (``cached_reported_replies``),
+    else our estimate; ``billed`` and ``plain_billed`` are in new-token units."""
 
     replies: int = 0
     measured: int = 0
@@ -54,16 +67,36 @@ class Totals:
     full_tokens: int = 0
     reported_replies: int = 0
     reported_prompt_tokens: int = 0
+    cached_tokens: int = 0
+    cached_reported_replies: int = 0
+    billed: float = 0.0
+    plain_billed: float = 0.0
 
     def add(self, other: Totals) -> None:
         """Fold ``other`` in."""
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
+    def measure(self, reply: ReplyUsage) -> None:
+        """Count one measured reply in."""
+        self.measured += 1
+        self.sent_tokens += reply.sent_tokens
+        self.full_tokens += reply.full_tokens
+        if reply.reported_prompt_tokens is not None:
+            self.reported_replies += 1
+            self.reported_prompt_tokens += reply.reported_prompt_tokens
+        self.cached_tokens += reply.bill["cached"]
+        self.cached_reported_replies += reply.bill["cached_reported"]
+        self.billed += reply.bill["billed"]
+        self.plain_billed += reply.bill["plain_billed"]
+
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready, with the ratio (``None`` before any measured reply)."""
+        """JSON-ready, with the ratio (``None`` before any measured reply) and ``saved``
+        (``plain_billed - billed``: negative when it cost more)."""
         out: dict[str, Any] = {name: getattr(self, name) for name in self.__dataclass_fields__}
         out["ratio"] = ratio(self.full_tokens, self.sent_tokens) if self.measured else None
+        out["billed"], out["plain_billed"] = round(self.billed, 2), round(self.plain_billed, 2)
+        out["saved"] = round(self.plain_billed - self.billed, 2)
         return out
 
 
@@ -81,17 +114,6 @@ class ChatUsage:
 def ratio(full: int, sent: int) -> float:
     """How many times smaller the request was than the whole history."""
     return round(full / sent, 2) if sent > 0 else 1.0
-
-
-def count(value: Any) -> int | None:
-    """``value`` as a token count, or ``None`` when it is not one (text, a flag, negative)."""
-    if type(value) is int:  # what the plugin writes: the fast path of a long chat
-        return value if value >= 0 else None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if not math.isfinite(value) or value < 0:
-        return None
-    return int(value)
 
 
 def chat_usage(chat_id: str, data: Mapping[str, Any]) -> ChatUsage:
@@ -114,12 +136,7 @@ def chat_usage(chat_id: str, data: Mapping[str, Any]) -> ChatUsage:
             continue
         usage.series.append(reply)
         last = message
-        totals.measured += 1
-        totals.sent_tokens += reply.sent_tokens
-        totals.full_tokens += reply.full_tokens
-        if reply.reported_prompt_tokens is not None:
-            totals.reported_replies += 1
-            totals.reported_prompt_tokens += reply.reported_prompt_tokens
+        totals.measure(reply)
     if last is not None:
         record = last["smart_context"]
         usage.last = {
@@ -135,15 +152,21 @@ def _reply_usage(message: Mapping[str, Any]) -> ReplyUsage | None:
     if not isinstance(stored, Mapping):
         return None
     sent, full = count(stored.get("sent_tokens")), count(stored.get("full_tokens"))
-    if sent is None or full is None:
-        return None
     server = message.get("usage")
+    bill = bill_of(record, server)
+    if sent is None or full is None or bill is None:
+        return None
     reported = count(stored.get("reported_prompt_tokens"))
     if reported is None and isinstance(server, Mapping):
         reported = count(server.get("prompt_tokens"))
     created = message.get("created_at")
     return ReplyUsage(
-        str(message.get("id")), created if isinstance(created, str) else None, sent, full, reported
+        str(message.get("id")),
+        created if isinstance(created, str) else None,
+        sent,
+        full,
+        reported,
+        bill,
     )
 
 

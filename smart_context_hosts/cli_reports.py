@@ -18,6 +18,11 @@ from smart_context.shorten import shorten
 from smart_context.usage_stats import Totals, vault_result, vault_usage
 
 TITLE_WIDTH = 28
+CELL_WIDTH = 12
+STATS_HEADER = (
+    *("replies", "sent", "full history", "ratio", "reported"),
+    *("cached", "billed", "plain bill", "saved"),
+)
 MEMORY_PREVIEW = 72
 
 
@@ -28,15 +33,16 @@ def check_vault_folder(vault: Path) -> None:
 
 
 def show_stats(vault: Path, as_json: bool, out: TextIO, err: TextIO) -> int:
-    """Print each chat's replies, tokens sent, the whole history's, the ratio and the server's
-    count; then the total. 1 when some chat file could not be read (each is named)."""
+    """Print each chat's replies, tokens sent, the whole history's, the ratio, the server's
+    count, the tokens cached (``~``: some are our estimate) and the bill beside the plain
+    client's, with the share saved; then the total. 1 when some chat file could not be read
+    (each is named)."""
     check_vault_folder(vault)
     found = vault_usage(vault)
     if as_json:
         print(json.dumps(vault_result(found), indent=2, ensure_ascii=False), file=out)
     else:
-        header = ("chat", "replies", "sent", "full history", "ratio", "reported")
-        print(f"{header[0]:<{TITLE_WIDTH}} " + " ".join(f"{h:>12}" for h in header[1:]), file=out)
+        print(_row("chat", STATS_HEADER), file=out)
         for chat in found.chats:
             print(_stats_line(_label(chat.chat_id, chat.title), chat.totals), file=out)
         print(_stats_line("total", found.total), file=out)
@@ -50,6 +56,10 @@ def _label(chat_id: str, title: str) -> str:
     return shorten(" ".join(text.split()), TITLE_WIDTH)
 
 
+def _row(label: str, cells: tuple[str, ...]) -> str:
+    return f"{label:<{TITLE_WIDTH}} " + " ".join(f"{c:>{CELL_WIDTH}}" for c in cells)
+
+
 def _stats_line(label: str, totals: Totals) -> str:
     figures = totals.as_dict()
     ratio = "-" if figures["ratio"] is None else f"{figures['ratio']:.2f}x"
@@ -58,7 +68,24 @@ def _stats_line(label: str, totals: Totals) -> str:
     if totals.measured != totals.replies:  # older replies were stored without figures
         replies = f"{totals.measured}/{totals.replies}"
     cells = (replies, f"{totals.sent_tokens:,}", f"{totals.full_tokens:,}", ratio, reported)
-    return f"{label:<{TITLE_WIDTH}} " + " ".join(f"{c:>12}" for c in cells)
+    return _row(label, cells + _bill_cells(totals))
+
+
+def _bill_cells(totals: Totals) -> tuple[str, str, str, str]:
+    """Cached (``~``: some of it our estimate), billed, the plain client's bill, and the share
+    of it saved (negative: lost)."""
+    if not totals.measured:
+        return ("-", "-", "-", "-")
+    guessed = "~" if totals.cached_reported_replies < totals.measured else ""
+    saved = "-"
+    if totals.plain_billed > 0:
+        saved = f"{round(100 * (totals.plain_billed - totals.billed) / totals.plain_billed)}%"
+    return (
+        f"{guessed}{totals.cached_tokens:,}",
+        f"{round(totals.billed):,}",
+        f"{round(totals.plain_billed):,}",
+        saved,
+    )
 
 
 def show_memories(vault: Path, as_json: bool, out: TextIO, err: TextIO) -> int:

@@ -20,7 +20,9 @@ record what it saw:
   with OpenAI's usage chunk (no choices; ``prompt_tokens`` as :func:`prompt_tokens_of` counts);
   false plays a server that ignores the option;
 - ``reject_stream_options``: answer any request carrying ``stream_options`` with a 400, as
-  servers that do not know the option do.
+  servers that do not know the option do;
+- ``usage_extra``: keys merged into every chat completion's ``usage`` (a provider's prompt
+  cache counts: ``{"prompt_tokens_details": {"cached_tokens": 1024}}``).
 
 Endpoints: ``POST /v1/embeddings`` (vectors are ``tests.fakes.word_vector(text, 64)``, or of the
 requested ``dimensions``; ``encoding_format`` ``float`` or ``base64``), ``POST
@@ -86,6 +88,7 @@ class OpenAIStub:
     delay: float = 0.0
     stream_usage: bool = True
     reject_stream_options: bool = False
+    usage_extra: Payload = field(default_factory=dict)
 
     def paths(self) -> list[str]:
         """The path of every request so far, in order."""
@@ -223,6 +226,7 @@ def _completion(stub: OpenAIStub, body: Payload, model: str, reply: Reply) -> Pa
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
+            **stub.usage_extra,
         },
     }
 

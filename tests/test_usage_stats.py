@@ -17,14 +17,26 @@ from smart_context_hosts.cli import main
 from tests.conftest import write_chat
 
 
-def reply(i: int, sent: Any, full: Any, reported: Any = None, **budget: Any) -> dict[str, Any]:
+def reply(
+    i: int,
+    sent: Any,
+    full: Any,
+    reported: Any = None,
+    cache: Any = None,
+    cached: Any = None,
+    **budget: Any,
+) -> dict[str, Any]:
     usage: dict[str, Any] = {"sent_tokens": sent, "full_tokens": full, "ratio": 1.0}
     usage |= {"counted_with": "o200k_base", "exact": True}
     if reported is not None:
         usage["reported_prompt_tokens"] = reported
+    if cached is not None:
+        usage["reported_cached_tokens"] = cached
     record: dict[str, Any] = {"mode": "full", "usage": usage}
     if budget:
         record["budget"] = budget
+    if cache is not None:
+        record["cache"] = cache
     return {"id": f"a{i}", "role": "assistant", "content": "ok", "smart_context": record}
 
 
@@ -40,6 +52,15 @@ def conversation(*replies: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 SECTIONS = {"system": 10, "history": 900, "summaries": 50, "message": 40}
+# OpenAI at half price for a cached token: the plain client would have had 8,000 of 9,000 cached
+OPENAI_CACHE = {
+    "kind": "openai",
+    "read": 0.5,
+    "write": 1.0,
+    "cached_estimate": 600,
+    "plain_cached_estimate": 8000,
+    "plain_tokens": 9000,
+}
 
 
 @pytest.fixture
@@ -50,7 +71,9 @@ def stats_vault(vault: Path) -> Path:
         conversation(
             reply(0, 1000, 1000, 1010),
             reply(1, 1000, 5000),
-            reply(2, 1000, 9000, 980, limit=1000, used=1000, by_section=SECTIONS),
+            reply(
+                2, 1000, 9000, 980, OPENAI_CACHE, 512, limit=1000, used=1000, by_section=SECTIONS
+            ),
         ),
         title="A long one",
     )
@@ -68,10 +91,15 @@ def test_stats_prints_each_chat_and_the_total_and_names_a_damaged_file(
     assert main(["stats", str(stats_vault)]) == 1  # a file was skipped
     out, err = capsys.readouterr()
     lines = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
-    assert lines["long"][-5:] == ["3", "3,000", "15,000", "5.00x", "1,990"]
-    assert lines["old"][-5:] == ["0/1", "0", "0", "-", "-"]
-    assert lines["empty"][-5:] == ["0", "0", "0", "-", "-"]
-    assert lines["total"][-5:] == ["3/4", "3,000", "15,000", "5.00x", "1,990"]
+    # the server counted 980 of the last request where we counted 1,000: the plain client's
+    # 9,000 are its 8,820, 7,840 of them cached at half price: 4,900; ours 468 new and 512
+    # cached as the server said: 724. The first two had no cache: billed as counted.
+    bill = ["~512", "2,734", "10,910", "75%"]
+    assert lines["long"][-9:] == ["3", "3,000", "15,000", "5.00x", "1,990", *bill]
+    assert lines["old"][-9:] == ["0/1", "0", "0", "-", "-", "-", "-", "-", "-"]
+    assert lines["empty"][-9:] == ["0", "0", "0", "-", "-", "-", "-", "-", "-"]
+    assert lines["total"][-9:] == ["3/4", "3,000", "15,000", "5.00x", "1,990", *bill]
+    assert out.splitlines()[0].split()[-5:] == ["cached", "billed", "plain", "bill", "saved"]
     assert "broken.json" in err and "not valid JSON" in err and "embeddings" not in out + err
 
 
@@ -102,6 +130,11 @@ def test_stats_json_is_machine_readable(
         "ratio": 5.0,
         "reported_replies": 2,
         "reported_prompt_tokens": 1990,
+        "cached_tokens": 512,
+        "cached_reported_replies": 1,
+        "billed": 2734.0,
+        "plain_billed": 10910.0,
+        "saved": 8176.0,
     }
     assert by_chat["old"]["ratio"] is None and result["total"]["replies"] == 4
     assert [d["file"].endswith("broken.json") for d in result["damaged"]] == [True]
@@ -118,7 +151,7 @@ def test_a_reply_that_never_went_to_a_model_sent_nothing(
     write_chat(vault, "c", conversation(reply(0, 100, 400), no_model, aborted))
     assert main(["stats", str(vault)]) == 0
     lines = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
-    assert lines["c"][-5:] == ["1", "100", "400", "4.00x", "-"]
+    assert lines["c"][-9:] == ["1", "100", "400", "4.00x", "-", "~0", "100", "400", "75%"]
     usage = usage_result(chat_usage("c", json.loads((vault / ".memory" / "c.json").read_text())))
     assert (usage["replies"], usage["sent_tokens"]) == (1, 100)  # the panel's figures too
     assert [r["id"] for r in usage["series"]] == ["a0"]
@@ -133,7 +166,17 @@ def test_a_figure_that_is_not_a_count_leaves_its_reply_out(hostile: Any) -> None
         "messages": conversation(
             reply(0, 100, 400),
             reply(1, hostile, 400),
-            reply(2, 100, 800, hostile, limit=hostile, used=90, by_section={"history": hostile}),
+            reply(
+                2,
+                100,
+                800,
+                hostile,
+                hostile,
+                hostile,
+                limit=hostile,
+                used=90,
+                by_section={"history": hostile},
+            ),
         ),
         "title": hostile,
     }
@@ -148,6 +191,12 @@ def test_a_figure_that_is_not_a_count_leaves_its_reply_out(hostile: Any) -> None
             "full_tokens": 800,
             "ratio": 8.0,
             "reported_prompt_tokens": None,
+            "cache_kind": "none",
+            "cached_tokens": 0,
+            "cached_reported": False,
+            "billed": 100.0,
+            "plain_billed": 800.0,
+            "saved": 700.0,
             "counted_with": "o200k_base",
             "exact": True,
         },

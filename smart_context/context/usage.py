@@ -10,7 +10,11 @@ usage analytics, compression ratio), kept in the record as ``usage``:
 - ``reported_prompt_tokens``: added after the reply when the host reports the server's
   ``usage.prompt_tokens`` in ``ctx.metadata["usage"]`` (the reference sidecar does), so our count
   and the server's stand side by side. Where our count is an estimate, the report also
-  calibrates it (:mod:`smart_context.budget.calibration`).
+  calibrates it (:mod:`smart_context.budget.calibration`);
+- ``reported_cached_tokens`` and ``reported_cache_write_tokens``: the prompt tokens the server
+  says it read from its prompt cache and wrote to it, in any provider's shape
+  (:mod:`smart_context.server_usage`), when it said; :mod:`smart_context.usage_bill` bills
+  the request by them.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from smart_context.budget.tokens import Counter, Estimate, prompt_tokens
 from smart_context.context.topic_filter import Decision
 from smart_context.messages import History
 from smart_context.paths import ChatId
+from smart_context.server_usage import cache_report
 from smart_context.usage_stats import ratio
 
 log = logging.getLogger(__name__)
@@ -109,17 +114,21 @@ async def take_report(
     sent: Sequence[Mapping[str, Any]],
     model: str | None,
 ) -> None:
-    """After the reply: put the server's prompt tokens next to ours in the record and, where
-    ours is an estimate, calibrate it by them (saved off the loop). ``sent``: the messages of
-    the request as the plugin left them (history and current message)."""
+    """After the reply: put the server's prompt tokens and what it says its cache did next to
+    ours in the record and, where ours is an estimate, calibrate it by them (saved off the
+    loop). ``sent``: the messages of the request as the plugin left them (history and current
+    message)."""
     reported = reported_prompt_tokens(metadata)
     record = metadata.get("smart_context")
     usage = record.get("usage") if isinstance(record, dict) else None
-    if reported is None or not isinstance(usage, dict):
+    if not isinstance(usage, dict):
         return
-    usage["reported_prompt_tokens"] = reported
-    if not isinstance(budget.counter(model), Estimate):
-        return  # exact: left alone, the disagreement shows in the record
+    if reported is not None:
+        usage["reported_prompt_tokens"] = reported
+    for key, value in cache_report(metadata.get("usage")).as_dict().items():
+        usage[f"reported_{key}"] = value  # reported_cached_tokens, reported_cache_write_tokens
+    if reported is None or not isinstance(budget.counter(model), Estimate):
+        return  # nothing to calibrate by; or exact: the disagreement shows in the record
     tools = metadata.get("tools")
     figure = calibration.observe(
         chat_model(budget.settings, model),

@@ -37,8 +37,9 @@ from smart_context_hosts.proxy.identity import (
     prefix_chat,
     which_chat,
 )
+from smart_context_hosts.proxy.note import header_safe
 from smart_context_hosts.proxy.own_tools import StreamFilter, requested, run_calls
-from smart_context_hosts.proxy.relay import Relay, Turn, header_safe
+from smart_context_hosts.proxy.relay import Relay, Turn
 from smart_context_hosts.proxy.replies import Answer, StreamReader, whole_reply
 from smart_context_hosts.proxy.turns_api import ROUTES as TURN_ROUTES
 from smart_context_hosts.proxy.vaults import OneVault, Vaults
@@ -232,7 +233,7 @@ async def chat_completions(request: Request) -> Response:
         if read is not None and read.known is not None and named is not None:
             vault.relay.bodies.put(named.chat_id, read.known)  # a turn: the next continues it
         future = await proxy.before_turn(vault.relay, chat.chat_id)
-        turn = await vault.relay.prepare(chat, parts, body)
+        turn = await vault.relay.prepare(chat, parts, body, proxy.options.upstream)
         content = encoded(turn.body)  # (a body nested past Python's limit cannot be written)
     except Exception as exc:  # the client's request still goes: a failure of ours costs no reply
         log.exception("Chat %s: Smart Context failed; the request goes as it came.", chat.chat_id)

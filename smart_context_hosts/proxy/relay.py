@@ -9,7 +9,9 @@ the next proxied request, and ``stats`` counts it.
 What goes upstream is the client's request with one change, its ``messages``: the client's
 system prompt first and unchanged, then what the plugins chose (their own system messages, the
 history they kept), then the user message and any tool round after it as they came. The
-client's tools, options and model stay as they were. When any of this fails the client's
+client's tools, options and model stay as they were (the plugins' own tools follow the
+client's; OpenAI gets the chat's ``prompt_cache_key`` when the client set none,
+:mod:`.cache_key`). When any of this fails the client's
 request goes as it came (:class:`Passed`): a user never loses a reply because of us.
 """
 
@@ -22,10 +24,10 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
-from urllib.parse import quote
 
 from smart_context.record import json_safe
 from smart_context_hosts.proxy.body import Bodies
+from smart_context_hosts.proxy.cache_key import with_cache_key
 from smart_context_hosts.proxy.conversation import (
     SIDECAR_ONLY,
     Split,
@@ -35,6 +37,7 @@ from smart_context_hosts.proxy.conversation import (
     wire_form,
 )
 from smart_context_hosts.proxy.identity import Chat
+from smart_context_hosts.proxy.note import summary
 from smart_context_hosts.proxy.own_tools import OwnTools, own_tools
 from smart_context_hosts.proxy.replies import Answer
 from smart_context_hosts.sidecar.llm import TurnUsage
@@ -50,7 +53,6 @@ from smart_context_hosts.sidecar.runtime import Sidecar
 from smart_context_hosts.sidecar.tools import auto_approved
 
 BEFORE_UPSTREAM = ("pipeline_input", "pipeline_context", "pipeline_prompt")
-MAX_HEADER_LABELS = 4
 MAX_MEMOS = 64  # chats whose last turn is remembered for the quick way (per vault)
 MAX_MEMO_MESSAGES = 100_000  # and the messages all of them hold, at most
 MAX_PENDING = 256  # chats whose turn waits for a reply a client brings (the turns API)
@@ -122,10 +124,13 @@ class Relay:
         """The chat's turn waiting for its reply, if any, no longer waiting."""
         return self._pending.pop(chat_id, None)
 
-    async def prepare(self, chat: Chat, parts: Split, body: dict[str, Any]) -> Turn:
+    async def prepare(
+        self, chat: Chat, parts: Split, body: dict[str, Any], upstream: str | None = None
+    ) -> Turn:
         """Store the client's messages in the chat (on the quick way, while the request goes
-        upstream), run the phases before the model, and rebuild the request. Raises when it
-        cannot (the caller then sends the client's request as it came)."""
+        upstream), run the phases before the model, and rebuild the request, with the chat's
+        ``prompt_cache_key`` for an ``upstream`` that takes one. Raises when it cannot (the
+        caller then sends the client's request as it came)."""
         chat_id = chat.chat_id
         incoming = [*parts.history, parts.message, *parts.tail]
         stored, user_message, write = await self._store(chat_id, incoming, parts)
@@ -150,7 +155,9 @@ class Relay:
         if record.get("error"):
             raise RuntimeError(str(record["error"]))
         own = own_tools(ctx.metadata, body.get("tools"), self._may_run)
-        rebuilt = {**body, "messages": self._messages(ctx, parts)}
+        rebuilt = with_cache_key(
+            {**body, "messages": self._messages(ctx, parts)}, self.sidecar.vault, chat_id, upstream
+        )
         if own.definitions:
             rebuilt["tools"] = [*body["tools"], *own.definitions]
         return Turn(
@@ -177,7 +184,14 @@ class Relay:
             wire["tool_calls"] = answer.tool_calls
         usage = []
         if answer.prompt_tokens is not None and answer.completion_tokens is not None:
-            usage.append(TurnUsage(answer.prompt_tokens, answer.completion_tokens))
+            usage.append(
+                TurnUsage(
+                    answer.prompt_tokens,
+                    answer.completion_tokens,
+                    answer.cached_tokens,
+                    answer.cache_write_tokens,
+                )
+            )
         reply = Reply(
             text=answer.text,
             error=error,
@@ -361,32 +375,6 @@ def _merging(
         return out
 
     return update
-
-
-def summary(record: dict[str, Any]) -> str:
-    """The ``X-Smart-Context`` header of a rebuilt request: what was sent of how much, and the
-    topics filtering it. Labels are percent-encoded beyond printable ASCII."""
-    usage = record.get("usage")
-    if not isinstance(usage, dict):
-        usage = {}
-    sent, full = usage.get("sent_tokens"), usage.get("full_tokens")
-    text = (
-        f"sent {sent:,} of {full:,} tokens"
-        if isinstance(sent, int) and isinstance(full, int)
-        else f"mode {record.get('mode')}"
-    )
-    topics = [t for t in record.get("active_topics") or [] if isinstance(t, str)]
-    if topics:
-        shown = ", ".join(topics[:MAX_HEADER_LABELS])
-        more = len(topics) - MAX_HEADER_LABELS
-        text += f"; filter: {shown}" + (f" and {more} more" if more > 0 else "")
-    return header_safe(text)
-
-
-def header_safe(text: str) -> str:
-    """``text`` as a header value: printable ASCII, the rest percent-encoded (UTF-8), so no
-    label can end the header or start another."""
-    return quote(text, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
 def _str(value: Any) -> str | None:

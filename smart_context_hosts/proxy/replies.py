@@ -3,7 +3,8 @@
 A streamed reply is read as it goes by (:class:`StreamReader`: server-sent events, each a chunk of
 the OpenAI stream), a whole one at once (:func:`whole_reply`). Either gives the :class:`Answer`
 the proxy stores on the chat: the text, the tool calls the model asked for, and the server's
-token counts. Nothing here can fail the reply: what cannot be read is left out.
+token counts (with what its prompt cache served). Nothing here can fail the reply: what cannot
+be read is left out.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from smart_context.server_usage import cache_report
 
 MAX_LINE_BYTES = 1_000_000  # a line longer than this is not an event we read
 
@@ -23,6 +26,8 @@ class Answer:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_tokens: int | None = None  # of the prompt, read from the upstream's prompt cache
+    cache_write_tokens: int | None = None  # of the prompt, written to it
     model: str | None = None
     finished: bool = False  # the stream ended with [DONE] or a finish reason
 
@@ -123,13 +128,20 @@ def whole_reply(body: bytes) -> Answer:
 
 
 def read_usage(answer: Answer, chunk: dict[str, Any]) -> None:
-    """The ``model`` and ``usage`` counts of a reply (or a chunk of one), where well formed."""
+    """The ``model`` and ``usage`` counts of a reply (or a chunk of one), where well formed:
+    the prompt cache's in any provider's shape (:func:`smart_context.server_usage.cache_report`)."""
     model = chunk.get("model")
     if isinstance(model, str) and model.strip():
         answer.model = model
     usage = chunk.get("usage")
-    if isinstance(usage, dict):
-        for key in ("prompt_tokens", "completion_tokens"):
-            value = usage.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                setattr(answer, key, value)
+    if not isinstance(usage, dict):
+        return
+    for key in ("prompt_tokens", "completion_tokens"):
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            setattr(answer, key, value)
+    cache = cache_report(usage)
+    if cache.cached_tokens is not None:
+        answer.cached_tokens = cache.cached_tokens
+    if cache.cache_write_tokens is not None:
+        answer.cache_write_tokens = cache.cache_write_tokens

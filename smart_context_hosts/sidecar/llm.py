@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.llm_errors import describe_openai_error, missing_key_message, resolve_api_key
+from smart_context.server_usage import cache_report
 from smart_context_hosts.sidecar.config import SETTINGS_FILE, LLMConfig
 
 if TYPE_CHECKING:
@@ -67,10 +68,14 @@ class ToolCallDelta:
 
 @dataclass(frozen=True)
 class TurnUsage:
-    """What the server said one model turn cost (the ``usage`` of its stream's last chunk)."""
+    """What the server said one model turn cost (the ``usage`` of its stream's last chunk):
+    with the prompt tokens it read from its prompt cache and wrote to it, when it said
+    (:mod:`smart_context.server_usage`)."""
 
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 Messages = Sequence[Mapping[str, Any]]
@@ -269,13 +274,28 @@ class LLMService:
 def _usage_of(chunk: Any) -> TurnUsage | None:
     """A chunk's ``usage``, when it carries counts (most carry none; some servers send it on
     every chunk, and the last one counts)."""
-    usage = getattr(chunk, "usage", None)
-    prompt = getattr(usage, "prompt_tokens", None)
-    completion = getattr(usage, "completion_tokens", None)
+    usage = _plain(getattr(chunk, "usage", None))
+    prompt = usage.get("prompt_tokens")
+    completion = usage.get("completion_tokens")
     if not isinstance(prompt, int) or isinstance(prompt, bool) or prompt <= 0:
         return None
     completion = completion if isinstance(completion, int) and completion >= 0 else 0
-    return TurnUsage(prompt, completion)
+    cache = cache_report(usage)
+    return TurnUsage(prompt, completion, cache.cached_tokens, cache.cache_write_tokens)
+
+
+def _plain(usage: Any) -> Mapping[str, Any]:
+    """The ``usage`` object the ``openai`` client parsed, as the JSON the server sent: with
+    the fields the client does not know (Anthropic's and DeepSeek's cache counts)."""
+    if isinstance(usage, Mapping):
+        return usage
+    dump = getattr(usage, "model_dump", None)
+    try:
+        plain = dump(warnings=False) if callable(dump) else None
+    except Exception:  # a server's odd usage must never cost the reply
+        log.debug("An unreadable usage: %r", usage, exc_info=True)
+        return {}
+    return plain if isinstance(plain, Mapping) else {}
 
 
 async def _embed_locally(texts: list[str]) -> list[list[float]]:

@@ -84,13 +84,19 @@ class Reply:
 def reply_usage(turns: list[TurnUsage]) -> dict[str, int] | None:
     """What the server said a reply cost, OpenAI's ``usage`` shape: ``prompt_tokens`` of its
     first turn (the request as the plugins built it: what their counts are compared with),
-    ``completion_tokens`` and ``total_tokens`` over all its turns (tool rounds send the prompt
-    again), and ``rounds``; ``None`` when the server said nothing."""
+    with ``cached_tokens`` and ``cache_write_tokens`` of that turn when the server said what
+    its prompt cache did; ``completion_tokens`` and ``total_tokens`` over all its turns (tool
+    rounds send the prompt again), and ``rounds``; ``None`` when the server said nothing."""
     if not turns:
         return None
+    first = turns[0]
     completion = sum(t.completion_tokens for t in turns)
-    return {
-        "prompt_tokens": turns[0].prompt_tokens,
+    out = {"prompt_tokens": first.prompt_tokens}
+    if first.cached_tokens is not None:
+        out["cached_tokens"] = first.cached_tokens
+    if first.cache_write_tokens is not None:
+        out["cache_write_tokens"] = first.cache_write_tokens
+    return out | {
         "completion_tokens": completion,
         "total_tokens": sum(t.prompt_tokens for t in turns) + completion,
         "rounds": len(turns),

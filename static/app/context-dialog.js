@@ -1,6 +1,7 @@
 // "View context": the rules, references and tools a reply was sent with (its request_context,
 // drawn by context-items.js), then which messages, and why (the smart_context record; its token
-// budget, summaries, memory and vault notes are drawn by context-budget.js).
+// budget, summaries, memory and vault notes are drawn by context-budget.js, its tokens, cache
+// and bill by usage-bill.js).
 
 import { h, excerpt, fmtScore, restoreFocus } from "./dom.js";
 import { detailsFrom, requestContextSection } from "./context-items.js";
@@ -15,6 +16,7 @@ import {
   reasonBadge,
   summaryItem,
 } from "./context-budget.js";
+import { usageFacts } from "./usage-bill.js";
 
 const ROLE_NAMES = { user: "You", assistant: "Assistant", system: "System", tool: "Tool" };
 
@@ -123,7 +125,7 @@ export class ContextDialog {
     const sentTools = reply.smart_context ? reply.smart_context.tools : null;
     const items = requestContextSection(reply.request_context, { sentTools });
     const parts = [items];
-    if (reply.smart_context) parts.push(this.#content(messages, index, reply.smart_context));
+    if (reply.smart_context) parts.push(this.#content(messages, index, reply.smart_context, reply.usage));
     this.body.replaceChildren(...parts);
     this.dialog.showModal();
     this.dialog.querySelector("[data-close]").focus();
@@ -174,7 +176,7 @@ export class ContextDialog {
     }
   }
 
-  #content(messages, index, record) {
+  #content(messages, index, record, server) {
     const { prompt, included, total, missing } = contextOf(messages, index, record);
     const sticky = new Set((record.sticky_ids || []).map(String));
     const scores = record.scores || {};
@@ -187,6 +189,7 @@ export class ContextDialog {
       fact("Mode", h("span", { class: `mode-badge mode-badge--${mode}`, text: MODE_NAMES[mode] || mode })),
       fact("Sent", `${included.length} of ${total} earlier messages`),
       ...budgetFacts(record, fact),
+      ...usageFacts(record, server, fact),
       fact("Threshold", thresholdFact(record)),
       fact(
         "Topics",

@@ -172,6 +172,49 @@ def test_the_budget_totals_and_chart_of_a_chat(
     section.screenshot(path=str(ARTIFACTS / "usage-panel.png"))
 
 
+def test_the_cached_tokens_and_the_bill_beside_the_plain_clients(
+    open_harness: Callable[[str], Page], harness: tuple[HarnessServer, Host]
+) -> None:
+    _, host = harness
+    bill = {"cache_kind": "openai", "billed": 1348.0, "plain_billed": 2757.0, "saved": 1409.0}
+    last = reply(1, 8458, 18957, 8458) | bill | {"cached_tokens": 7900, "cached_reported": True}
+    series = [reply(0, 900, 900) | {"billed": 900.0, "plain_billed": 900.0}, last]
+    totals = {"cached_tokens": 7900, "cached_reported_replies": 1, "billed": 2248.0}
+    host.usage["cached"] = stats(series, BUDGET, **totals, plain_billed=3657.0)
+    host.usage["costly"] = stats(
+        [reply(0, 900, 900)], BUDGET, cached_tokens=0, billed=900.0, plain_billed=600.0
+    )
+    host.usage["hostile"] = stats(
+        [reply(0, 900, 900) | {"billed": "</b><img src=x>", "plain_billed": -1}],
+        BUDGET,
+        cached_tokens="</script>",
+        billed="NaN",
+        plain_billed={"x": 1},
+    )
+    page = open_harness("cached")
+    loaded(page)
+    rows = dict(
+        zip(
+            page.locator("#sc-usage-totals dt").all_inner_texts(),
+            page.locator("#sc-usage-totals dd").all_inner_texts(),
+            strict=True,
+        )
+    )
+    assert rows["Cached"] == "7,900 (server: 1 of 2)"
+    assert (rows["Bill"], rows["Saved"]) == ("2,248 (plain 3,657)", "39%")
+    assert (rows["Last cached"], rows["Last bill"]) == ("7,900 (server)", "1,348 (plain 2,757)")
+    title = page.locator("#sc-usage-chart g.sc-usage-reply title").last.text_content() or ""
+    assert title.endswith("; bill 1,348 vs plain 2,757 (saved 51%)")
+    costly = open_harness("costly")
+    loaded(costly)
+    assert "Lost\n50%" in costly.locator("#sc-usage-totals").inner_text()
+    hostile = open_harness("hostile")
+    loaded(hostile)
+    text = hostile.locator("#sc-usage-totals").inner_text()
+    assert "Bill" not in text and "Cached" not in text and "NaN" not in text
+    assert hostile.locator("#sc-usage img").count() == 0
+
+
 def test_a_request_over_its_budget_says_so_and_by_how_much(
     open_harness: Callable[[str], Page], harness: tuple[HarnessServer, Host]
 ) -> None:

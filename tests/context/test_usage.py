@@ -133,6 +133,37 @@ async def test_a_strange_report_is_ignored(start: Any, vault: Path, reported: An
 
 
 @pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        (  # the reference sidecar's and the proxy's reading of it
+            {"prompt_tokens": 900, "cached_tokens": 768, "cache_write_tokens": 12},
+            {"reported_cached_tokens": 768, "reported_cache_write_tokens": 12},
+        ),
+        (  # a host that hands on the server's own usage: OpenAI's shape
+            {"prompt_tokens": 900, "prompt_tokens_details": {"cached_tokens": 0}},
+            {"reported_cached_tokens": 0},
+        ),
+        ({"prompt_tokens": 900, "cached_tokens": -1, "cache_write_tokens": "12"}, {}),
+        ({"cached_tokens": 640}, {"reported_cached_tokens": 640}),  # and no prompt count
+    ],
+    ids=["normalised", "openai", "garbage", "cache-only"],
+)
+async def test_the_servers_cache_counts_are_kept_beside_ours(
+    start: Any, vault: Path, said: dict[str, Any], expected: dict[str, int]
+) -> None:
+    chat = long_chat(6)
+    write_chat(vault, "c", chat)
+    running = await start(settings={"token_model": "gpt-4o"})
+    ctx = await running.context("c", chat)
+    ctx.metadata["usage"] = said
+    await call(running.pm.hook.pipeline_post_process, ctx=ctx)
+    usage = ctx.metadata["smart_context"]["usage"]
+    kept = {k: v for k, v in usage.items() if k.startswith("reported_cache")}
+    assert kept == expected
+    assert usage.get("reported_prompt_tokens") == said.get("prompt_tokens")
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "{not json",

@@ -9,7 +9,7 @@ import json
 from smart_context.paths import check_chat_id
 from smart_context_hosts.proxy.conversation import merge, paired_tools, split, wire_form
 from smart_context_hosts.proxy.identity import background_task, prefix_chat, which_chat
-from smart_context_hosts.proxy.relay import summary
+from smart_context_hosts.proxy.note import summary
 from smart_context_hosts.proxy.replies import StreamReader, whole_reply
 
 NOW = "2026-11-26T09:00:00.000+00:00"
@@ -246,3 +246,34 @@ def test_the_summary_header_can_carry_no_label_an_attacker_wrote() -> None:
     )
     assert note.endswith("and 1 more") and note.isascii() and "\r" not in note and "\n" not in note
     assert summary({"mode": "full", "usage": "not a dict"}) == "mode full"
+
+
+CACHE = {
+    "kind": "openai",
+    "read": 0.1,
+    "write": 1.0,
+    "cached_estimate": 7900,
+    "plain_cached_estimate": 18000,
+    "plain_tokens": 18957,
+}
+
+
+def test_the_header_shows_the_estimated_cache_and_the_bill_beside_the_plain_clients() -> None:
+    record = {
+        "usage": {"sent_tokens": 8458, "full_tokens": 18957},
+        "cache": CACHE,
+        "active_topics": ["Kyoto"],
+    }
+    assert summary(record) == (
+        "sent 8,458 of 18,957 tokens; cached ~7,900 (est.); bill 1,348 vs plain 2,757 "
+        "(saved 51%); filter: Kyoto"
+    )
+    lost = record | {"cache": CACHE | {"cached_estimate": 0, "plain_cached_estimate": 18900}}
+    assert summary(lost).endswith("bill 8,458 vs plain 1,947 (lost 334%); filter: Kyoto")
+    # no cache upstream (or no cache part yet): the bill is the tokens sent, said once
+    uncached = record | {"cache": {"kind": "none", "read": 1.0}}
+    assert summary(uncached) == "sent 8,458 of 18,957 tokens; filter: Kyoto"
+    assert summary({"usage": record["usage"]}) == "sent 8,458 of 18,957 tokens"
+    hostile = record | {"cache": {"kind": "openai\r\nX-Evil: 1", "read": "\n"}}
+    assert summary(hostile) == "sent 8,458 of 18,957 tokens; filter: Kyoto"
+    assert all(summary(r).isascii() for r in (record, lost, uncached, hostile))

@@ -83,6 +83,32 @@ async def test_the_reported_prompt_tokens_are_stored_beside_ours_and_calibrate(
     assert last["sent_tokens"] == calibrated < uncalibrated
 
 
+@pytest.mark.parametrize(
+    ("said", "cached", "written"),
+    [
+        ({"prompt_tokens_details": {"cached_tokens": 1024, "audio_tokens": 0}}, 1024, None),
+        ({"cache_read_input_tokens": 2048, "cache_creation_input_tokens": 64}, 2048, 64),
+        ({"prompt_cache_hit_tokens": 640, "prompt_cache_miss_tokens": 9}, 640, None),
+        ({"prompt_tokens_details": "garbage", "cache_read_input_tokens": -3}, None, None),
+    ],
+    ids=["openai", "anthropic", "deepseek", "garbage"],
+)
+async def test_the_servers_prompt_cache_counts_reach_the_reply_and_its_record(
+    stub_vault: Path, openai_server: OpenAIStub, said: dict[str, Any], cached: Any, written: Any
+) -> None:
+    """Through the real ``openai`` client, which keeps the fields it does not know."""
+    openai_server.usage_extra = said
+    (run,) = await converse(stub_vault, QUESTIONS[0])
+    assert run[-1].name == "done"
+    reply = chat_on_disk(stub_vault, "trip")["messages"][-1]
+    usage = reply["smart_context"]["usage"]
+    assert reply["usage"].get("cached_tokens") == cached
+    assert reply["usage"].get("cache_write_tokens") == written
+    assert usage.get("reported_cached_tokens") == cached
+    assert usage.get("reported_cache_write_tokens") == written
+    assert usage["reported_prompt_tokens"] == reply["usage"]["prompt_tokens"]
+
+
 @pytest.mark.parametrize("refuse", [True, False], ids=["refused", "ignored"])
 async def test_a_server_without_the_usage_chunk_still_answers_every_message(
     stub_vault: Path, openai_server: OpenAIStub, refuse: bool

@@ -1,7 +1,8 @@
 /*
  * The budget and usage section (#sc-usage): the last request's budget as a stacked bar with
  * its sections, the chat's totals (tokens sent against the whole history, the ratio, the
- * server's own count), and a small chart over its replies; all drawn from usage.js's numbers.
+ * server's own count, the tokens cached and the bill beside the plain client's), and a small
+ * chart over its replies; all drawn from usage.js's numbers.
  * UsageController loads smart_context.usage_stats for the open chat, and again after each reply
  * (the page's sidecar:message_added, the host's chat.updated), coalesced like the topics.
  */
@@ -24,6 +25,14 @@ const svgTitle = (text) => {
 };
 
 const sectionName = (s) => (s.known ? USAGE_SECTION_NAMES[s.name] : s.name);
+
+/** The chat's cached tokens, and whose count they are: the server's, our estimate, or both. */
+const cachedWords = (stats) => {
+  const n = formatTokens(stats.cached);
+  if (stats.cachedReplies >= stats.measured) return `${n} (server)`;
+  if (!stats.cachedReplies) return `${n} (estimate)`;
+  return `${n} (server: ${stats.cachedReplies} of ${stats.measured})`;
+};
 
 class UsageView {
   /** `root`: the panel element holding the #sc-usage section. */
@@ -133,11 +142,23 @@ class UsageView {
       const counted = `${formatTokens(stats.reported)} (${n} ${n === 1 ? "reply" : "replies"})`;
       rows.push(["Server counted", counted]);
     }
+    if (stats.cached !== null) rows.push(["Cached", cachedWords(stats)]);
+    if (stats.bill) {
+      rows.push(["Bill", `${formatTokens(stats.bill.billed)} (plain ${formatTokens(stats.bill.plain)})`]);
+      const saved = savedShare(stats.bill);
+      if (saved) rows.push(saved);
+    }
     const last = stats.lastReply;
     if (last && last.reported !== null) {
       const how = last.exact ? "" : " (estimate)";
       const both = `ours ${formatTokens(last.sent)}${how}, server ${formatTokens(last.reported)}`;
       rows.push(["Last request", both]);
+    }
+    if (last && last.cached !== null) {
+      rows.push(["Last cached", `${formatTokens(last.cached)} (${last.cachedReported ? "server" : "estimate"})`]);
+    }
+    if (last && last.bill) {
+      rows.push(["Last bill", `${formatTokens(last.bill.billed)} (plain ${formatTokens(last.bill.plain)})`]);
     }
     for (const [label, value] of rows) {
       const term = document.createElement("dt");
@@ -167,8 +188,9 @@ class UsageView {
       const { x, width } = bar;
       const rect = (kind, height) =>
         svgNode("rect", { class: kind, x, y: CHART_HEIGHT - height, width, height });
+      const bill = bar.reply.bill ? `; bill ${formatBill(bar.reply.bill)}` : "";
       group.append(
-        svgTitle(`${formatTokens(bar.reply.sent)} sent of ${formatTokens(bar.reply.full)}`),
+        svgTitle(`${formatTokens(bar.reply.sent)} sent of ${formatTokens(bar.reply.full)}${bill}`),
         rect("sc-usage-full", bar.full),
         rect("sc-usage-sent", bar.sent),
       );

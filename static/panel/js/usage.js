@@ -4,7 +4,8 @@
  * reply), and the geometry of the two small drawings. No DOM here.
  *
  * The answer comes from records stored on disk, through any host: every figure that is not a
- * finite count is dropped, and a section name is only ever text.
+ * finite count is dropped, and a section name is only ever text. The bills are in new-token
+ * units (a cached token counts at its read price), shown rounded.
  */
 
 const USAGE_SECTIONS = [
@@ -29,6 +30,34 @@ const USAGE_SECTION_NAMES = {
 /** A token count: a finite number of at least 0, rounded; anything else is null. */
 const tokenCount = (value) =>
   typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.round(value) : null;
+
+/**
+ * A bill beside the plain client's (the record's usage_bill figures): `billed` and `plain` in
+ * new-token units, `saved` their difference. Null when either bill is missing.
+ */
+const readBill = (value) => {
+  const billed = tokenCount(value.billed);
+  const plain = tokenCount(value.plain_billed);
+  if (billed === null || plain === null) return null;
+  return { billed, plain, saved: plain - billed };
+};
+
+/**
+ * ["Saved", "50%"], or ["Lost", "12%"] when it cost more than the plain client's; null without
+ * a plain bill to compare with.
+ */
+const savedShare = (bill) => {
+  if (!(bill.plain > 0)) return null;
+  const share = `${Math.round((Math.abs(bill.saved) / bill.plain) * 100)}%`;
+  return bill.saved >= 0 ? ["Saved", share] : ["Lost", share];
+};
+
+/** "1,400 vs plain 2,800 (saved 50%)". */
+const formatBill = (bill) => {
+  const text = `${formatTokens(bill.billed)} vs plain ${formatTokens(bill.plain)}`;
+  const saved = savedShare(bill);
+  return saved ? `${text} (${saved[0].toLowerCase()} ${saved[1]})` : text;
+};
 
 /** full / sent, as "5.2×" (one decimal; "1×" when everything was sent). */
 const formatRatio = (full, sent) => {
@@ -80,6 +109,9 @@ const readReply = (value) => {
     sent,
     full,
     reported: tokenCount(value.reported_prompt_tokens),
+    cached: tokenCount(value.cached_tokens),
+    cachedReported: value.cached_reported === true,
+    bill: readBill(value),
     countedWith: typeof value.counted_with === "string" ? value.counted_with : "",
     exact: value.exact === true,
   };
@@ -95,6 +127,9 @@ const readUsageStats = (result) => {
     full: tokenCount(result.full_tokens) ?? 0,
     reported: tokenCount(result.reported_prompt_tokens) ?? 0,
     reportedReplies: tokenCount(result.reported_replies) ?? 0,
+    cached: tokenCount(result.cached_tokens),
+    cachedReplies: tokenCount(result.cached_reported_replies) ?? 0,
+    bill: readBill(result),
     budget: readBudget(last.budget),
     lastReply: readReply(last.usage),
     series: (Array.isArray(result.series) ? result.series : []).map(readReply).filter(Boolean),
