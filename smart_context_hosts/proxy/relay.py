@@ -27,6 +27,7 @@ from typing import Any
 
 from smart_context.record import json_safe
 from smart_context_hosts.proxy.body import Bodies
+from smart_context_hosts.proxy.breakpoints import with_breakpoints
 from smart_context_hosts.proxy.cache_key import with_cache_key
 from smart_context_hosts.proxy.conversation import (
     SIDECAR_ONLY,
@@ -155,8 +156,12 @@ class Relay:
         if record.get("error"):
             raise RuntimeError(str(record["error"]))
         own = own_tools(ctx.metadata, body.get("tools"), self._may_run)
+        messages = self._messages(ctx, parts)
+        cache = record.get("cache")
+        if isinstance(cache, dict) and cache.get("kind") == "anthropic":  # Claude's marks
+            messages = with_breakpoints(messages, len(messages) - 1 - len(parts.tail))
         rebuilt = with_cache_key(
-            {**body, "messages": self._messages(ctx, parts)}, self.sidecar.vault, chat_id, upstream
+            {**body, "messages": messages}, self.sidecar.vault, chat_id, upstream
         )
         if own.definitions:
             rebuilt["tools"] = [*body["tools"], *own.definitions]
