@@ -233,8 +233,20 @@ def changed(before: dict[str, Any] | None, body: dict[str, Any]) -> bool:
     """Whether ``body`` does not continue ``before``: its messages but the last, its tools."""
     if before is None:
         return False
-    kept = before["messages"][:-1]
-    return body["messages"][: len(kept)] != kept or before.get("tools") != body.get("tools")
+    kept = [unmarked(m) for m in before["messages"][:-1]]
+    now = [unmarked(m) for m in body["messages"][: len(kept)]]
+    return now != kept or before.get("tools") != body.get("tools")
+
+
+def unmarked(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` as a provider caches it: Anthropic's cache marks, which move to the end of
+    each request's kept history, taken off (its text parts' texts joined)."""
+    content = message.get("content")
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type") == "text" for p in content
+    ):
+        return {**message, "content": "".join(str(p.get("text", "")) for p in content)}
+    return message
 
 
 def recall(evidence: Sequence[str], messages: Sequence[dict[str, Any]]) -> float:

@@ -229,9 +229,21 @@ def pieces_of(messages: Sequence[dict[str, Any]], tools: Any) -> tuple[list[str]
 
 
 def text_of(message: dict[str, Any]) -> str:
-    """A message's text as rendered: its content (JSON when not a string), its tool calls."""
+    """A message's text as rendered: its content (its text parts' texts; other parts as JSON),
+    its tool calls. A cache mark on a part (Anthropic's ``cache_control``) is not content: the
+    provider caches the text, wherever the mark moves."""
     content = message.get("content")
-    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = "".join(
+            str(p.get("text", ""))
+            if isinstance(p, dict) and p.get("type") == "text"
+            else json.dumps(p, ensure_ascii=False, sort_keys=True)
+            for p in content
+        )
+    else:
+        text = json.dumps(content, ensure_ascii=False)
     calls = message.get("tool_calls")
     return text + (json.dumps(calls, ensure_ascii=False, sort_keys=True) if calls else "")
 

@@ -317,14 +317,16 @@ def cut_start(tokens: IntArray, room: int, users: IntArray) -> int:
 
 def recall(inputs: Inputs, before: int, room: int, limit: int) -> Plan:
     """The older messages a cut left out that go with this message, within ``room`` tokens:
-    the search's hits at positions under ``before``, each with its partner, best turn first
-    (:func:`_turns_by_worth`); a turn that does not fit is skipped whole."""
+    the search's hits at positions under ``before``, best first, each alone (quoted with its
+    date and role, a recalled message breaks no turn order; on REALTALK's tune chats, hits
+    alone kept 0.725 of the questions' evidence where hits with their partners kept 0.680, at
+    the same prefill); a hit that does not fit is skipped and the next one tried."""
     n = len(inputs.tokens)
     why = np.zeros(n, dtype=np.int8)
     why[before:] = WHOLE  # the kept history: sent already, never recalled
     filler = _Filler(inputs.tokens, why, room)
-    for i, j in _turns_by_worth(inputs, limit):
-        if i < before:  # a partner in the kept history is sent already
-            filler.take_turn(i, j)
+    for i in inputs.hits[:limit].tolist():
+        if i < before:
+            filler.take(i, RELEVANT)
     why[before:] = LEFT_OUT
     return Plan(why != LEFT_OUT, why, [], filler.used, 0)

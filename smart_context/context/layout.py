@@ -43,7 +43,7 @@ from smart_context.budget.plan import Budget, Inputs, Span, choose_summaries, cu
 from smart_context.budget.tokens import Counter, context_window, prompt_tokens
 from smart_context.memory.records import Summary
 from smart_context.messages import Message, message_text
-from smart_context.turns import Roles, partners
+from smart_context.turns import Roles
 
 MAX_FRAMES = 1024  # chats whose frame is kept in memory
 MAX_COSTS = 4096  # texts whose token counts are kept
@@ -323,8 +323,7 @@ def _recalled(
     scores = np.asarray(relevance(), dtype=np.float32).copy()
     scores[found.pinned] = 0.0  # in the stable part already
     hits = top_hits(scores[:start], search, floor=MIN_RELEVANCE)
-    turn = partners(found.codes, hits, found.roles)
-    inputs = Inputs(found.tokens, found.pinned, scores, scores, hits, turn)
+    inputs = Inputs(found.tokens, found.pinned, scores, scores, hits)
     return recall(inputs, start, room, search).keep, scores
 
 

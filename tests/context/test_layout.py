@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from smart_context.budget.cache import cache_model, family_of
-from smart_context.budget.plan import cut_start
+from smart_context.budget.plan import Inputs, cut_start, recall
 from smart_context.context.layout import high_mark
 from tests.conftest import Ctx, call, write_chat
 from tests.context.test_budgeted import long_chat
@@ -182,3 +182,13 @@ def test_the_high_mark_spreads_a_cold_write_over_the_chats_sittings() -> None:
     assert short_runs < long_runs <= 1000 + 7000 / 0.1
     assert high_mark(gpt5, 8000, 30_000, 1000, run=1000) == 30_000  # the window first
     assert high_mark(local, 8000, 8000, 1000, run=1) == 8000  # a local server never goes cold
+
+
+def test_the_recalled_part_takes_the_best_hits_before_the_cut_alone_within_its_room() -> None:
+    tokens = np.array([30, 30, 100, 30, 30, 30], dtype=np.intp)
+    scores = np.array([0.9, 0.1, 0.8, 0.7, 0.0, 0.95], dtype=np.float32)
+    hits = np.array([5, 0, 2, 3, 1], dtype=np.intp)  # best first; 5 is in the kept history
+    inputs = Inputs(tokens, np.zeros(6, dtype=bool), scores, scores, hits)
+    kept = recall(inputs, before=4, room=70, limit=10).keep
+    assert kept.tolist() == [True, False, False, True, False, False]  # 2 does not fit: 3 does
+    assert not recall(inputs, before=4, room=70, limit=1).keep.any()  # only hit 5, kept anyway
