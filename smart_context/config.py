@@ -88,7 +88,8 @@ class Settings:
     prompt_cache: str = "auto"  # by the chat model's family; "none": re-selected every turn
     cache_read_price: float | Literal["auto"] = "auto"
     cut_low_mark: float = 0.6  # a cut keeps this share of the most a request may hold
-    recall_share: float = 0.2  # of the budget: older messages recalled for each message
+    # of the budget: older messages recalled for each message ("auto": by the cache's prices)
+    recall_share: float | Literal["auto"] = "auto"
     recalled_in: str = "user"  # where what is chosen per message goes: "user" or "system"
 
 
@@ -114,6 +115,15 @@ def _check_threshold(key: str, value: Any) -> float | Literal["auto"]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(key, value, 'expected "auto" or a number between 0.0 and 1.0')
     number: float = _check_number(key, value, 0.0, 1.0)
+    return number
+
+
+def _check_share_or_auto(key: str, value: Any) -> float | Literal["auto"]:
+    if value == "auto":
+        return "auto"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(key, value, 'expected "auto" or a number between 0.0 and 0.9')
+    number: float = _check_number(key, value, 0.0, 0.9)
     return number
 
 
@@ -209,7 +219,7 @@ _CHECKS: dict[str, Any] = {
     "prompt_cache": lambda k, v: _check_choice(k, v, PROMPT_CACHES),
     "cache_read_price": _check_threshold,  # "auto" or 0-1, alike
     "cut_low_mark": lambda k, v: _check_number(k, v, 0.1, 0.95),
-    "recall_share": lambda k, v: _check_number(k, v, 0.0, 0.9),
+    "recall_share": _check_share_or_auto,
     "recalled_in": lambda k, v: _check_choice(k, v, RECALLED_IN),
 }
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from smart_context.budget.cache import CacheModel, cache_model
+from smart_context.budget.cache import CacheModel, cache_model, recall_share
 from smart_context.budget.parts import chat_model
 from smart_context.config import RECALLED_IN, Settings
 from smart_context.context.layout import Candidates, Costs, Limits, Parts, lay_out, window_limit
@@ -110,7 +110,9 @@ async def stable_request(
         budget=plan.limit,
         window=window_limit(cache, chat_model(settings, plan.model), settings.budget_tokens),
         low_mark=settings.cut_low_mark,
-        recall_share=settings.recall_share,
+        recall_share=recall_share(cache)
+        if settings.recall_share == "auto"
+        else settings.recall_share,
         summary_share=settings.summary_share,
         recalled_in=place,
         recent=settings.recent_messages,
