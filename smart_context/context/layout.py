@@ -202,7 +202,8 @@ def lay_out(
     chosen_cost = costs.system(parts.chosen)
     message_cost = costs.message(parts.message)
     new = int(tokens[-2:].sum()) + chosen_cost + message_cost + recall_room
-    run = old.run if old is not None else FIRST_RUN
+    # a sitting that has lasted longer than the chat's mean is likely to last longer still
+    run = max(old.run, old.turns) if old is not None else FIRST_RUN
     high = high_mark(cache, limits.budget, limits.window, new, run)
     stable = _stable_text(parts.stable, found, start, summaries)
     stable_cost = costs.system(stable)
