@@ -109,22 +109,21 @@ def _check_number(key: str, value: Any, low: float, high: float, kind: type = fl
     return kind(value)
 
 
-def _check_threshold(key: str, value: Any) -> float | Literal["auto"]:
-    if value == "auto":
-        return "auto"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(key, value, 'expected "auto" or a number between 0.0 and 1.0')
-    number: float = _check_number(key, value, 0.0, 1.0)
-    return number
+def _auto_or(high: float) -> Any:
+    """A check for ``"auto"`` or a number between 0 and ``high``."""
+
+    def check(key: str, value: Any) -> float | Literal["auto"]:
+        if value == "auto":
+            return "auto"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(key, value, f'expected "auto" or a number between 0.0 and {high}')
+        number: float = _check_number(key, value, 0.0, high)
+        return number
+
+    return check
 
 
-def _check_share_or_auto(key: str, value: Any) -> float | Literal["auto"]:
-    if value == "auto":
-        return "auto"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(key, value, 'expected "auto" or a number between 0.0 and 0.9')
-    number: float = _check_number(key, value, 0.0, 0.9)
-    return number
+_check_threshold = _auto_or(1.0)
 
 
 def _check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -219,7 +218,7 @@ _CHECKS: dict[str, Any] = {
     "prompt_cache": lambda k, v: _check_choice(k, v, PROMPT_CACHES),
     "cache_read_price": _check_threshold,  # "auto" or 0-1, alike
     "cut_low_mark": lambda k, v: _check_number(k, v, 0.1, 0.95),
-    "recall_share": _check_share_or_auto,
+    "recall_share": _auto_or(0.9),
     "recalled_in": lambda k, v: _check_choice(k, v, RECALLED_IN),
 }
 

@@ -4,7 +4,6 @@ receives starts with the previous request outside cuts."""
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.conftest import write_chat
 from tests.context.test_budgeted import long_chat
 from tests.context.test_layout import Clock
+from tests.layout_checks import cuts_of
 from tests.openai_server import OpenAIStub
 from tests.sidecar.conftest import chat_on_disk, llm_table, running_app, write_settings
 
@@ -76,18 +76,7 @@ async def test_thirty_posted_messages_start_with_the_previous_request_outside_cu
     bodies = [b for path, b in openai_server.requests if path == "/v1/chat/completions"]
     assert len(bodies) == TURNS and {b["model"] for b in bodies} == {"gpt-5"}
     requests = [body["messages"] for body in bodies]
-    cuts = [r.get("layout", {}).get("cut") for r in records]
-    # the model's request N+1 starts with request N but for N's user message (which carries
-    # what was chosen for it), except where a cut made the frame again
-    broken = [
-        i + 1
-        for i, (before, after) in enumerate(itertools.pairwise(requests))
-        if after[: len(before) - 1] != before[:-1]
-    ]
-    assert len(broken) <= TURNS // 8, broken
-    assert all(cuts[i] is not None for i in broken), (broken, cuts)
-    assert cuts[0] == "first request" and "over the budget" in cuts[1:]
-    assert sum(cut is not None for cut in cuts[1:]) <= TURNS // 8
+    cuts = cuts_of(requests, records)
     for (i, before), after in zip(enumerate(bodies), bodies[1:], strict=False):
         if cuts[i + 1] is None:  # the tools, too, are kept between cuts
             assert after.get("tools") == before.get("tools")
