@@ -215,7 +215,7 @@ def lay_out(
         + int(tokens[start:].sum())
         + recall_room
     )
-    if reason is None and size > high:
+    if reason is None and size > high and _pays(cache, size, start, high, run, limits):
         reason = OVER
     # a cold cache makes a cut free: taken when the request is past the low mark by more than
     # half the way to the high mark (nearer, it soon would be anyway); below, the whole
@@ -285,6 +285,20 @@ def lay_out(
         "cached_estimate": min(cached, prefix),
     }
     return Laid(history, message, tools, Fitted(history, keep, record), layout, cache_part, frame)
+
+
+def _pays(cache: CacheModel, size: int, start: int, high: int, run: float, limits: Limits) -> bool:
+    """Whether a cut while the cache is warm pays back within the sitting: past the window it
+    must be made; else what the ``run``'s turns save reading the stretch it drops must outweigh
+    writing the kept part again, and the recalled part each turn when the cut starts it. (At a
+    read price of 0.1 and sittings of a few turns a warm cut costs more than it saves: the cut
+    waits for the cache to go cold, when it is free.)"""
+    if size > limits.window:
+        return True
+    low = limits.low_mark * high
+    recalled = 0 if start > 0 else int(limits.recall_share * limits.budget)
+    turns = max(run, 1.0)
+    return cache.read * (size - low) * turns > cache.write * low + turns * recalled
 
 
 def _sittings(old: Frame | None, reason: str | None) -> tuple[int, float]:

@@ -16,17 +16,18 @@ from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.conftest import write_chat
 from tests.context.test_budgeted import long_chat
 from tests.context.test_layout import Clock
-from tests.layout_checks import cuts_of
+from tests.layout_checks import cuts_of, longer
 from tests.openai_server import OpenAIStub
 from tests.sidecar.conftest import chat_on_disk, llm_table, running_app, write_settings
 
 TURNS = 30
-# a budget the chat's history does not fit whole (it is cut and recalled from), and a cut that
-# keeps 90% of the high mark, so that 30 turns pass the high mark once more
+# a budget the chat's history does not fit whole (it is cut and recalled from); the replayed
+# turns are longer than the chat's (tests/layout_checks.longer), so 30 turns pass the high mark
+# once more
 PLUGIN_TABLE = (
     "[plugins.smart_context]\n"
     'embedder = "host"\ntopic_extractor = "offline"\nsummarizer = "offline"\n'
-    "budget_tokens = 2000\ncut_low_mark = 0.9\n"
+    "budget_tokens = 2000\n"
 )
 
 
@@ -52,7 +53,7 @@ def services_of(sidecar: Sidecar) -> Services:
 async def test_thirty_posted_messages_start_with_the_previous_request_outside_cuts(
     vault: Path, openai_server: OpenAIStub, stub_settings: None
 ) -> None:
-    chat = long_chat(400)
+    chat = longer(long_chat(400), TURNS)
     start = len(chat) - 2 * TURNS
     write_chat(vault, "long", chat[:start])
     sidecar = Sidecar(vault)
