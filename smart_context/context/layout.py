@@ -217,10 +217,8 @@ def lay_out(
     )
     if reason is None and size > high and _pays(cache, size, start, high, run, limits):
         reason = OVER
-    # a cold cache makes a cut free: taken when the request is past the low mark by more than
-    # half the way to the high mark (nearer, it soon would be anyway); below, the whole
-    # history goes as it is
-    whole = 0 < size <= high and size - limits.low_mark * high <= (1 - limits.low_mark) * high / 2
+    # a cold cache makes the layout again: the whole history unless cutting it pays
+    whole = not _pays(cache, size, 0, high, run, limits, cold=True)
     if reason is not None:  # the tools are chosen again
         tools, tools_cost = list(parts.tools), offered_cost
     if reason is not None and (reason == OVER or not whole):  # cut: where the kept history
@@ -287,18 +285,31 @@ def lay_out(
     return Laid(history, message, tools, Fitted(history, keep, record), layout, cache_part, frame)
 
 
-def _pays(cache: CacheModel, size: int, start: int, high: int, run: float, limits: Limits) -> bool:
-    """Whether a cut while the cache is warm pays back within the sitting: past the window it
-    must be made; else what the ``run``'s turns save reading the stretch it drops must outweigh
-    writing the kept part again, and the recalled part each turn when the cut starts it. (At a
-    read price of 0.1 and sittings of a few turns a warm cut costs more than it saves: the cut
-    waits for the cache to go cold, when it is free.)"""
+def _pays(
+    cache: CacheModel,
+    size: int,
+    start: int,
+    high: int,
+    run: float,
+    limits: Limits,
+    cold: bool = False,
+) -> bool:
+    """Whether cutting a request of ``size`` tokens back to the low mark pays within the
+    sitting (``run`` requests): past the window it must be made. Else the turns save reading
+    the stretch it drops (and, on a ``cold`` cache, writing it), and pay for writing the kept
+    part again when the cache is warm, and for the recalled part each turn when the cut starts
+    it (``start`` 0). At a read price of 0.1 and sittings of a few turns, a warm cut costs more
+    than it saves: it waits for the cache to go cold."""
     if size > limits.window:
         return True
     low = limits.low_mark * high
+    if size <= low:
+        return False
     recalled = 0 if start > 0 else int(limits.recall_share * limits.budget)
     turns = max(run, 1.0)
-    return cache.read * (size - low) * turns > cache.write * low + turns * recalled
+    price = turns * cache.read + (cache.write if cold else 0.0)
+    rewrite = 0.0 if cold else cache.write * low
+    return price * (size - low) > rewrite + turns * recalled
 
 
 def _sittings(old: Frame | None, reason: str | None) -> tuple[int, float]:
