@@ -58,10 +58,11 @@ PINNED_TITLE = "# Pinned messages of this conversation"
 SUMMARY_TITLE = "# What earlier parts of this conversation said"
 
 # why a frame was made again (the record's ``layout.cut``)
-FIRST, COLD, CHANGED, EDITED, OVER = (
+FIRST, COLD, CHANGED, CHANGED_PART, EDITED, OVER = (
     "first request",
     "cache cold",
     "model or filter changed",
+    "pins or session items changed",
     "history edited",
     "over the budget",
 )
@@ -75,6 +76,7 @@ class Frame:
     start_id: str | None  # the kept history's first message (None: the whole history)
     summaries: tuple[Summary, ...]  # standing for what the cut left out, in order of time
     tools: tuple[Mapping[str, Any], ...]
+    stable: str  # the stable system message as sent: a change to it breaks the prefix
     at: float  # when the chat's last request was made (the clock's seconds)
     prefix_tokens: int  # what the last request's stable part cost: its tools, 3 and 4
     plain_tokens: int  # what the plain client's last request cost
@@ -176,9 +178,32 @@ class Candidates:
         return at if at < len(self.positions) and int(self.positions[at]) == found else None
 
 
-def lay_out(
+@dataclass(frozen=True)
+class Cut:
+    """The layout decided for one request, before what is recalled for its message: why it was
+    made again (``reason``; ``None``: the last one holds), where the kept history starts, its
+    summaries, tools and stable system message, and what they cost."""
+
+    reason: str | None
+    start: int
+    summaries: tuple[Summary, ...]
+    tools: tuple[Mapping[str, Any], ...]
+    tools_cost: int
+    stable: str
+    stable_cost: int
+    high: int
+    recall_room: int
+    message_cost: int
+
+    @property
+    def recalls(self) -> bool:
+        """Whether older messages may be recalled: the kept history does not start at the
+        first (only then does the request need the search's scores)."""
+        return self.start > 0 and self.recall_room > 0
+
+
+def decide(
     found: Candidates,
-    relevance: Callable[[], np.ndarray],
     spans: tuple[list[Span], list[Summary]] | None,
     parts: Parts,
     old: Frame | None,
@@ -187,17 +212,18 @@ def lay_out(
     cache: CacheModel,
     costs: Costs,
     limits: Limits,
-) -> Laid:
-    """The request's layout (module docstring). ``relevance()`` gives each candidate's
-    relevance to the message (asked only when a cut left messages out); ``spans`` the stored
-    summaries (``None``: none, as under a topic filter)."""
+) -> Cut:
+    """Whether the chat's last layout holds for this request, else the new one (module
+    docstring); ``spans``: the stored summaries (``None``: none, as under a topic filter)."""
     tokens, n = found.tokens, len(found.messages)
     reason, start = _kept_start(found, old, key, now, cache)
     kept = old if old is not None and reason is None else None
-    offered_cost = costs.tools(parts.tools)
-    tools = list(kept.tools) if kept is not None else list(parts.tools)
-    tools_cost = costs.tools(tools) if kept is not None else offered_cost
-    summaries = list(kept.summaries) if kept is not None else []
+    tools = kept.tools if kept is not None else tuple(parts.tools)
+    summaries = kept.summaries if kept is not None else ()
+    stable = _stable_text(parts.stable, found, start, summaries)
+    if kept is not None and stable != kept.stable:  # a pin or a session item: the user's change
+        reason, start, summaries = CHANGED_PART, 0, ()  # made again, like a cold cache
+        stable = _stable_text(parts.stable, found, start, summaries)
     recall_room = int(limits.recall_share * limits.budget)
     chosen_cost = costs.system(parts.chosen)
     message_cost = costs.message(parts.message)
@@ -205,84 +231,87 @@ def lay_out(
     # a sitting that has lasted longer than the chat's mean is likely to last longer still
     run = max(old.run, old.turns) if old is not None else FIRST_RUN
     high = high_mark(cache, limits.budget, limits.window, new, run)
-    stable = _stable_text(parts.stable, found, start, summaries)
-    stable_cost = costs.system(stable)
-    size = (
-        tools_cost
-        + stable_cost
-        + chosen_cost
-        + message_cost
-        + int(tokens[start:].sum())
-        + recall_room
-    )
+    fixed = costs.tools(tools) + costs.system(stable) + chosen_cost + message_cost + recall_room
+    size = fixed + int(tokens[start:].sum())
     if reason is None and size > high and _pays(cache, size, start, high, run, limits):
         reason = OVER
-    # a cold cache makes the layout again: the whole history unless cutting it pays
-    whole = not _pays(cache, size, 0, high, run, limits, cold=True)
     if reason is not None:  # the tools are chosen again
-        tools, tools_cost = list(parts.tools), offered_cost
-    if reason is not None and (reason == OVER or not whole):  # cut: where the kept history
-        # starts and its summaries
+        tools = tuple(parts.tools)
+    # made again with a cold cache: the whole history unless cutting it pays
+    if reason == OVER or (reason is not None and _pays(cache, size, 0, high, run, limits, True)):
         summary_room = int(limits.summary_share * limits.budget) if spans else 0
-        base = tools_cost + costs.system(parts.stable)
-        room = int(limits.low_mark * high) - base - chosen_cost - message_cost
-        start = cut_start(tokens, room - summary_room - recall_room, found.roles.users)
-        summaries = _summaries(spans, start, n, summary_room) if start else []
+        base = costs.tools(tools) + costs.system(parts.stable) + chosen_cost + message_cost
+        room = int(limits.low_mark * high) - base - summary_room - recall_room
+        start = cut_start(tokens, room, found.roles.users)
+        summaries = tuple(_summaries(spans, start, n, summary_room)) if start else ()
         stable = _stable_text(parts.stable, found, start, summaries)
-        stable_cost = costs.system(stable)
-    recalled, scores = _recalled(found, relevance, start, recall_room, limits.search)
+    return Cut(
+        reason,
+        start,
+        summaries,
+        tools,
+        costs.tools(tools),
+        stable,
+        costs.system(stable),
+        high,
+        recall_room,
+        message_cost,
+    )
+
+
+def lay_out(
+    found: Candidates,
+    cut: Cut,
+    scores: np.ndarray | None,
+    parts: Parts,
+    old: Frame | None,
+    key: tuple[Any, ...],
+    now: float,
+    cache: CacheModel,
+    costs: Costs,
+    limits: Limits,
+) -> Laid:
+    """The request as :func:`decide` laid it out, with the older messages recalled for its
+    message by ``scores`` (each candidate's relevance; ``None`` when :attr:`Cut.recalls` is
+    false, so the search need not run)."""
+    n, start = len(found.messages), cut.start
+    recalled = np.zeros(n, dtype=bool)
+    if scores is not None and cut.recalls:
+        scores = np.asarray(scores, dtype=np.float32).copy()
+        recalled = _recalled(found, scores, start, cut.recall_room, limits.search)
     chosen = _chosen_text(found, recalled, parts.chosen)
     message, after = parts.message, []
     if chosen and limits.recalled_in == "system":
         after = [{"role": "system", "content": chosen}]
     elif chosen:
         message = f"<context>\n{chosen}\n</context>\n\n{parts.message}"
-    system = [{"role": "system", "content": stable}] if stable else []
+    system = [{"role": "system", "content": cut.stable}] if cut.stable else []
     history = [*system, *(dict(found.messages[i]) for i in range(start, n)), *after]
     keep = recalled.copy()
     keep[start:] = True
-    prefix = tools_cost + stable_cost + int(tokens[start:].sum())
-    record = _budget_record(
-        found,
-        keep,
-        recalled,
-        scores,
-        start,
-        summaries,
-        parts,
-        tools_cost,
-        stable_cost,
-        message_cost,
-        costs,
-        limits,
-    )
-    frame = Frame(
-        key,
-        found.name(start) if 0 < start < n else None,
-        tuple(summaries),
-        tuple(tools),
-        now,
-        prefix,
-        0,
-        *_sittings(old, reason),
-    )
+    prefix = cut.tools_cost + cut.stable_cost + int(found.tokens[start:].sum())
+    record = _budget_record(found, keep, recalled, scores, cut, parts, costs, limits)
+    start_id = found.name(start) if 0 < start < n else None
+    sittings = _sittings(old, cut.reason)
+    frame = Frame(key, start_id, cut.summaries, cut.tools, cut.stable, now, prefix, 0, *sittings)
     layout = {
         "kind": "stable",
-        "cut": reason,
-        "start_id": frame.start_id,
+        "cut": cut.reason,
+        "start_id": start_id,
         "kept_messages": n - start,
         "recalled_ids": record["relevant_ids"],
         "recalled_in": limits.recalled_in,
-        "high_mark": high,
+        "high_mark": cut.high,
     }
-    cached = cache.cached(old.prefix_tokens) if kept is not None and old is not None else 0
+    cached = cache.cached(old.prefix_tokens) if old is not None and cut.reason is None else 0
     cache_part = {
         "kind": cache.name,
         "read": cache.read,
         "write": cache.write,
         "cached_estimate": min(cached, prefix),
     }
-    return Laid(history, message, tools, Fitted(history, keep, record), layout, cache_part, frame)
+    laid = Fitted(history, keep, record)
+    return Laid(history, message, list(cut.tools), laid, layout, cache_part, frame)
 
 
 def _pays(
@@ -340,43 +369,38 @@ def _kept_start(
 
 
 def _recalled(
-    found: Candidates, relevance: Callable[[], np.ndarray], start: int, room: int, search: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Which candidates before ``start`` go with this message, and every candidate's score."""
-    n = len(found.messages)
-    if start <= 0 or room <= 0:
-        return np.zeros(n, dtype=bool), np.zeros(n, dtype=np.float32)
-    scores = np.asarray(relevance(), dtype=np.float32).copy()
-    scores[found.pinned] = 0.0  # in the stable part already
+    found: Candidates, scores: np.ndarray, start: int, room: int, search: int
+) -> np.ndarray:
+    """Which candidates before ``start`` go with this message, by their ``scores`` (the pinned
+    ones are in the stable part already: their scores are set to 0)."""
+    scores[found.pinned] = 0.0
     hits = top_hits(scores[:start], search, floor=MIN_RELEVANCE)
     inputs = Inputs(found.tokens, found.pinned, scores, scores, hits)
-    return recall(inputs, start, room, search).keep, scores
+    keep: np.ndarray = recall(inputs, start, room, search).keep
+    return keep
 
 
 def _budget_record(
     found: Candidates,
     keep: np.ndarray,
     recalled: np.ndarray,
-    scores: np.ndarray,
-    start: int,
-    summaries: Sequence[Summary],
+    scores: np.ndarray | None,
+    cut: Cut,
     parts: Parts,
-    tools_cost: int,
-    stable_cost: int,
-    message_cost: int,
     costs: Costs,
     limits: Limits,
 ) -> dict[str, Any]:
     """The record's budget part, in the shape the per-turn budget writes
     (:func:`~smart_context.budget.parts.budget_record`)."""
     n = len(found.messages)
+    start, summaries = cut.start, cut.summaries
     summary_tokens = sum(costs.system(summary_message(s)["content"]) for s in summaries)
     by_section = {
-        "system": max(stable_cost - summary_tokens, 0),
+        "system": max(cut.stable_cost - summary_tokens, 0),
         "memory": costs.system(parts.sections.get("memory", "")),
         "knowledge": costs.system(parts.sections.get("knowledge", "")),
-        "tools": tools_cost,
-        "message": message_cost,
+        "tools": cut.tools_cost,
+        "message": cut.message_cost,
     }
     recent = [found.name(i) for i in range(max(start, n - limits.recent), n)]
     relevant = [found.name(i) for i in np.flatnonzero(recalled).tolist()]
@@ -392,10 +416,14 @@ def _budget_record(
         summaries,
         costs.counter,
     )
-    record["reasons"] = {
-        found.name(i): {"why": "relevant", "score": round(float(scores[i]), 3)}
-        for i in np.flatnonzero(recalled).tolist()
-    }
+    record["reasons"] = (
+        {}
+        if scores is None
+        else {
+            found.name(i): {"why": "relevant", "score": round(float(scores[i]), 3)}
+            for i in np.flatnonzero(recalled).tolist()
+        }
+    )
     return record
 
 

@@ -18,7 +18,15 @@ import numpy as np
 from smart_context.budget.cache import CacheModel, cache_model, recall_share
 from smart_context.budget.parts import chat_model
 from smart_context.config import RECALLED_IN, Settings
-from smart_context.context.layout import Candidates, Costs, Limits, Parts, lay_out, window_limit
+from smart_context.context.layout import (
+    Candidates,
+    Costs,
+    Limits,
+    Parts,
+    decide,
+    lay_out,
+    window_limit,
+)
 from smart_context.context.plan import RequestPlan
 from smart_context.context.prepared import Prepared, sent_flags
 from smart_context.context.topic_filter import Decision
@@ -78,22 +86,6 @@ async def stable_request(
     )
     filtered = decision.record.mode == FILTERED or positions is not None
     spans = None if filtered else await services.budget.spans(chat_id, facts, counter)
-    relevance = np.zeros(facts.n, dtype=np.float32)
-    if int(found.tokens.sum()) > plan.limit:  # a cut may leave messages out to recall
-        relevance, _ = await services.budget.searched(
-            chat_id,
-            facts,
-            whole,
-            plan.message,
-            services.store,
-            None,
-            plan.query,
-            looked.reads,
-            plan.dense if whole is plan.history else None,  # scored over the plan's
-        )
-    elif plan.dense is not None:
-        plan.dense.cancel()
-    scores = relevance if positions is None else relevance[positions]
     session = tuple(c for c in request.items if c.mode in SESSION_MODES)
     chosen = tuple(c for c in request.items if c.mode not in SESSION_MODES)
     parts = _parts(session, chosen, memory, notes, offered, plan.message)
@@ -119,7 +111,24 @@ async def stable_request(
         search=settings.search_limit,
     )
     costs = Costs(counter, services.frames.costs)
-    laid = lay_out(found, lambda: scores, spans, parts, old, key, now, cache, costs, limits)
+    cut = decide(found, spans, parts, old, key, now, cache, costs, limits)
+    scores = None
+    if cut.recalls:  # the search runs only for a layout that left messages out
+        relevance, _ = await services.budget.searched(
+            chat_id,
+            facts,
+            whole,
+            plan.message,
+            services.store,
+            None,
+            plan.query,
+            looked.reads,
+            plan.dense if whole is plan.history else None,  # scored over the plan's
+        )
+        scores = relevance if positions is None else relevance[positions]
+    elif plan.dense is not None:
+        plan.dense.cancel()
+    laid = lay_out(found, cut, scores, parts, old, key, now, cache, costs, limits)
     usage = services.usage.measure(chat_id, decision, counter, fitted=laid.fitted)
     plain = int(usage["full_tokens"])
     warm = old is not None and old.key[:2] == key[:2] and not cache.cold(now - old.at)

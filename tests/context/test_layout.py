@@ -192,3 +192,39 @@ def test_the_recalled_part_takes_the_best_hits_before_the_cut_alone_within_its_r
     kept = recall(inputs, before=4, room=70, limit=10).keep
     assert kept.tolist() == [True, False, False, True, False, False]  # 2 does not fit: 3 does
     assert not recall(inputs, before=4, room=70, limit=1).keep.any()  # only hit 5, kept anyway
+
+
+async def test_a_pin_before_the_cut_makes_the_layout_again_and_says_so(
+    start: Any, vault: Path
+) -> None:
+    chat = long_chat(300)
+    write_chat(vault, "long", chat)
+    running = await start(settings={"budget_tokens": 2000})
+    clock = Clock()
+    running.plugin.services.clock = clock
+    first = await turn(running, chat[:-3], chat[-3]["content"], "gpt-5")
+    layout = first.metadata["smart_context"]["layout"]
+    assert layout["start_id"] is not None  # the chat does not fit whole: the early part is cut
+    await running.command("mark_important", chat_id="long", message_id="m0002")
+    clock.now += 10
+    pinned = await turn(running, chat[:-1], chat[-1]["content"], "gpt-5")
+    assert pinned.metadata["smart_context"]["layout"]["cut"] == "pins or session items changed"
+    assert "m0002" not in [m.get("id") for m in pinned.history]  # quoted in the stable part
+    assert chat[2]["content"].strip() in pinned.history[0]["content"]
+    clock.now += 10
+    after = await turn(running, chat, "And now?", "gpt-5")
+    assert after.metadata["smart_context"]["layout"]["cut"] is None  # stable again
+
+
+async def test_a_host_word_on_the_placement_that_is_not_one_falls_back_to_the_setting(
+    start: Any, vault: Path
+) -> None:
+    chat = long_chat(300)
+    write_chat(vault, "long", chat)
+    running = await start(settings={"budget_tokens": 2000})
+    for said in ("tool", 42, None):
+        ctx = Ctx("long", chat[:-1], chat[-1]["content"])
+        ctx.metadata.update(model="gpt-5", recalled_in=said)
+        await call(running.pm.hook.pipeline_context, ctx=ctx)
+        assert ctx.metadata["smart_context"]["layout"]["recalled_in"] == "user"
+        assert ctx.message.endswith(chat[-1]["content"])
