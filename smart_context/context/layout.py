@@ -225,7 +225,7 @@ def decide(
         reason, start, summaries = CHANGED_PART, 0, ()  # made again, like a cold cache
         stable = _stable_text(parts.stable, found, start, summaries)
     recall_room = int(limits.recall_share * limits.budget)
-    chosen_cost = costs.system(parts.chosen)
+    chosen_cost = costs.once(parts.chosen)
     message_cost = costs.message(parts.message)
     new = int(tokens[-2:].sum()) + chosen_cost + message_cost + recall_room
     # a sitting that has lasted longer than the chat's mean is likely to last longer still
@@ -397,8 +397,8 @@ def _budget_record(
     summary_tokens = sum(costs.system(summary_message(s)["content"]) for s in summaries)
     by_section = {
         "system": max(cut.stable_cost - summary_tokens, 0),
-        "memory": costs.system(parts.sections.get("memory", "")),
-        "knowledge": costs.system(parts.sections.get("knowledge", "")),
+        "memory": costs.once(parts.sections.get("memory", "")),
+        "knowledge": costs.once(parts.sections.get("knowledge", "")),
         "tools": cut.tools_cost,
         "message": cut.message_cost,
     }
@@ -501,13 +501,12 @@ class Costs:
         return found
 
     def system(self, text: str) -> int:
-        if not text:
-            return 0
-        return self._known(
-            "system",
-            text,
-            lambda: messages_cost(self.counter, [{"role": "system", "content": text}]),
-        )
+        """A system message's cost, kept: a part the chat repeats turn after turn."""
+        return self._known("system", text, lambda: self.once(text)) if text else 0
+
+    def once(self, text: str) -> int:
+        """A system message's cost, not kept: what is chosen for one message only."""
+        return messages_cost(self.counter, [{"role": "system", "content": text}]) if text else 0
 
     def message(self, text: str) -> int:
         return int(prompt_tokens(self.counter, [{"role": "user", "content": text}])["total"])

@@ -32,6 +32,7 @@ from smart_context.context.prepared import Prepared, sent_flags
 from smart_context.context.topic_filter import Decision
 from smart_context.items.request import Chosen, RequestContext
 from smart_context.knowledge.section import KnowledgeSection
+from smart_context.mcp.config import function_name
 from smart_context.memory.section import MemorySection
 from smart_context.messages import History
 from smart_context.record import FILTERED, MemoryPart, RequestRecord, shorter_ids
@@ -143,7 +144,12 @@ async def stable_request(
     names = {str(t.get("function", {}).get("name")) for t in laid.tools}
     request = replace(
         request,
-        items=tuple(c for c in request.items if c.item.type != "tool" or _name(c) in names),
+        items=tuple(
+            c
+            for c in request.items
+            if c.item.type != "tool"
+            or function_name(c.item.server_name or "", c.item.name) in names
+        ),
     )
     sent = None if laid.fitted.kept.all() else sent_flags(decision, laid.fitted.kept)
     record = RequestRecord(
@@ -182,8 +188,3 @@ def _parts(
         message=message,
         sections={"memory": memory.text, "knowledge": knowledge},
     )
-
-
-def _name(chosen: Chosen) -> str:
-    tool = RequestContext((chosen,)).tools()
-    return str(tool[0]["function"]["name"]) if tool else ""
