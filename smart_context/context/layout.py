@@ -221,9 +221,9 @@ def decide(
     tools = kept.tools if kept is not None else tuple(parts.tools)
     summaries = kept.summaries if kept is not None else ()
     stable = _stable_text(parts.stable, found, start, summaries)
-    if kept is not None and stable != kept.stable:  # a pin or a session item: the user's change
-        reason, start, summaries = CHANGED_PART, 0, ()  # made again, like a cold cache
-        stable = _stable_text(parts.stable, found, start, summaries)
+    # a pin or a session item the user changed: the stable message is said again, the rest of
+    # the layout holds (only what follows the tools is read anew, once)
+    restated = kept is not None and stable != kept.stable
     recall_room = int(limits.recall_share * limits.budget)
     chosen_cost = costs.once(parts.chosen)
     message_cost = costs.message(parts.message)
@@ -246,7 +246,7 @@ def decide(
         summaries = tuple(_summaries(spans, start, n, summary_room)) if start else ()
         stable = _stable_text(parts.stable, found, start, summaries)
     return Cut(
-        reason,
+        reason or (CHANGED_PART if restated else None),
         start,
         summaries,
         tools,

@@ -194,7 +194,7 @@ def test_the_recalled_part_takes_the_best_hits_before_the_cut_alone_within_its_r
     assert not recall(inputs, before=4, room=70, limit=1).keep.any()  # only hit 5, kept anyway
 
 
-async def test_a_pin_before_the_cut_makes_the_layout_again_and_says_so(
+async def test_a_pin_before_the_cut_restates_the_stable_part_and_says_so(
     start: Any, vault: Path
 ) -> None:
     chat = long_chat(300)
