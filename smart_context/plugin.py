@@ -116,7 +116,12 @@ class SmartContextPlugin:
             services = self._services()
             sent = [*ctx.history, {"role": "user", "content": ctx.message}]
             await take_report(
-                services.budget, services.calibration, ctx.metadata, sent, _model_of(ctx)
+                services.budget,
+                services.calibration,
+                ctx.metadata,
+                sent,
+                _model_of(ctx),
+                services.cache_seen,
             )
         except Exception:  # the usage figures must never cost the user the reply
             log.exception("Smart Context: the reported token usage was not taken")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from smart_context.background import Coalescer
 from smart_context.budget.budgeter import Budgeter
+from smart_context.budget.cache_seen import CacheSeen
 from smart_context.budget.calibration import Calibration
 from smart_context.chats import ChatViews
 from smart_context.config import Settings
@@ -55,6 +56,7 @@ class Services:
         self.current_chat_id: ChatId | None = None
         self.histories = HistoryIndexes()  # each chat's history as its requests brought it
         self.frames = Frames()  # each chat's cache-stable layout between cuts
+        self.cache_seen = CacheSeen()  # what the upstreams' replies said of their caches
         self.clock: Callable[[], float] = time.time  # when a cached prefix went cold
         self.topic_pass = TopicPass(
             chats=self.chats,

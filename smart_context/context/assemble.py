@@ -175,7 +175,7 @@ async def request_items(
         request = replace(request, items=tuple(c for c in request.items if c.item.type != "tool"))
     memory = await memory_of(services, plan)
     memory_tools = services.settings.memory_tools
-    cache = request_cache(services.settings, plan.model)
+    cache = request_cache(services.settings, plan.model, services.cache_seen)
     if limit and cache.caches:
         room = int(services.settings.knowledge_share * limit)
         notes = await notes_of(services, plan, room, documents)

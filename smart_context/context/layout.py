@@ -17,12 +17,15 @@ before it and the upstream serves that prefix from its cache:
 6. the user's message.
 
 **Cut in steps.** A chat's :class:`Frame` holds where the kept history starts, the summaries
-and the tools. It is kept while the request's billed cost, its prefix read from the cache,
-stays within the budget and the request within the model's window (the *high mark*). When it
-would pass it, the frame is cut once, down to ``cut_low_mark`` of the high mark: the oldest
-stretch gives way to its summaries and becomes searchable for the recalled part. A cache that
-is cold anyway (idle past the upstream's lifetime, another model, a restart, a topic click,
-an edited history) makes the cut free, so the frame is made again then.
+and the tools. It is kept while the request stays under the *high mark*: within the model's
+window, a warm turn's bill (its prefix read from the cache) within the budget, and the bill of
+the chat's sitting (the prefix written once when the cache is cold, then read) within the
+budget a turn, on average, with what the chat left unspent before (its ``credit``: the bill is
+judged over a conversation, a cold turn that writes the cache being paid by the turns that read
+it). When it would pass it, the frame is cut once, down to ``cut_low_mark`` of the high mark:
+the oldest stretch gives way to its summaries and becomes searchable for the recalled part. A
+cache that is cold anyway (idle past the upstream's lifetime, another model, a restart, a
+topic click, an edited history) makes the cut free, so the frame is made again then.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ MAX_COSTS = 4096  # texts whose token counts are kept
 # (a running mean over its sittings): what a cold write is spread over in the high mark
 FIRST_RUN = 10.0
 RUN_MEMORY = 0.3  # a new sitting's weight in the running mean
+# the most budget a chat may leave unspent and spend later, in turns of the budget: a chat's
+# bill over any long stretch of it stays within the budget a turn
+CREDIT_TURNS = 20
 MIN_RELEVANCE = 1e-6
 REPLY_RESERVE = 4096  # of a known window, left for the reply
 RECALLED_TITLE = "Earlier messages of this conversation, recalled for the user's message"
@@ -82,6 +88,7 @@ class Frame:
     plain_tokens: int  # what the plain client's last request cost
     turns: int = 1  # requests since the cache was last cold
     run: float = 10.0  # requests a warm cache serves, on average, in this chat
+    credit: float = 0.0  # the budget its requests left unspent (spent over: below 0)
 
 
 class Frames:
@@ -138,15 +145,22 @@ def window_limit(cache: CacheModel, model: str | None, budget_tokens: int) -> in
     return budget_tokens
 
 
-def high_mark(cache: CacheModel, budget: int, window: int, new: int, run: float) -> int:
-    """The most a request may hold while its bill stays within ``budget``: the prefix read from
-    the cache, ``new`` tokens (the last turn and what goes with this message) not, and the
-    prefix written again once in a ``run`` of requests (the cache goes cold between a chat's
-    sittings: those writes are paid by the run's turns)."""
-    price = cache.read + (cache.write / max(run, 1.0) if cache.lifetime > 0 else 0.0)
-    if price <= 0:
-        return window
-    return max(min(window, int((budget - new) / price) + new), 0)
+def high_mark(
+    cache: CacheModel, budget: int, window: int, new: int, run: float, credit: float = 0.0
+) -> int:
+    """The most a request may hold, within ``window``, while its bill stays within ``budget``:
+    the prefix read from the cache and ``new`` tokens (the last turn and what goes with this
+    message) not, on a warm turn; and over a ``run`` of requests (the cache goes cold between a
+    chat's sittings), the prefix written once and read on the others, with the ``credit`` the
+    chat left unspent spread over them."""
+    high = window
+    if cache.read > 0:
+        high = min(high, int((budget - new) / cache.read) + new)
+    if cache.lifetime > 0:
+        turns = max(run, 1.0)
+        price = cache.read + cache.write / turns
+        high = min(high, int((budget + credit / turns - new) / price) + new)
+    return max(high, 0)
 
 
 @dataclass(frozen=True)
@@ -194,6 +208,7 @@ class Cut:
     high: int
     recall_room: int
     message_cost: int
+    chosen_cost: int  # the items, memory and notes chosen for this message
 
     @property
     def recalls(self) -> bool:
@@ -230,7 +245,8 @@ def decide(
     new = int(tokens[-2:].sum()) + chosen_cost + message_cost + recall_room
     # a sitting that has lasted longer than the chat's mean is likely to last longer still
     run = max(old.run, old.turns) if old is not None else FIRST_RUN
-    high = high_mark(cache, limits.budget, limits.window, new, run)
+    credit = old.credit if old is not None else 0.0
+    high = high_mark(cache, limits.budget, limits.window, new, run, credit)
     fixed = costs.tools(tools) + costs.system(stable) + chosen_cost + message_cost + recall_room
     size = fixed + int(tokens[start:].sum())
     if reason is None and size > high and _pays(cache, size, start, high, run, limits):
@@ -256,6 +272,7 @@ def decide(
         high,
         recall_room,
         message_cost,
+        chosen_cost,
     )
 
 
@@ -293,7 +310,18 @@ def lay_out(
     record = _budget_record(found, keep, recalled, scores, cut, parts, costs, limits)
     start_id = found.name(start) if 0 < start < n else None
     sittings = _sittings(old, cut.reason)
-    frame = Frame(key, start_id, cut.summaries, cut.tools, cut.stable, now, prefix, 0, *sittings)
+    cached = cache.cached(old.prefix_tokens) if old is not None and cut.reason is None else 0
+    cached = min(cached, prefix)
+    # what this request is billed: its prefix read from the cache or written to it, and what
+    # goes with its message new
+    new = cut.message_cost + cut.chosen_cost + int(found.tokens[recalled].sum())
+    billed = cache.billed(prefix + new, cached, prefix - cached)
+    spent = (old.credit if old is not None else 0.0) + limits.budget - billed
+    reserve = CREDIT_TURNS * limits.budget
+    credit = min(max(spent, -reserve), reserve)
+    frame = Frame(
+        key, start_id, cut.summaries, cut.tools, cut.stable, now, prefix, 0, *sittings, credit
+    )
     layout = {
         "kind": "stable",
         "cut": cut.reason,
@@ -302,13 +330,13 @@ def lay_out(
         "recalled_ids": record["relevant_ids"],
         "recalled_in": limits.recalled_in,
         "high_mark": cut.high,
+        "credit": round(credit),
     }
-    cached = cache.cached(old.prefix_tokens) if old is not None and cut.reason is None else 0
     cache_part = {
         "kind": cache.name,
         "read": cache.read,
         "write": cache.write,
-        "cached_estimate": min(cached, prefix),
+        "cached_estimate": cached,
     }
     laid = Fitted(history, keep, record)
     return Laid(history, message, list(cut.tools), laid, layout, cache_part, frame)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from smart_context.budget.cache import CacheModel, cache_model, recall_share
+from smart_context.budget.cache_seen import CacheSeen
 from smart_context.budget.parts import chat_model
 from smart_context.config import RECALLED_IN, Settings
 from smart_context.context.layout import (
@@ -42,12 +43,17 @@ from smart_context.turns import Roles
 SESSION_MODES = ("always", "manual")  # the session's items: the same on every request
 
 
-def request_cache(settings: Settings, model: str | None) -> CacheModel:
-    """The prompt cache the chat model's upstream keeps, by the settings."""
-    price = settings.cache_read_price
-    return cache_model(
-        chat_model(settings, model), settings.prompt_cache, None if price == "auto" else price
-    )
+def request_cache(
+    settings: Settings, model: str | None, seen: CacheSeen | None = None
+) -> CacheModel:
+    """The prompt cache the chat model's upstream keeps, by the settings, and by what its
+    replies showed (``seen``) where the ``prompt_cache`` setting leaves it to the model."""
+    name = chat_model(settings, model)
+    price = None if settings.cache_read_price == "auto" else settings.cache_read_price
+    guessed = cache_model(name, settings.prompt_cache, price)
+    if seen is None or settings.prompt_cache != "auto":
+        return guessed
+    return seen.adjust(name or "", guessed, price)
 
 
 async def stable_request(

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from smart_context.budget.budgeter import Budgeter
+from smart_context.budget.cache_seen import CacheSeen
 from smart_context.budget.calibration import Calibration
 from smart_context.budget.facts import Facts
 from smart_context.budget.parts import Fitted, chat_model
@@ -32,7 +33,7 @@ from smart_context.budget.tokens import Counter, Estimate, prompt_tokens
 from smart_context.context.topic_filter import Decision
 from smart_context.messages import History
 from smart_context.paths import ChatId
-from smart_context.server_usage import cache_report
+from smart_context.server_usage import cache_report, token_count
 from smart_context.usage_stats import ratio
 
 log = logging.getLogger(__name__)
@@ -113,11 +114,12 @@ async def take_report(
     metadata: dict[str, Any],
     sent: Sequence[Mapping[str, Any]],
     model: str | None,
+    seen: CacheSeen | None = None,
 ) -> None:
     """After the reply: put the server's prompt tokens and what it says its cache did next to
-    ours in the record and, where ours is an estimate, calibrate it by them (saved off the
-    loop). ``sent``: the messages of the request as the plugin left them (history and current
-    message)."""
+    ours in the record, tell ``seen`` what the cache did against what the layout expected, and,
+    where our count is an estimate, calibrate it by them (saved off the loop). ``sent``: the
+    messages of the request as the plugin left them (history and current message)."""
     reported = reported_prompt_tokens(metadata)
     record = metadata.get("smart_context")
     usage = record.get("usage") if isinstance(record, dict) else None
@@ -125,8 +127,13 @@ async def take_report(
         return
     if reported is not None:
         usage["reported_prompt_tokens"] = reported
-    for key, value in cache_report(metadata.get("usage")).as_dict().items():
+    report = cache_report(metadata.get("usage"))
+    for key, value in report.as_dict().items():
         usage[f"reported_{key}"] = value  # reported_cached_tokens, reported_cache_write_tokens
+    if seen is not None:
+        layout = record.get("cache") if isinstance(record, dict) else None
+        expected = token_count(layout.get("cached_estimate")) if isinstance(layout, dict) else 0
+        seen.observe(chat_model(budget.settings, model) or "", expected or 0, report)
     if reported is None or not isinstance(budget.counter(model), Estimate):
         return  # nothing to calibrate by; or exact: the disagreement shows in the record
     tools = metadata.get("tools")

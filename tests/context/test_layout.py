@@ -6,6 +6,7 @@ once, in one step, when the bill would pass the budget, and when the cache is co
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,46 @@ def test_the_high_mark_spreads_a_cold_write_over_the_chats_sittings() -> None:
     assert short_runs < long_runs <= 1000 + 7000 / 0.1
     assert high_mark(gpt5, 8000, 30_000, 1000, run=1000) == 30_000  # the window first
     assert high_mark(local, 8000, 8000, 1000, run=1) == 8000  # a local server never goes cold
+
+
+def test_the_budget_a_chat_left_unspent_is_spread_over_its_next_sitting_up_to_a_warm_turn() -> None:
+    gpt5 = family_of("gpt-5")
+    spent = high_mark(gpt5, 8000, 400_000, 1000, run=7)
+    saved = high_mark(gpt5, 8000, 400_000, 1000, run=7, credit=20_000)
+    owed = high_mark(gpt5, 8000, 400_000, 1000, run=7, credit=-20_000)
+    assert owed < spent < saved
+    # however much was saved, a warm turn is billed within the budget
+    assert high_mark(gpt5, 8000, 400_000, 1000, run=7, credit=10**9) == 1000 + int(7000 / 0.1)
+    gpt4o = family_of("gpt-4o")
+    assert high_mark(gpt4o, 8000, 400_000, 1000, run=7, credit=10**9) == 1000 + int(7000 / 0.5)
+
+
+async def test_a_chat_that_spent_little_keeps_its_history_whole_where_a_new_one_is_cut(
+    start: Any, vault: Path
+) -> None:
+    """The bill is judged over the chat: sittings of two turns write the cache often, which a
+    new chat's high mark counts against it; a chat whose earlier turns cost little spends what
+    they saved instead of cutting."""
+    chat = long_chat(300)
+    write_chat(vault, "long", chat)
+    running = await start(settings={"budget_tokens": 4000})
+    clock = Clock()
+    running.plugin.services.clock = clock
+    frames = running.plugin.services.frames
+    for _ in range(6):  # sittings of two requests, the cache cold between them
+        clock.now += 3600
+        ctx = await turn(running, chat[:-1], chat[-1]["content"], "gpt-5")
+        clock.now += 30
+        ctx = await turn(running, chat[:-1], chat[-1]["content"], "gpt-5")
+        record = ctx.metadata["smart_context"]
+        assert record["layout"]["credit"] == round(frames.get("long").credit)
+    assert record["layout"]["kept_messages"] < 299  # sittings this short: the write is dear
+    frame = frames.get("long")
+    frames.put("long", replace(frame, credit=20 * 4000.0))  # a chat that spent little so far
+    clock.now += 3600
+    ctx = await turn(running, chat[:-1], chat[-1]["content"], "gpt-5")
+    assert ctx.metadata["smart_context"]["layout"]["kept_messages"] == 299
+    assert ctx.metadata["smart_context"]["layout"]["credit"] < 20 * 4000
 
 
 def test_the_recalled_part_takes_the_best_hits_before_the_cut_alone_within_its_room() -> None:

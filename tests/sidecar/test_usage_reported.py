@@ -168,3 +168,17 @@ async def test_tool_rounds_report_the_first_prompt_and_the_whole_cost(
     usage = chat_on_disk(vault, "trip")["messages"][-1]["usage"]
     assert usage["rounds"] == 2 and usage["prompt_tokens"] == words(first)
     assert usage["total_tokens"] == words(first) + words(second) + usage["completion_tokens"]
+
+
+async def test_a_server_that_reports_cache_hits_gets_the_cache_stable_layout(
+    stub_vault: Path, openai_server: OpenAIStub
+) -> None:
+    """``stub-chat`` is no family the cache table knows: its first request is chosen per turn;
+    the reply says it read from a cache, so the next is laid out for one."""
+    openai_server.usage_extra = {"prompt_tokens_details": {"cached_tokens": 1024}}
+    runs = await converse(stub_vault, *QUESTIONS[:2])
+    assert [run[-1].name for run in runs] == ["done", "done"]
+    first, second = chat_on_disk(stub_vault, "trip")["messages"][1::2]
+    assert "layout" not in first["smart_context"]
+    assert second["smart_context"]["layout"]["kind"] == "stable"
+    assert second["smart_context"]["cache"]["read"] == 0.5
