@@ -6,7 +6,10 @@ what goes upstream), the history, the user message being answered, and any tool 
 follows it (sent on untouched). The history and the message are then merged into the stored
 chat (:func:`merge`): what the chat already holds keeps its ids and records, and where the client
 says otherwise (an edited message, a regenerated reply) the client wins, since it is the client's
-conversation.
+conversation. A client that sends only the last part of a long chat (its own compaction, a
+context size, a small window) changes nothing it did not send: its messages are found at the
+end of the stored chat and what is new is appended; the plugins then choose from the whole
+stored chat, so such a client gets its older messages back.
 
 A stored message is the sidecar's shape (``id``, ``role``, ``content`` as text, ``created_at``);
 a message that was more than a role and a text (parts, a name, tool calls, a tool result) keeps
@@ -25,6 +28,9 @@ Message = dict[str, Any]
 LEAD_ROLES = frozenset({"system", "developer"})  # the client's instructions, kept first
 TEXT_PARTS = frozenset({"text", "input_text"})
 SIDECAR_ONLY = ("notice", "error")  # a stored message the client never saw or sent
+# a client's own messages before the stored chat's tail it kept (a summary of what it dropped)
+MAX_PREAMBLE = 2
+MIN_RUN = 2  # messages a tail must share with the stored chat to be placed inside it
 
 
 @dataclass(frozen=True)
@@ -46,11 +52,13 @@ class Split:
 @dataclass(frozen=True)
 class Merged:
     """The chat's messages after a request: ``kept`` of them were stored before, ``dropped``
-    stored ones the client no longer has (an edit or a regenerated reply replaced them)."""
+    stored ones the client no longer has (an edit or a regenerated reply replaced them), and
+    the last ``added`` are the client's new ones."""
 
     messages: list[Message]
     kept: int
     dropped: int
+    added: int = 0
 
 
 def split(messages: Any) -> Split | None:
@@ -149,20 +157,70 @@ def merge(
     The stored messages that match ``incoming`` from the start stay as they are (ids, records).
     An assistant message the client sends back changed (a client that trims or reformats its
     replies) keeps its id and record with the client's text, if it is the same kind of message
-    (tool calls or not). At the first other difference the
-    client wins: the stored messages from there on are dropped and the client's are added. The
-    sidecar's own notices and errors are skipped when matching, and dropped with the rest."""
-    out: list[Message] = []
-    i = 0
-    j = 0
+    (tool calls or not). At the first other difference the client wins: the stored messages
+    from there on are dropped and the client's are added. The sidecar's own notices and errors
+    are skipped when matching, and dropped with the rest.
+
+    A conversation that does not start where the stored chat does is placed at the stored tail
+    it repeats (:func:`_tail_start`; after at most :data:`MAX_PREAMBLE` messages of the client's
+    own, such as a summary of what it dropped, which are not stored): what comes before stays,
+    and only a difference inside the part the client sent replaces what it covers. One that
+    repeats nothing of the stored chat is appended to it: nothing is deleted but by an edit."""
+    kept, rest = _matched(stored, 0, incoming, 0)
+    head, i = 0, 0  # the chat as stored, and what is new: the usual turn
+    if rest or not (kept or all(_own(m) for m in stored)):
+        placed = _tail_start(stored, incoming, ending=kept > 0)
+        if placed is None and not kept:  # nothing of the stored chat: after it
+            head = len(stored)
+        elif placed is not None and placed[0] > placed[1]:  # a tail the client kept
+            head, i = placed
+        # else an edit, a regenerated reply, or the chat's first messages edited: the client
+        # wins from there
+    return _walk(stored, head, incoming, i, new_id, now)
+
+
+def _matched(
+    stored: Sequence[Message], j: int, incoming: Sequence[Message], i: int
+) -> tuple[int, int]:
+    """How many messages ``stored`` from ``j`` and ``incoming`` from ``i`` share as
+    :func:`_walk` matches them, and how many stored ones are left after (its own aside)."""
+    kept = 0
     while i < len(incoming) and j < len(stored):
-        if any(stored[j].get(k) for k in SIDECAR_ONLY):
+        if _own(stored[j]):
+            j += 1
+            continue
+        have, want = stored[j], incoming[i]
+        if not (_same(have, want) or _reformatted(have, want)):
+            break
+        kept, i, j = kept + 1, i + 1, j + 1
+    return kept, sum(1 for m in stored[j:] if not _own(m))
+
+
+def _reformatted(have: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
+    """Whether ``want`` is a stored reply the client sends back changed (trimmed, reformatted)."""
+    return have.get("role") == want.get("role") == "assistant" and _calls(have) == _calls(want)
+
+
+def _walk(
+    stored: Sequence[Message],
+    head: int,
+    incoming: Sequence[Message],
+    i: int,
+    new_id: Callable[[], str],
+    now: str,
+) -> Merged:
+    """:func:`merge` with the stored chat's first ``head`` messages kept as they are and the
+    rest matched against ``incoming`` from ``i`` (what comes before ``i`` is not stored)."""
+    out = [dict(m) for m in stored[:head]]
+    j = head
+    while i < len(incoming) and j < len(stored):
+        if _own(stored[j]):
             j += 1
             continue
         have, want = stored[j], incoming[i]
         if _same(have, want):
             out.append(dict(have))
-        elif have.get("role") == want.get("role") == "assistant" and _calls(have) == _calls(want):
+        elif _reformatted(have, want):
             updated = stored_form(want, str(have.get("id") or new_id()), now)
             out.append({**have, **updated, "created_at": have.get("created_at", now)})
             if "wire" not in updated:
@@ -172,9 +230,57 @@ def merge(
         i += 1
         j += 1
     kept = len(out)
-    dropped = sum(1 for m in stored[j:] if not any(m.get(k) for k in SIDECAR_ONLY))
+    dropped = sum(1 for m in stored[j:] if not _own(m))
     out.extend(stored_form(m, new_id(), now) for m in incoming[i:])
-    return Merged(out, kept, dropped)
+    return Merged(out, kept, dropped, len(incoming) - i)
+
+
+def _own(message: Mapping[str, Any]) -> bool:
+    """Whether a stored message is the sidecar's own (a notice, an error)."""
+    return any(message.get(k) for k in SIDECAR_ONLY)
+
+
+def _tail_start(
+    stored: Sequence[Message], incoming: Sequence[Message], ending: bool = False
+) -> tuple[int, int] | None:
+    """Where a conversation that does not start with the stored chat's first message repeats
+    a later stretch of it: ``(k, s)``, ``stored[k]`` being ``incoming[s]`` (``s`` messages of the
+    client's own before it), the stretch reaching the stored chat's end (the client sent its
+    last part and something new) or holding :data:`MIN_RUN` messages at least (then edited
+    inside; not with ``ending``). The longest stretch wins, the latest of equals; one at the
+    same position (``k == s``) is an edit of the chat's first messages, not a tail; ``None``:
+    the stored chat is repeated nowhere."""
+    best: tuple[bool, int, int, int] | None = None  # (reaches the end, run, k, s)
+    for s in range(min(MAX_PREAMBLE + 1, len(incoming))):
+        want = incoming[s]
+        for k in range(len(stored) - 1, s - 1, -1):
+            if _own(stored[k]) or not _same(stored[k], want):
+                continue
+            run, end = _run(stored, k, incoming, s)
+            if not end and (ending or run < MIN_RUN):
+                continue
+            found = (end, run, k, s)
+            if best is None or found[:2] > best[:2]:
+                best = found  # the longest stretch that reaches the end, the latest one
+        if best is not None and best[0]:
+            break  # the fewest messages of the client's own
+    return None if best is None else (best[2], best[3])
+
+
+def _run(
+    stored: Sequence[Message], k: int, incoming: Sequence[Message], s: int
+) -> tuple[int, bool]:
+    """How many messages ``stored`` from ``k`` and ``incoming`` from ``s`` share, and whether
+    that reaches the end of the stored chat (its own notices aside)."""
+    run = 0
+    while k < len(stored) and s < len(incoming):
+        if _own(stored[k]):
+            k += 1
+            continue
+        if not _same(stored[k], incoming[s]):
+            break
+        run, k, s = run + 1, k + 1, s + 1
+    return run, all(_own(m) for m in stored[k:])
 
 
 def paired_tools(messages: Sequence[Message]) -> list[Message]:

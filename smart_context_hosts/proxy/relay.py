@@ -85,9 +85,23 @@ class _Memo:
     wire: list[dict[str, Any]]
     stored: list[dict[str, Any]]
 
-    def continued_by(self, incoming: list[dict[str, Any]]) -> bool:
-        """Whether ``incoming`` is the conversation of this memo with messages after it."""
-        return len(incoming) > len(self.wire) and incoming[: len(self.wire)] == self.wire
+    def continued_by(self, incoming: list[dict[str, Any]]) -> int | None:
+        """Where the new messages of ``incoming`` start, when it is the conversation of this
+        memo, or its last part (a client that trims its own history), with messages after it;
+        else ``None``."""
+        wire, n = self.wire, len(self.wire)
+        if len(incoming) > n and incoming[:n] == wire:
+            return n
+        if not incoming or not wire:
+            return None
+        for dropped in range(1, n):  # the client let its first messages go
+            if (
+                wire[dropped] == incoming[0]
+                and len(incoming) > n - dropped
+                and incoming[: n - dropped] == wire[dropped:]
+            ):
+                return n - dropped
+        return None
 
     def as_left(self, data: dict[str, Any]) -> bool:
         """Whether a chat is as this memo left it: as long, and ending with the same message
@@ -250,11 +264,12 @@ class Relay:
         keys: dict[str, Any] = {"updated_at": now, "proxy": {"system": lead}}
         defaults = {"title": title_from(parts.text), "created_at": now}
         memo = self._memos.get(chat_id)
-        if memo is not None and memo.continued_by(incoming):
+        new = memo.continued_by(incoming) if memo is not None else None
+        if memo is not None and new is not None:
             # the usual turn: the conversation as the last request left it, and what is new,
             # in time that does not grow with the chat. The new messages are written while
             # the request goes upstream (the client holds them until its reply comes).
-            added = [stored_form(m, new_message_id(), now) for m in incoming[len(memo.wire) :]]
+            added = [stored_form(m, new_message_id(), now) for m in incoming[new:]]
             mine = _Memo(incoming, [*memo.stored, *added])
             self._remember(chat_id, mine)
             write = partial(self._append, chat_id, memo, mine, added, incoming, keys, defaults, now)
@@ -361,7 +376,7 @@ def _merging(
         merged = merge(
             [m for m in data["messages"] if isinstance(m, dict)], incoming, new_message_id, now
         )
-        given = min(len(ids), len(incoming) - merged.kept)  # merge's new messages are its own
+        given = min(len(ids), merged.added)  # merge's new messages are its own
         for message, message_id in zip(
             merged.messages[len(merged.messages) - given :], ids[len(ids) - given :], strict=True
         ):
