@@ -8,9 +8,11 @@ required_open_webui_version: 0.6.0
 """
 
 # An Open WebUI Filter function, in one file: paste it on Admin Panel -> Functions -> New (or
-# POST it to /api/v1/functions/create), enable it, and turn it on in a chat with the Smart Context
-# button under the message box. It needs `smart-context serve VAULT` (or `smart-context proxy`)
-# running where Open WebUI's server can reach it: the valve `url`.
+# POST it to /api/v1/functions/create), enable it, and make it global (the function's menu ->
+# Global; POST /api/v1/functions/id/smart_context/toggle/global) or add it to models (Workspace
+# -> Models -> a model -> Filters). It is no per-chat switch: it runs on every chat of the
+# models it is on. It needs `smart-context serve VAULT` (or `smart-context proxy`) running
+# where Open WebUI's server can reach it: the valve `url`.
 #
 # Before the model is called (inlet), it hands the chat's messages to Smart Context, which stores
 # them as a vault chat and answers with the messages to send: the chat's system prompt first and
@@ -47,13 +49,9 @@ class Filter:
         priority: int = Field(default=0, description="Order among filters (lower runs first)")
 
     def __init__(self) -> None:
+        # no ``toggle``: a toggle filter runs only in chats whose button is on, and that button
+        # is off in every new chat, so turns would go unshaped and unstored unnoticed
         self.valves = self.Valves()
-        self.toggle = True  # a button in the chat: on or off per chat
-        self.icon = (
-            "data:image/svg+xml;utf8,<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 24 24' "
-            "fill='none' stroke='currentColor' stroke-width='2'><circle cx='12' cy='12' r='3'/>"
-            "<circle cx='12' cy='12' r='9'/></svg>"
-        )
 
     async def inlet(
         self,

@@ -6,7 +6,8 @@ record what it saw:
 
 - ``base_url`` (``http://127.0.0.1:PORT/v1``) and ``api_key`` (the only Bearer key accepted;
   any other gets a 401 like OpenAI's);
-- ``requests``: ``(path, json_body)`` of every request, in arrival order (``{}`` for GET);
+- ``requests``: ``(path, json_body)`` of every request, in arrival order (``{}`` for GET), and
+  ``headers``: the headers of each (names in lower case);
 - ``chat_replies``: queued replies for ``/v1/chat/completions``; when empty the reply is
   ``"echo: <last user message>"``. A :class:`ToolCallReply` (made with :func:`tool_calls`)
   answers with tool calls instead, streamed as OpenAI streams them: the id and name first, the
@@ -83,6 +84,7 @@ class OpenAIStub:
     base_url: str
     api_key: str = API_KEY
     requests: list[tuple[str, Payload]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)  # each request's, lower case
     chat_replies: list[Reply] = field(default_factory=list)
     fail_next: list[int] = field(default_factory=list)
     delay: float = 0.0
@@ -316,6 +318,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         body = self._read_body()
         stub.requests.append((path, body if body is not None else {}))
+        stub.headers.append({k.lower(): v for k, v in self.headers.items()})
         if stub.delay > 0:
             time.sleep(stub.delay)
         try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +64,25 @@ HOP_BY_HOP = frozenset(
         "content-length",
     }
 )
+# who is asking, as Open WebUI says it with ENABLE_FORWARD_USER_INFO_HEADERS: read by the
+# proxy (a person's vault), not sent to the model's provider unless keep_user_headers
+IDENTITY_HEADERS = frozenset(
+    {
+        "x-openwebui-user-name",
+        "x-openwebui-user-id",
+        "x-openwebui-user-email",
+        "x-openwebui-user-role",
+        "x-openwebui-user-jwt",
+        "x-openwebui-auth-type",
+    }
+)
+OPEN_WEBUI_HEADERS = "x-openwebui-"  # its session's headers (chat and message ids): never sent
+# the upstream's own, set again by the server that answers the client (else sent twice)
+SET_AGAIN = frozenset({"date", "server"})
+NO_CHAT_ID = (
+    "off; no chat id: send X-Smart-Context-Chat (or metadata.chat_id); from Open WebUI, set "
+    "ENABLE_FORWARD_USER_INFO_HEADERS=true"
+)
 MAX_BODY_BYTES = 64 * 1024 * 1024  # a 10,000-message history with its tools is about 5 MB
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 CLIENT_GONE = "The client closed the stream before the reply ended."
@@ -77,13 +96,16 @@ class ProxyOptions:
     """``upstream``: the base URL the client would otherwise use (``https://api.openai.com/v1``);
     ``chat_headers``: more headers that name a chat; ``prefix_chats``: guess a chat from its
     first message when none is named, ``user_chats``: take the body's ``user`` as a chat (both
-    opt-in: see docs/proxy.md); ``timeout``: seconds the upstream may stay silent."""
+    opt-in: see docs/proxy.md); ``timeout``: seconds the upstream may stay silent;
+    ``keep_user_headers``: send Open WebUI's headers naming the user on to the upstream (by
+    default they are read, and dropped)."""
 
     upstream: str
     chat_headers: Sequence[str] = ()
     prefix_chats: bool = False
     timeout: float = 600.0
     user_chats: bool = False
+    keep_user_headers: bool = False
 
 
 class Proxy:
@@ -104,6 +126,24 @@ class Proxy:
         # next turn waits for it, so it finds that reply in the chat
         self._turns: dict[tuple[int, str], asyncio.Future[None]] = {}
         self._storing: set[asyncio.Task[None]] = set()  # held: the loop keeps tasks weakly
+        self._warned: set[str] = set()
+
+    def forwarded(self, headers: Sequence[tuple[str, str]], *, ours: bool) -> dict[str, str]:
+        """A request's headers for the upstream (:func:`forwarded_headers`), without those the
+        proxy read a chat or a person from."""
+        private = {h.lower() for h in self.options.chat_headers}
+        person = getattr(self.vaults, "user_header", None)
+        if isinstance(person, str) and not self.options.keep_user_headers:
+            private.add(person.lower())
+        return forwarded_headers(
+            headers, ours=ours, keep_user=self.options.keep_user_headers, private=private
+        )
+
+    def warn_once(self, text: str) -> None:
+        """Log ``text`` as a warning, the first time only."""
+        if text not in self._warned:
+            self._warned.add(text)
+            log.warning(text)
 
     def url(self, path: str, query: str) -> str:
         """Where a request for ``path`` goes: ``/v1/...`` under the upstream's base URL, any
@@ -169,14 +209,26 @@ def _proxy(request: Request) -> Proxy:
     return proxy
 
 
-def forwarded_headers(headers: Sequence[tuple[str, str]], *, ours: bool) -> dict[str, str]:
+def forwarded_headers(
+    headers: Sequence[tuple[str, str]],
+    *,
+    ours: bool,
+    keep_user: bool = False,
+    private: Collection[str] = (),
+) -> dict[str, str]:
     """The request's headers for the upstream (``ours``: without the chat-naming and task
-    headers meant for the proxy, and asking for an uncompressed reply it can read)."""
+    headers meant for the proxy, and asking for an uncompressed reply it can read). Never
+    Open WebUI's session headers (its chat and message ids) or ``private`` ones (the headers
+    the proxy reads a chat or a person from, lower case); the user's name, id, e-mail and role
+    only with ``keep_user``."""
     out: dict[str, str] = {}
     for name, value in headers:
         key = name.lower()
-        if key in HOP_BY_HOP or (
-            ours and (key.startswith("x-smart-context") or key == "accept-encoding")
+        if (
+            key in HOP_BY_HOP
+            or key in private
+            or (ours and (key.startswith("x-smart-context") or key == "accept-encoding"))
+            or (key.startswith(OPEN_WEBUI_HEADERS) and not (keep_user and key in IDENTITY_HEADERS))
         ):
             continue
         out[key] = value
@@ -191,7 +243,9 @@ def returned_headers(headers: httpx.Headers, note: str, *, decoded: bool = False
     out = {
         k: v
         for k, v in headers.items()
-        if k.lower() not in HOP_BY_HOP and not (decoded and k.lower() == "content-encoding")
+        if k.lower() not in HOP_BY_HOP
+        and k.lower() not in SET_AGAIN
+        and not (decoded and k.lower() == "content-encoding")
     }
     out[HEADER] = note
     return out
@@ -220,11 +274,13 @@ async def chat_completions(request: Request) -> Response:
     if chat is None and proxy.options.prefix_chats:
         chat = prefix_chat(parts)
     if chat is None:
-        return await _pass(
-            request,
-            raw,
-            "off; no chat id: send X-Smart-Context-Chat (or X-OpenWebUI-Chat-Id, metadata.chat_id)",
+        proxy.warn_once(
+            "A chat request came with no chat id, so it went upstream as it came: not shaped, "
+            "not stored. Name each chat with the X-Smart-Context-Chat header (or "
+            "metadata.chat_id); Open WebUI sends its chat id only when it runs with "
+            "ENABLE_FORWARD_USER_INFO_HEADERS=true."
         )
+        return await _pass(request, raw, NO_CHAT_ID)
     future: asyncio.Future[None] | None = None
     try:
         vault = await proxy.vaults.of(headers)
@@ -240,7 +296,7 @@ async def chat_completions(request: Request) -> Response:
         if future is not None:
             future.set_result(None)  # nothing of this turn will be stored
         return await _pass(request, raw, header_safe(f"off; failed: {type(exc).__name__}: {exc}"))
-    headers = forwarded_headers(request.headers.items(), ours=True)
+    headers = proxy.forwarded(request.headers.items(), ours=True)
     headers["content-type"] = "application/json"
     url = proxy.url(request.url.path, request.url.query)
     return await _send_turn(_Route(proxy, vault.relay, turn, url, headers, future), content)
@@ -449,14 +505,18 @@ async def _pass(request: Request, raw: bytes, note: str | None) -> Response:
     upstream = proxy.client.build_request(
         request.method,
         proxy.url(request.url.path, request.url.query),
-        headers=forwarded_headers(request.headers.items(), ours=False),
+        headers=proxy.forwarded(request.headers.items(), ours=False),
         content=raw,
     )
     try:
         response = await proxy.client.send(upstream, stream=True)
     except httpx.HTTPError as exc:
         return _unreached(exc, note)
-    headers = {k: v for k, v in response.headers.items() if k.lower() not in HOP_BY_HOP}
+    headers = {
+        k: v
+        for k, v in response.headers.items()
+        if k.lower() not in HOP_BY_HOP and k.lower() not in SET_AGAIN
+    }
     if note is not None:
         headers[HEADER] = note
     return StreamingResponse(_raw(response), status_code=response.status_code, headers=headers)

@@ -60,6 +60,7 @@ def proxy(
     timeout: float = 600.0,
     team: Team | None = None,
     user_chats: bool = False,
+    keep_user_headers: bool = False,
 ) -> None:
     """Serve the proxy for ``vault`` (or a ``team``'s vaults) until interrupted; a
     :class:`ServeError` says why not."""
@@ -71,7 +72,9 @@ def proxy(
     from smart_context_hosts.proxy.vaults import People, read_key_owners
     from smart_context_hosts.sidecar.runtime import Sidecar
 
-    options = ProxyOptions(upstream, chat_headers, prefix_chats, timeout, user_chats)
+    options = ProxyOptions(
+        upstream, chat_headers, prefix_chats, timeout, user_chats, keep_user_headers
+    )
     if team is None:
         folder = resolve_vault(vault)
         app = create_app(Sidecar(folder), options, allow_remote=allow_remote)
@@ -136,6 +139,12 @@ def add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=float, default=600.0, help="seconds the upstream may stay silent (600)"
     )
     parser.add_argument(
+        "--keep-user-headers",
+        action="store_true",
+        help="send Open WebUI's headers naming the user (name, id, e-mail, role) on to the "
+        "upstream; by default the proxy reads them and drops them",
+    )
+    parser.add_argument(
         "--vaults",
         type=Path,
         metavar="DIR",
@@ -167,5 +176,6 @@ def run_proxy(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             team=Team(args.vaults, args.user_header, args.key_owners) if args.vaults else None,
             user_chats=args.user_chats,
+            keep_user_headers=args.keep_user_headers,
         ),
     )

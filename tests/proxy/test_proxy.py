@@ -259,15 +259,70 @@ async def test_the_clients_tools_and_tool_calls_pass_through_untouched(running: 
 
 
 async def test_without_a_chat_id_the_request_passes_untouched_and_says_why(
-    running: Running,
+    running: Running, caplog: pytest.LogCaptureFixture
 ) -> None:
     messages = [SYSTEM, {"role": "user", "content": "hi"}]
-    raw = await running.client.chat.completions.with_raw_response.create(
-        model="stub-chat", messages=messages
-    )  # type: ignore[arg-type]
-    assert note_of(raw.headers).startswith("off; no chat id")  # type: ignore[union-attr]
+    for _ in range(2):
+        raw = await running.client.chat.completions.with_raw_response.create(
+            model="stub-chat", messages=messages
+        )  # type: ignore[arg-type]
+        note = note_of(raw.headers)
+        assert note is not None and note.startswith("off; no chat id")
+        assert "ENABLE_FORWARD_USER_INFO_HEADERS=true" in note  # Open WebUI's switch, named
+        # the upstream's date and server are the proxy's own: each said once
+        assert len(raw.headers.get_list("date")) == 1
+        assert len(raw.headers.get_list("server")) <= 1
     assert running.chat_bodies()[-1]["messages"] == messages
     assert not list((running.vault / ".memory").glob("*.json"))
+    said = [r for r in caplog.records if "came with no chat id" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelname == "WARNING"  # once, not on every request
+
+
+OPEN_WEBUI_HEADERS = {
+    "X-OpenWebUI-User-Name": "Ana Lima",
+    "X-OpenWebUI-User-Id": "5f0c-user",
+    "X-OpenWebUI-User-Email": "ana@example.org",
+    "X-OpenWebUI-User-Role": "admin",
+    "X-OpenWebUI-Chat-Id": "owui-chat-1",
+    "X-OpenWebUI-Message-Id": "owui-message-1",
+}
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["dropped", "kept"])
+async def test_who_is_asking_stays_here_unless_the_proxy_is_told_to_send_it(
+    vault: Path, openai_server: OpenAIStub, keep: bool
+) -> None:
+    """Open WebUI's ENABLE_FORWARD_USER_INFO_HEADERS names each user to the proxy; the model's
+    provider gets none of it (with --keep-user-headers: the user's, never the chat's ids), on
+    a chat turn and on a request that passes untouched; the chat id names the vault chat."""
+    options = ProxyOptions(openai_server.base_url, chat_headers=("X-Conv",), keep_user_headers=keep)
+    app = create_app(Sidecar(vault), options)
+    async with live_server(app) as url:
+        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=openai_server.api_key)
+        headers = {**OPEN_WEBUI_HEADERS, "X-Conv": "named-too", "X-Other": "kept"}
+        del headers["X-OpenWebUI-Chat-Id"]
+        await client.chat.completions.create(
+            model="stub-chat",
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={**OPEN_WEBUI_HEADERS, "X-Other": "kept"},
+        )
+        await client.models.list(extra_headers=headers)
+        await app.state.proxy.settle()
+        await client.close()
+    assert chat_on_disk(vault, "owui-chat-1")["messages"][0]["content"] == "hi"
+    user = {"x-openwebui-user-name", "x-openwebui-user-id"}
+    user |= {"x-openwebui-user-email", "x-openwebui-user-role"}
+    relayed = [
+        seen
+        for (path, _), seen in zip(openai_server.requests, openai_server.headers, strict=True)
+        if path != "/v1/embeddings"  # the plugin's own requests
+    ]
+    assert len(relayed) == 2
+    for seen in relayed:
+        assert seen["x-other"] == "kept"
+        assert "x-openwebui-chat-id" not in seen and "x-openwebui-message-id" not in seen
+        assert "x-conv" not in seen
+        assert (user <= set(seen)) if keep else not (user & set(seen))
 
 
 async def test_a_chat_is_named_by_any_of_its_sources(running: Running) -> None:
