@@ -54,7 +54,8 @@ def test_context_shows_what_would_be_sent_and_why(
     assert "mode filtered" in out and "Python Asyncio" in out
     lines = {line.split()[1]: line for line in out.splitlines() if line[:2] in ("+ ", "- ")}
     assert lines["m0"].startswith("+") and lines["m6"].startswith("+")
-    assert lines["m4"].startswith("-") and lines["m8"].startswith("-")
+    assert lines["m4"].startswith("-") and lines["m5"].startswith("-")
+    assert lines["m8"].startswith("+") and lines["m9"].startswith("+")  # the last turn goes
     assert lines["m2"].startswith("+") and "sticky" in lines["m2"]
     assert read_chat(cli_vault, "c1").get("smart_context") is None  # inspecting changes nothing
 

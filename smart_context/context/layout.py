@@ -56,7 +56,7 @@ FIRST_RUN = 10.0
 RUN_MEMORY = 0.3  # a new sitting's weight in the running mean
 # the most budget a chat may leave unspent and spend later, in turns of the budget: a chat's
 # bill over any long stretch of it stays within the budget a turn
-CREDIT_TURNS = 20
+CREDIT_TURNS = 8
 MIN_RELEVANCE = 1e-6
 REPLY_RESERVE = 4096  # of a known window, left for the reply
 RECALLED_TITLE = "Earlier messages of this conversation, recalled for the user's message"
@@ -253,8 +253,11 @@ def decide(
         reason = OVER
     if reason is not None:  # the tools are chosen again
         tools = tuple(parts.tools)
-    # made again with a cold cache: the whole history unless cutting it pays
-    if reason == OVER or (reason is not None and _pays(cache, size, 0, high, run, limits, True)):
+    # made again with a cold cache: the whole history, unless the sitting it starts would pass
+    # the high mark (a cut is free now, dear later) and cutting pays
+    due = size + (run - 1) * int(tokens[-2:].sum()) > high
+    cold_cut = due and _pays(cache, size, 0, high, run, limits, True)
+    if reason == OVER or (reason is not None and cold_cut):
         summary_room = int(limits.summary_share * limits.budget) if spans else 0
         base = costs.tools(tools) + costs.system(parts.stable) + chosen_cost + message_cost
         room = int(limits.low_mark * high) - base - summary_room - recall_room

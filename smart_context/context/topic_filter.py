@@ -23,6 +23,8 @@ from smart_context.messages import History, Message, pick, select
 from smart_context.record import FALLBACK, FILTERED, FULL, ContextRecord, Kept
 from smart_context.turns import closure
 
+LAST_TURN = 2  # the history's last messages a filter always keeps: the turn just before
+
 
 class Picked(Sequence[Any]):
     """The messages a filter kept, made into a list only when read whole: a budget after the
@@ -185,6 +187,7 @@ def decide(
     for sid in sticky_ids:
         if (at := find_id(sid)) is not None:
             keep[at] = True
+    keep[-LAST_TURN:] = True  # the turn the user's message follows, whatever its topic
     # a kept question brings its answer and an answer its question: the turns still alternate
     if positions is None:
         keep = closure(history.codes, keep, history.roles)

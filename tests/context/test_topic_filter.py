@@ -80,11 +80,12 @@ def test_search_disabled_passes_full_history_even_with_topics() -> None:
 
 def test_filter_keeps_messages_at_or_above_threshold() -> None:
     d = decide(HISTORY, [], ["Python Async"], scores(0.8, 0.4, 0.1, 0.0, 0.2, 0.39), 0.4)
-    assert ids(d.history) == ["m0", "m1"]
+    # and the last turn, whatever its topic: the user's message follows it
+    assert ids(d.history) == ["m0", "m1", "m4", "m5"]
     assert d.record["mode"] == "filtered"
-    assert d.record["scores"] == {"m0": 0.8, "m1": 0.4}
+    assert d.record["scores"] == {"m0": 0.8, "m1": 0.4, "m4": 0.2, "m5": 0.39}
     assert d.record["active_topics"] == ["Python Async"]
-    assert included_ids(d.record, ids(HISTORY)) == ["m0", "m1"]
+    assert included_ids(d.record, ids(HISTORY)) == ["m0", "m1", "m4", "m5"]
 
 
 def test_fallback_when_nothing_clears_threshold() -> None:
@@ -124,7 +125,17 @@ def test_unhashable_ids_do_not_break_the_rule() -> None:
         {"id": ["z"], "role": "user", "content": "c"},
     ]
     d = decide(odd, [], ["T"], scores(0.1, 0.1, 0.9), 0.4)
-    assert [m["content"] for m in d.history] == ["c"] and d.record["mode"] == "filtered"
+    # the last turn (b, c) brings b's question
+    assert [m["content"] for m in d.history] == ["a", "b", "c"] and d.record["mode"] == "filtered"
+
+
+def test_the_last_turn_goes_whatever_its_topic() -> None:
+    """The settings say the last two messages always go: under a click too (a reply to "and
+    the second one?" needs the turn before it)."""
+    d = decide(HISTORY, [], ["Python"], scores(0.9, 0.1, 0.1, 0.1, 0.0, 0.0), 0.4)
+    assert ids(d.history)[-2:] == ["m4", "m5"] and "m2" not in ids(d.history)
+    one = decide(HISTORY[:1], [], ["Paris"], scores(0.0), 0.4)
+    assert ids(one.history) == ["m0"] and one.record["mode"] == "fallback"
 
 
 def test_duplicate_ids_are_sent_once() -> None:
@@ -132,7 +143,7 @@ def test_duplicate_ids_are_sent_once() -> None:
     d = decide(doubled, [HISTORY[0]], [], None, 0.4)
     assert ids(d.history) == ids(HISTORY)
     f = decide(doubled, [], ["Python"], scores(0.9, 0, 0, 0, 0, 0, 0.9), 0.4)
-    assert ids(f.history) == ["m0", "m1"]  # and the question brings its answer
+    assert ids(f.history) == ["m0", "m1", "m4", "m5"]  # the question brings its answer
 
 
 def test_record_stays_small_by_listing_the_shorter_side() -> None:
@@ -159,9 +170,9 @@ def test_empty_history() -> None:
 def test_a_click_that_keeps_questions_sends_their_answers_so_turns_alternate() -> None:
     # the topic is close to the two questions only; sent alone they were two user turns in a row
     d = decide(HISTORY, [], ["Python"], scores(0.9, 0.1, 0.8, 0.1, 0.1, 0.1), 0.4)
-    assert ids(d.history) == ["m0", "m1", "m2", "m3"]
+    assert ids(d.history) == ["m0", "m1", "m2", "m3", "m4", "m5"]
     roles = [m["role"] for m in d.history]
-    assert roles == ["user", "assistant", "user", "assistant"]
+    assert roles == ["user", "assistant"] * 3
 
 
 def test_what_a_filter_keeps_is_read_by_position_until_it_is_read_whole() -> None:
