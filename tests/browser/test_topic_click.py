@@ -7,6 +7,7 @@ Debian's headless Chromium.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -127,3 +128,37 @@ def test_two_pages_on_one_chat_stay_in_step(
         expect(bubble(second, label)).to_have_attribute("aria-pressed", "true")
         first.close()  # before the server stops, so their event streams are not cut under them
         second.close()
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_walk() -> tuple[str, str, int, int]:
+    """What the README's first walk names: the chat, the bubble of step 2 and its count."""
+    text = README.read_text(encoding="utf-8")
+    chat = re.search(r"\*\*Open a chat\.\*\* Click \*([^*]+)\*", text)
+    step = re.search(
+        r"\*\*Click a bubble\*\*, for example \*([^*]+)\*.*?\(\"(\d+) of (\d+) ", text, re.S
+    )
+    assert chat and step, "the README's walk no longer names a chat, a bubble and a count"
+    return chat.group(1), step.group(1), int(step.group(2)), int(step.group(3))
+
+
+def test_the_readmes_walk_names_what_the_example_vault_gives(
+    example_site: str, open_page: OpenPage
+) -> None:
+    """A newcomer follows the README's walk: the chat it names is listed, the bubble it names
+    is drawn, and a click on it says the count the README says."""
+    chat, label, kept, total = readme_walk()
+    page = open_page(example_site)
+    page.get_by_role("link", name=re.compile(re.escape(chat))).click()
+    wait_messages(page, total)
+    bubbles = page.locator("#smart-context-panel [data-topic]")
+    expect(bubbles.first).to_be_visible(timeout=COLD)
+    wait_settled(page)
+    labels = [bubbles.nth(i).get_attribute("data-topic") for i in range(bubbles.count())]
+    assert label in labels, f"the README names {label!r}; the example chat's bubbles: {labels}"
+    bubble(page, label).click()
+    wait_settled(page)
+    said = in_context_status(page)
+    assert said == (kept, total), f"the README says {kept} of {total}; the page says {said}"

@@ -49,18 +49,23 @@ async def running(
         await client.close()
 
 
-def window(conversation: list[dict[str, str]], summary: bool) -> list[dict[str, str]]:
-    """What the client sends of its conversation: its last ten messages, or a summary of the
-    rest and its last four."""
-    if not summary or len(conversation) <= 4:
-        return conversation[-10:]
-    said = {"role": "user", "content": f"[Summary of {len(conversation) - 4} earlier messages]"}
-    return [said, *conversation[-4:]]
+def window(conversation: list[dict[str, str]], shape: str) -> list[dict[str, str]]:
+    """What the client sends: its system prompt and its last ten messages; or a summary of the
+    rest as a message and its last four; or, as Open WebUI 0.12's context compaction does
+    (utils/context_compaction.py), the summary appended to the system prompt under
+    ``[CONVERSATION SUMMARY]`` and its last four."""
+    if shape == "last-ten" or len(conversation) <= 4:
+        return [SYSTEM, *conversation[-10:]]
+    said = f"[Summary of {len(conversation) - 4} earlier messages]"
+    if shape == "summary-message":
+        return [SYSTEM, {"role": "user", "content": said}, *conversation[-4:]]
+    system = {"role": "system", "content": f"{SYSTEM['content']}\n[CONVERSATION SUMMARY]\n{said}"}
+    return [system, *conversation[-4:]]
 
 
-@pytest.mark.parametrize("summary", [False, True], ids=["last-ten", "compacted"])
+@pytest.mark.parametrize("shape", ["last-ten", "summary-message", "open-webui-compaction"])
 async def test_a_client_that_trims_its_history_keeps_the_whole_chat_and_gets_it_back(
-    running: tuple[openai.AsyncOpenAI, Proxy], vault: Path, openai_server: OpenAIStub, summary: bool
+    running: tuple[openai.AsyncOpenAI, Proxy], vault: Path, openai_server: OpenAIStub, shape: str
 ) -> None:
     client, proxy = running
     conversation: list[dict[str, str]] = []
@@ -69,7 +74,7 @@ async def test_a_client_that_trims_its_history_keeps_the_whole_chat_and_gets_it_
         asked = {"role": "user", "content": question}
         reply = await client.chat.completions.create(
             model="stub-chat",
-            messages=[SYSTEM, *window(conversation, summary), asked],  # type: ignore[list-item]
+            messages=[*window(conversation, shape), asked],  # type: ignore[list-item]
             extra_headers={"X-Smart-Context-Chat": "climbing"},
         )
         conversation += [asked, {"role": "assistant", "content": reply.choices[0].message.content}]
@@ -80,6 +85,6 @@ async def test_a_client_that_trims_its_history_keeps_the_whole_chat_and_gets_it_
     ]  # nothing erased, and the client's summary is not a message of the chat
     bodies: list[dict[str, Any]] = [b for p, b in openai_server.requests if "chat" in p]
     last = bodies[-1]["messages"]
-    assert last[0] == SYSTEM
+    assert last[0] == window(conversation[:-2], shape)[0]  # the client's system prompt, as sent
     assert any(FACT in str(m.get("content")) for m in last)  # what the client dropped, back
-    assert not any("[Summary of" in str(m.get("content")) for m in last)
+    assert not any("[Summary of" in str(m.get("content")) for m in last[1:])
