@@ -62,6 +62,6 @@ def check_topics(view: ChatView, chat_id: ChatId, topics: Sequence[str]) -> None
     if labels:
         known = f"Its topics: {listing([repr(label) for label in labels])}."
     else:
-        known = f"It has no topics yet: smart-context topics VAULT {chat_id} extracts them."
+        known = f"It has no topics yet: smart-context topics VAULT {chat_id} --save maps it."
     names = ", ".join(map(repr, unknown))
     raise SmartContextError(f"chat {chat_id} has no topic {names}. {known}")

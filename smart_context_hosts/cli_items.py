@@ -10,6 +10,8 @@ from typing import Any, TextIO
 
 from smart_context.paths import ChatId
 from smart_context.shorten import shorten
+from smart_context_hosts.cli_checks import check_chat
+from smart_context_hosts.cli_reports import check_vault_folder
 from smart_context_hosts.cli_services import running_services
 
 PREVIEW = 60
@@ -22,6 +24,9 @@ async def show_items(
     each); with ``query``, what agent selection adds, within that chat's settings."""
     from smart_context.commands import items as commands
 
+    if chat_id is not None:
+        check_vault_folder(vault)
+        check_chat(vault, chat_id)  # a mistyped id is refused, as by context and topics
     async with running_services(vault, list_tools=True) as services:
         result = await commands.list_items(services, chat_id)
         if query is not None:

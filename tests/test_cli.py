@@ -159,7 +159,13 @@ def test_an_unknown_topic_is_refused_naming_the_chats_topics(
     assert "messages in context" not in captured.out
     write_chat(cli_vault, "fresh", make_messages(TEXTS))
     assert main(["context", str(cli_vault), "fresh", "--topics", "Nonexistent"]) == 2
-    assert "It has no topics yet: smart-context topics VAULT fresh" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "It has no topics yet: smart-context topics VAULT fresh --save maps it." in said
+    # the advice works: once mapped and saved, the error names the chat's topics instead
+    assert main(["topics", str(cli_vault), "fresh", "--save"]) == 0
+    capsys.readouterr()
+    assert main(["context", str(cli_vault), "fresh", "--topics", "Nonexistent"]) == 2
+    assert "Its topics: " in capsys.readouterr().err
 
 
 def test_bad_setting_is_reported_by_key(
@@ -208,6 +214,10 @@ def test_context_with_a_message_shows_its_rules_references_and_tools(
     listing = capsys.readouterr().out
     assert "* grams" in listing and "* starter" not in listing
     assert main(["items", str(cli_vault), "--chat", "../../etc"]) == 2
+    capsys.readouterr()
+    # a chat the vault does not have is refused, as context and topics refuse it
+    assert main(["items", str(cli_vault), "--chat", "no-such-chat"]) == 2
+    assert "has no chat no-such-chat. Its chats: c1" in capsys.readouterr().err
 
 
 def test_context_json_sends_what_the_sidecar_would_and_no_stored_notices(

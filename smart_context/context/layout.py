@@ -245,7 +245,9 @@ def decide(
     new = int(tokens[-2:].sum()) + chosen_cost + message_cost + recall_room
     # a sitting that has lasted longer than the chat's mean is likely to last longer still
     run = max(old.run, old.turns) if old is not None else FIRST_RUN
-    credit = old.credit if old is not None else 0.0
+    # what the chat left unspent keeps its history whole; once it has been cut, only what it
+    # overspent still counts (a cut chat's sittings each keep to the budget)
+    credit = 0.0 if old is None else old.credit if old.start_id is None else min(old.credit, 0.0)
     high = high_mark(cache, limits.budget, limits.window, new, run, credit)
     fixed = costs.tools(tools) + costs.system(stable) + chosen_cost + message_cost + recall_room
     size = fixed + int(tokens[start:].sum())

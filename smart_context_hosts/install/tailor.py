@@ -263,6 +263,11 @@ def _toml_lines(report: InstallReport, config: Path) -> list[str]:
 def run_install(vault: Path, force: bool, tailor_dir: Path | None, out: TextIO) -> int:
     """The command: install, then say what changed and which Python needs our package.
     Refusals and failures raise :class:`InstallError` (the command line prints it, exit 2)."""
+    if tailor_dir is not None and not tailor_dir.expanduser().is_dir():
+        raise InstallError(  # before the vault is touched: a mistyped path changes nothing
+            f"--tailor {tailor_dir}: no such folder. Name your Tailor checkout (the folder "
+            "you run `pixi run dev` in), or leave --tailor out."
+        )
     report = install(vault, force)
     for line in describe(report, vault):
         print(line, file=out)

@@ -244,10 +244,22 @@ async def _open_when_started(server: uvicorn.Server, url: str) -> None:
     await asyncio.to_thread(webbrowser.open, url)
 
 
+def port_number(text: str) -> int:
+    """A ``--port`` value: 0 (any free port) to 65535, else the command refuses it (a port out
+    of range was taken modulo 65536 by the socket: 99999 listened on 34463)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: 0 (any free one) to 65535")
+    return port
+
+
 def add_address_arguments(parser: argparse.ArgumentParser, port: int, what: str) -> None:
     """``--host``, ``--port`` and ``--allow-remote``, for a command serving ``what``."""
     parser.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=port, help=f"port ({port}; 0 = any)")
+    parser.add_argument("--port", type=port_number, default=port, help=f"port ({port}; 0 = any)")
     parser.add_argument(
         "--allow-remote",
         action="store_true",

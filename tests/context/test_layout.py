@@ -218,11 +218,17 @@ async def test_a_chat_that_spent_little_keeps_its_history_whole_where_a_new_one_
         assert record["layout"]["credit"] == round(frames.get("long").credit)
     assert record["layout"]["kept_messages"] < 299  # sittings this short: the write is dear
     frame = frames.get("long")
-    frames.put("long", replace(frame, credit=20 * 4000.0))  # a chat that spent little so far
+    # a cut chat's sittings keep to the budget, whatever it saved before
+    frames.put("long", replace(frame, credit=8 * 4000.0))
+    clock.now += 3600
+    ctx = await turn(running, chat[:-1], chat[-1]["content"], "gpt-5")
+    assert ctx.metadata["smart_context"]["layout"]["kept_messages"] < 299
+    # a chat still whole that spent little so far spends what it saved rather than cut
+    frames.put("long", replace(frame, start_id=None, credit=8 * 4000.0))
     clock.now += 3600
     ctx = await turn(running, chat[:-1], chat[-1]["content"], "gpt-5")
     assert ctx.metadata["smart_context"]["layout"]["kept_messages"] == 299
-    assert ctx.metadata["smart_context"]["layout"]["credit"] < 20 * 4000
+    assert ctx.metadata["smart_context"]["layout"]["credit"] < 8 * 4000
 
 
 def test_the_recalled_part_takes_the_best_hits_before_the_cut_alone_within_its_room() -> None:

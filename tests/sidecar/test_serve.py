@@ -45,6 +45,18 @@ def test_arguments_and_defaults() -> None:
     assert args.vault == Path("some/vault") and args.allow_remote and args.open_browser
 
 
+@pytest.mark.parametrize("port", ["99999", "-1", "65536", "http"])
+def test_a_port_out_of_range_is_refused_not_taken_modulo(
+    port: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--port 99999`` listened on 34463 (the socket keeps 16 bits) without a word."""
+    with pytest.raises(SystemExit) as exit_:
+        parse("--port", port)
+    assert exit_.value.code == 2
+    assert "port" in capsys.readouterr().err
+    assert parse("--port", "65535").port == 65535 and parse("--port", "0").port == 0
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
 def test_loopback_needs_no_flag(host: str) -> None:
     check_bind_host(host, allow_remote=False)

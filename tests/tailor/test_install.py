@@ -168,6 +168,16 @@ def test_tailor_option_names_the_checkouts_exact_python(
     )
 
 
+def test_a_tailor_folder_that_is_not_there_is_refused_before_the_vault_is_touched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vault = make_vault(tmp_path)
+    before = sorted(p.relative_to(vault) for p in vault.rglob("*"))
+    assert run(vault, "--tailor", str(tmp_path / "no" / "such" / "dir")) == 2
+    assert "no such folder" in capsys.readouterr().err
+    assert sorted(p.relative_to(vault) for p in vault.rglob("*")) == before
+
+
 COMMENTED = """# My vault. Edited by hand; keep my notes.
 name = "Notes"   # shown in the title bar
 
