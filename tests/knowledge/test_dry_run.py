@@ -26,7 +26,7 @@ def stub_vault(vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.Monke
     write_settings(
         vault,
         '[plugins.smart_context]\nembedder = "host"\ntopic_extractor = "offline"\n'
-        "budget_tokens = 3000\nprompt_cache = \"none\"\n"
+        'budget_tokens = 3000\nprompt_cache = "none"\n'
         + llm_table(
             openai_server.base_url, "STUB_KEY", chat="gpt-4o-mini", embedding="stub-embedding"
         ),
