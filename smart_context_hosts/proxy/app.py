@@ -40,7 +40,7 @@ from smart_context_hosts.proxy.identity import (
 from smart_context_hosts.proxy.note import header_safe
 from smart_context_hosts.proxy.own_tools import StreamFilter, requested, run_calls
 from smart_context_hosts.proxy.relay import Relay, Turn
-from smart_context_hosts.proxy.replies import Answer, StreamReader, whole_reply
+from smart_context_hosts.proxy.replies import Answer, StreamReader, error_said, whole_reply
 from smart_context_hosts.proxy.turns_api import ROUTES as TURN_ROUTES
 from smart_context_hosts.proxy.vaults import OneVault, Vaults
 from smart_context_hosts.sidecar.guard import LocalGuard
@@ -352,7 +352,7 @@ async def _send_turn(route: _Route, content: bytes) -> Response:
         route.store(Answer(), f"The model server did not answer: {exc!r}")
         return _unreached(exc, note)
     if response.status_code >= 400:
-        route.store(Answer(), f"The model server answered {response.status_code}: {data[:300]!r}")
+        route.store(Answer(), error_said(response.status_code, data))
     else:
         route.store(whole_reply(data), None)
     return Response(
@@ -472,7 +472,7 @@ async def _relay_stream(route: _Route, response: httpx.Response) -> AsyncIterato
             response = await route.send(body)
             if response.status_code >= 400:
                 data = await _whole(response)
-                error = f"The model server answered {response.status_code}: {data[:300]!r}"
+                error = error_said(response.status_code, data)
                 yield _stream_error(error)  # not read as the reply: the turn ends in error
                 return
         error = None

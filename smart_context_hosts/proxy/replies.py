@@ -104,6 +104,28 @@ class StreamReader:
                     slot["function"][key] += function[key]
 
 
+def error_said(status: int, body: bytes, limit: int = 300) -> str:
+    """What an upstream's error answer says, for the chat's stored error: its message in
+    OpenAI's error shape (``{"error": {"message": ...}}``), else its text, on one line and at
+    most ``limit`` characters."""
+    text = body[: 64 * 1024].decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    error = data.get("error") if isinstance(data, dict) else None
+    said = error.get("message") if isinstance(error, dict) else error
+    if not isinstance(said, str) or not said.strip():
+        said = text
+    said = " ".join(said.split())
+    said = said if len(said) <= limit else said[: limit - 1] + "…"
+    return (
+        f"The model server answered {status}: {said}"
+        if said
+        else (f"The model server answered {status}.")
+    )
+
+
 def whole_reply(body: bytes) -> Answer:
     """The answer of a reply that came whole (``stream`` false)."""
     answer = Answer()

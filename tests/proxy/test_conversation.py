@@ -10,7 +10,7 @@ from smart_context.paths import check_chat_id
 from smart_context_hosts.proxy.conversation import merge, paired_tools, split, wire_form
 from smart_context_hosts.proxy.identity import background_task, prefix_chat, which_chat
 from smart_context_hosts.proxy.note import summary
-from smart_context_hosts.proxy.replies import StreamReader, whole_reply
+from smart_context_hosts.proxy.replies import StreamReader, error_said, whole_reply
 
 NOW = "2026-11-26T09:00:00.000+00:00"
 
@@ -277,3 +277,14 @@ def test_the_header_shows_the_estimated_cache_and_the_bill_beside_the_plain_clie
     hostile = record | {"cache": {"kind": "openai\r\nX-Evil: 1", "read": "\n"}}
     assert summary(hostile) == "sent 8,458 of 18,957 tokens; filter: Kyoto"
     assert all(summary(r).isascii() for r in (record, lost, uncached, hostile))
+
+
+def test_an_upstream_error_is_stored_in_words() -> None:
+    said = b'{"error": {"message": "Rate limit   reached.", "type": "requests"}}'
+    assert error_said(429, said) == "The model server answered 429: Rate limit reached."
+    assert error_said(502, b"<html>Bad   gateway</html>") == (
+        "The model server answered 502: <html>Bad gateway</html>"
+    )
+    assert error_said(500, b"") == "The model server answered 500."
+    assert error_said(500, b"\xff\xfe" * 400).endswith("…")  # not UTF-8, long: replaced, cut
+    assert error_said(400, b'{"error": "bad model"}') == "The model server answered 400: bad model"

@@ -177,12 +177,18 @@ async def test_upstream_errors_reach_the_client_with_their_status_and_body(
     with pytest.raises(openai.RateLimitError) as limited:
         await turn(running, [], "hello")
     assert limited.value.status_code == 429 and "Rate limit reached" in str(limited.value)
+    await running_settle(running)
+    stored = chat_on_disk(running.vault, "trip")["messages"]
+    # what the server said, in words: not a Python bytes literal
+    assert stored[-1]["error"] == "The model server answered 429: Rate limit reached for requests."
     running.stub.fail_next.append(500)
     with pytest.raises(openai.InternalServerError):
         await turn(running, [], "hello", stream=True)
     await running_settle(running)
     stored = chat_on_disk(running.vault, "trip")["messages"]
-    assert stored[-1]["error"].startswith("The model server answered 500")
+    assert stored[-1]["error"] == (
+        "The model server answered 500: The server had an error processing your request."
+    )
     # the client tries again: the same message, stored once, and the error dropped
     reply, _ = await turn(running, [], "hello")
     await running_settle(running)
