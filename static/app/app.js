@@ -232,18 +232,45 @@ async function previewContext(opener) {
 
 // ---- scrolling ---------------------------------------------------------------------------------
 
+// Messages off screen are laid out at an estimated height (content-visibility in app.css), so
+// the list grows as the ones near the end are drawn: a chat scrolled to its end once stopped
+// short of it. Until the user scrolls, the view stays at the end while the list grows.
+let pinnedToEnd = false;
+new ResizeObserver(() => {
+  if (pinnedToEnd) ui.scroller.scrollTop = ui.scroller.scrollHeight;
+}).observe(ui.messages);
+for (const name of ["wheel", "touchstart", "pointerdown", "keydown"]) {
+  ui.scroller.addEventListener(name, () => { pinnedToEnd = false; }, { passive: true });
+}
+
 function nearBottom() {
   const s = ui.scroller;
   return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
 }
 
 function scrollToBottom(force = false) {
+  if (force) pinnedToEnd = true;
   if (force || nearBottom()) ui.scroller.scrollTop = ui.scroller.scrollHeight;
+}
+
+/** After a bubble click: when no message in context is in view, the latest one is brought in. */
+function showInContext() {
+  const kept = ui.messages.querySelectorAll(".msg[data-in-context]");
+  if (!kept.length) return;
+  const view = ui.scroller.getBoundingClientRect();
+  const seen = [...kept].some((el) => {
+    const box = el.getBoundingClientRect();
+    return box.bottom > view.top && box.top < view.bottom;
+  });
+  if (seen) return;
+  pinnedToEnd = false;
+  kept[kept.length - 1].scrollIntoView({ block: "center" });
 }
 
 function jumpTo(id) {
   const el = list.element(id);
   if (!el) return;
+  pinnedToEnd = false;
   el.scrollIntoView({ block: "center" });
   el.setAttribute("tabindex", "-1");
   el.focus({ preventScroll: true });
@@ -355,6 +382,7 @@ function applyFilter(detail) {
   const start = performance.now();
   list.setHighlight(ids);
   performance.measure("sc:highlight", { start }); // how long the DOM work took (benchmarks)
+  if (ids && ids.size) showInContext();
   // a click that kept nothing, or that the embedding model could not score, says why
   const unfiltered = detail.mode === "fallback" || detail.mode === "full";
   const note = unfiltered && typeof detail.note === "string" ? detail.note : "";

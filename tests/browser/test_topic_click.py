@@ -152,6 +152,8 @@ def test_the_readmes_walk_names_what_the_example_vault_gives(
     chat, label, kept, total = readme_walk()
     page = open_page(example_site)
     page.get_by_role("link", name=re.compile(re.escape(chat))).click()
+    # the first open maps the chat: the panel says so, not "after the first replies"
+    expect(page.locator("#sc-empty")).to_contain_text("Mapping this chat's topics", timeout=SLOW)
     wait_messages(page, total)
     bubbles = page.locator("#smart-context-panel [data-topic]")
     expect(bubbles.first).to_be_visible(timeout=COLD)
@@ -162,3 +164,52 @@ def test_the_readmes_walk_names_what_the_example_vault_gives(
     wait_settled(page)
     said = in_context_status(page)
     assert said == (kept, total), f"the README says {kept} of {total}; the page says {said}"
+
+
+AT_END = """() => {
+  const s = document.getElementById("message-scroller");
+  return s.scrollHeight - s.scrollTop - s.clientHeight;
+}"""
+IN_VIEW = """() => {
+  const view = document.getElementById("message-scroller").getBoundingClientRect();
+  return [...document.querySelectorAll("#messages .msg[data-in-context]")].filter((el) => {
+    const box = el.getBoundingClientRect();
+    return box.bottom > view.top && box.top < view.bottom;
+  }).length;
+}"""
+
+
+def test_a_chat_opens_at_its_newest_message_and_a_click_shows_what_it_keeps(
+    example_site: str, open_page: OpenPage
+) -> None:
+    """Messages off screen are laid out at an estimated height: scrolled to the end once, a
+    68-message chat stopped 528 px short of it, and a switch kept the old chat's place; a
+    bubble click dimmed every message in view while the kept ones were further up."""
+    page = open_page(f"{example_site}/?chat=weekend-project")
+    wait_messages(page, 68)
+    page.wait_for_timeout(800)  # the messages near the end are drawn at their real height
+    assert page.evaluate(AT_END) < 2
+    page.mouse.move(400, 300)
+    page.mouse.wheel(0, -2500)  # the user reads further up
+    page.wait_for_timeout(300)
+    assert page.evaluate(AT_END) > 500
+    page.get_by_role("link", name=re.compile("Japan")).click()
+    page.wait_for_function("() => document.body.dataset.chatId === 'japan-trip'")
+    page.wait_for_timeout(800)
+    assert page.evaluate(AT_END) < 2  # another chat opens at its end, not at the old place
+    page.get_by_role("link", name=re.compile("lenswatch")).click()
+    wait_messages(page, 68)
+    bubbles = page.locator("#smart-context-panel [data-topic]")
+    expect(bubbles.first).to_be_visible(timeout=COLD)
+    wait_settled(page)
+    page.wait_for_timeout(500)
+    assert page.evaluate(AT_END) < 2
+    for k in range(bubbles.count()):  # a topic whose messages are not all at the end
+        label = bubbles.nth(k).get_attribute("data-topic")
+        assert label
+        bubble(page, label).click()
+        wait_settled(page)
+        page.wait_for_timeout(300)
+        assert page.evaluate(IN_VIEW) > 0, f"{label!r}: no message in context is in view"
+        bubble(page, label).click()
+        wait_settled(page)

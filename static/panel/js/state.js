@@ -11,6 +11,7 @@ class PanelState {
     this.topics = []; // regular topics, [{label, count}], largest first
     this.stickyCount = 0;
     this.totalMessages = 0;
+    this.extracting = false; // the host is mapping the chat's topics (get_topics said so)
     this.activeTopics = []; // as confirmed by the host
     this.includedIds = [];
     this.mode = ""; // "full", "filtered" or "fallback", as the host last said
@@ -103,6 +104,8 @@ class PanelState {
     );
     this.topics = regular;
     this.stickyCount = sticky;
+    // a topics_updated event is the pass done: it says nothing of extracting
+    this.extracting = result.extracting === true && !regular.length;
     if (result.total_messages !== undefined) this.totalMessages = count(result.total_messages);
   }
 
@@ -137,6 +140,7 @@ class PanelState {
     this.topics = [];
     this.stickyCount = 0;
     this.totalMessages = 0;
+    this.extracting = false;
     this.activeTopics = [];
     this.includedIds = [];
     this.mode = "";

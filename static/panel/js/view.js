@@ -48,6 +48,7 @@ const hintText = (state, current) => {
 const emptyText = (state, current) => {
   if (current === "no-chat") return "Open a chat to see its topics.";
   if (current === "empty") {
+    if (state.extracting) return "Mapping this chat's topics…";
     return state.totalMessages
       ? "Topics appear after the first replies."
       : "Topics appear after the first replies. Start the conversation!";
