@@ -27,9 +27,21 @@ from pathlib import Path
 from playwright.sync_api import Page, expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAT = "Weekend project: lenswatch"  # the example chat with the most subjects
 SLOW = 120_000  # ms: the first open maps the chat with the local model
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run"]
+
+
+def readme_walk(readme: Path = ROOT / "README.md") -> tuple[str, str, int, int]:
+    """What the README's first walk names: the chat of step 1, the bubble of step 2 and the
+    count it says ("16 of 68"). tests/browser/test_topic_click.py checks them on the page."""
+    text = readme.read_text(encoding="utf-8")
+    chat = re.search(r"\*\*Open a chat\.\*\* Click \*([^*]+)\*", text)
+    step = re.search(
+        r"\*\*Click a bubble\*\*, for example \*([^*]+)\*.*?\(\"(\d+) of (\d+) ", text, re.S
+    )
+    if not chat or not step:
+        raise ValueError("the README's walk no longer names a chat, a bubble and a count")
+    return chat.group(1), step.group(1), int(step.group(2)), int(step.group(3))
 
 
 @contextmanager
@@ -55,16 +67,18 @@ def serving(home: Path) -> Iterator[str]:
 
 def walk(page: Page, url: str, out: Path) -> None:
     """The README's five steps, each checked on the page."""
+    chat, label, kept, total = readme_walk()
     page.goto(url)
     # 1. Open a chat: its bubbles appear in the Smart Context panel.
-    page.get_by_role("link", name=re.compile(CHAT)).click()
-    bubbles = page.locator("#smart-context-panel [data-topic]")
-    expect(bubbles.first).to_be_visible(timeout=SLOW)
-    # 2. Click a bubble: the status line says how many messages go, and they are highlighted.
-    bubbles.first.click()
-    expect(bubbles.first).to_have_attribute("aria-pressed", "true")
+    page.get_by_role("link", name=re.compile(re.escape(chat))).click()
+    bubble = page.locator(f'#smart-context-panel [data-topic="{label}"]')
+    expect(bubble).to_be_visible(timeout=SLOW)
+    # 2. Click the bubble the README names: the status line says the count it says, and the
+    # messages are highlighted.
+    bubble.click()
+    expect(bubble).to_have_attribute("aria-pressed", "true")
     status = page.locator("#sc-status")
-    expect(status).to_have_text(re.compile(r"\d+ of \d+ messages in context"), timeout=SLOW)
+    expect(status).to_have_text(f"{kept} of {total} messages in context", timeout=SLOW)
     expect(page.locator("#messages [data-in-context]").first).to_be_visible(timeout=SLOW)
     page.wait_for_timeout(500)  # let the bubble cloud finish its transition
     out.parent.mkdir(parents=True, exist_ok=True)

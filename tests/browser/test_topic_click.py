@@ -7,6 +7,7 @@ Debian's headless Chromium.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 from collections.abc import Callable, Iterator
@@ -130,18 +131,17 @@ def test_two_pages_on_one_chat_stay_in_step(
         second.close()
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.py"
 
 
 def readme_walk() -> tuple[str, str, int, int]:
-    """What the README's first walk names: the chat, the bubble of step 2 and its count."""
-    text = README.read_text(encoding="utf-8")
-    chat = re.search(r"\*\*Open a chat\.\*\* Click \*([^*]+)\*", text)
-    step = re.search(
-        r"\*\*Click a bubble\*\*, for example \*([^*]+)\*.*?\(\"(\d+) of (\d+) ", text, re.S
-    )
-    assert chat and step, "the README's walk no longer names a chat, a bubble and a count"
-    return chat.group(1), step.group(1), int(step.group(2)), int(step.group(3))
+    """What the README's walk names, read as docs/screenshot.py (which walks it) reads it."""
+    spec = importlib.util.spec_from_file_location("screenshot", SCREENSHOT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    walk: tuple[str, str, int, int] = module.readme_walk()
+    return walk
 
 
 def test_the_readmes_walk_names_what_the_example_vault_gives(
