@@ -6,7 +6,8 @@ untouched, its key and all. The response says what happened in ``X-Smart-Context
 sent of how much (``sent 1,204 of 18,930 tokens; filter: Sourdough``), or ``off`` and why the
 request went as it came (no chat id, a client's background task, a failure of ours).
 
-A stream passes through as it arrives, read on the side for the reply to store. An upstream
+A stream passes through as it arrives, read on the side for the reply to store (and the answer
+to Open WebUI's title call, for the vault chat's title: :mod:`.titles`). An upstream
 error, timeout or 429 reaches the client with its status and body. An upstream that cannot be
 reached at all is a 502 in OpenAI's error shape.
 """
@@ -16,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from smart_context.paths import chat_file, check_chat_id
 from smart_context_hosts.proxy.body import read_body
 from smart_context_hosts.proxy.conversation import split
 from smart_context_hosts.proxy.identity import (
@@ -41,6 +44,7 @@ from smart_context_hosts.proxy.note import header_safe
 from smart_context_hosts.proxy.own_tools import StreamFilter, requested, run_calls
 from smart_context_hosts.proxy.relay import Relay, Turn
 from smart_context_hosts.proxy.replies import Answer, StreamReader, error_said, whole_reply
+from smart_context_hosts.proxy.titles import MAX_ANSWER_BYTES, asks_title, title_in, titled
 from smart_context_hosts.proxy.turns_api import ROUTES as TURN_ROUTES
 from smart_context_hosts.proxy.vaults import OneVault, Vaults
 from smart_context_hosts.sidecar.guard import LocalGuard
@@ -139,6 +143,23 @@ class Proxy:
             headers, ours=ours, keep_user=self.options.keep_user_headers, private=private
         )
 
+    def keep(self, work: Callable[[bytes], Awaitable[None]]) -> Callable[[bytes], None]:
+        """``work`` as a callback that runs it in the background, held until done (a failure
+        is logged: it is ours, the client has its answer)."""
+
+        def start(data: bytes) -> None:
+            task = asyncio.ensure_future(work(data))
+            self._storing.add(task)
+
+            def done(_: asyncio.Future[None]) -> None:
+                self._storing.discard(task)
+                if not task.cancelled() and task.exception() is not None:
+                    log.warning("Work on an answer failed.", exc_info=task.exception())
+
+            task.add_done_callback(done)
+
+        return start
+
     def warn_once(self, text: str) -> None:
         """Log ``text`` as a warning, the first time only."""
         if text not in self._warned:
@@ -157,11 +178,14 @@ class Proxy:
         return f"{target}?{query}" if query else target
 
     async def settle(self) -> None:
-        """Wait until every reply received is stored."""
+        """Wait until every reply received is stored, and what was read on the side of a
+        passing answer (a title) is taken."""
         while pending := [f for f in self._turns.values() if not f.done()]:
             await asyncio.wait(pending, timeout=STALE_TURN_SECONDS)
             if any(not f.done() for f in pending):
-                return  # a turn whose response never started: nothing of it will come
+                break  # a turn whose response never started: nothing of it will come
+        if self._storing:
+            await asyncio.wait(list(self._storing), timeout=STALE_TURN_SECONDS)
 
     async def before_turn(self, relay: Relay, chat_id: str) -> asyncio.Future[None]:
         """Wait for the chat's turn under way, if any, to be stored; then this one is under
@@ -202,6 +226,20 @@ class Proxy:
             await relay.finish(turn, answer, error)
         except Exception:  # the client has its reply; only our copy of it is missing
             log.exception("Chat %s: the reply could not be stored.", turn.chat.chat_id)
+
+
+async def _take_title(
+    proxy: Proxy, headers: Mapping[str, str], chat_id: str, answer: bytes
+) -> None:
+    """Give the vault chat ``chat_id`` the title in ``answer`` (Open WebUI's title call), when
+    the chat is there and was not renamed (:mod:`.titles`)."""
+    title = title_in(answer)
+    vault = await proxy.vaults.of(headers) if title else None
+    if title is None or vault is None or isinstance(vault, str):
+        return
+    sidecar = vault.relay.sidecar
+    if chat_file(sidecar.vault, check_chat_id(chat_id)).exists():
+        await sidecar.host.memory.update_chat(chat_id, titled(title))
 
 
 def _proxy(request: Request) -> Proxy:
@@ -266,7 +304,10 @@ async def chat_completions(request: Request) -> Response:
         return await _pass(request, raw, "off; the body is not a JSON object")
     task = background_task(headers, body)
     if task is not None:
-        return await _pass(request, raw, header_safe(f"off; {task}"))
+        titles = None  # Open WebUI's title for the chat, taken for the vault chat
+        if named is not None and asks_title(body):
+            titles = partial(_take_title, proxy, headers, named.chat_id)
+        return await _pass(request, raw, header_safe(f"off; {task}"), titles)
     parts = split(body.get("messages"))
     if parts is None:
         return await _pass(request, raw, "off; no user message with text")
@@ -499,13 +540,22 @@ async def passthrough(request: Request) -> Response:
     return await _pass(request, raw, None)
 
 
-async def _pass(request: Request, raw: bytes, note: str | None) -> Response:
-    """``raw`` to the upstream as the client sent it; the answer streamed back as it comes."""
+async def _pass(
+    request: Request,
+    raw: bytes,
+    note: str | None,
+    seen: Callable[[bytes], Awaitable[None]] | None = None,
+) -> Response:
+    """``raw`` to the upstream as the client sent it; the answer streamed back as it comes
+    (``seen``: given the whole answer after, when it succeeded, asked uncompressed)."""
     proxy = _proxy(request)
+    headers = proxy.forwarded(request.headers.items(), ours=False)
+    if seen is not None:
+        headers["accept-encoding"] = "identity"  # read on the side as it passes
     upstream = proxy.client.build_request(
         request.method,
         proxy.url(request.url.path, request.url.query),
-        headers=proxy.forwarded(request.headers.items(), ours=False),
+        headers=headers,
         content=raw,
     )
     try:
@@ -519,13 +569,25 @@ async def _pass(request: Request, raw: bytes, note: str | None) -> Response:
     }
     if note is not None:
         headers[HEADER] = note
-    return StreamingResponse(_raw(response), status_code=response.status_code, headers=headers)
+    if response.status_code != 200:
+        seen = None
+    pieces = _raw(response, None if seen is None else proxy.keep(seen))
+    return StreamingResponse(pieces, status_code=response.status_code, headers=headers)
 
 
-async def _raw(response: httpx.Response) -> AsyncIterator[bytes]:
+async def _raw(
+    response: httpx.Response, seen: Callable[[bytes], None] | None = None
+) -> AsyncIterator[bytes]:
+    """The upstream's answer as it comes; ``seen`` is given it whole (up to
+    :data:`~smart_context_hosts.proxy.titles.MAX_ANSWER_BYTES`) once it has all passed."""
+    kept = bytearray()
     try:
         async for piece in response.aiter_raw():
+            if seen is not None and len(kept) < MAX_ANSWER_BYTES:
+                kept += piece
             yield piece
+        if seen is not None:
+            seen(bytes(kept))
     except httpx.HTTPError as exc:
         log.warning("The upstream's answer broke off: %s", exc)
     finally:

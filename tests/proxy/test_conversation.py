@@ -288,3 +288,22 @@ def test_an_upstream_error_is_stored_in_words() -> None:
     assert error_said(500, b"") == "The model server answered 500."
     assert error_said(500, b"\xff\xfe" * 400).endswith("…")  # not UTF-8, long: replaced, cut
     assert error_said(400, b'{"error": "bad model"}') == "The model server answered 400: bad model"
+
+
+def test_a_title_is_read_from_the_answer_to_open_webuis_title_call() -> None:
+    from smart_context_hosts.proxy.titles import asks_title, title_in
+
+    def answer(content: object) -> bytes:
+        return json.dumps({"choices": [{"message": {"content": content}}]}).encode()
+
+    assert title_in(answer('{ "title": "Stock Trends" }')) == "Stock Trends"
+    assert title_in(answer('Sure! {"title": "  \\"Remote  Work\\" "}')) == "Remote Work"
+    for bad in ("no title", '{"title": 3}', '{"name": "x"}', None, '{"title": "   "}'):
+        assert title_in(answer(bad)) is None
+    assert title_in(b"not json") is None and title_in(b'{"choices": []}') is None
+    assert len(title_in(answer(json.dumps({"title": "word " * 100}))) or "") <= 80
+    task = "### Task:\nGenerate a concise title summarizing the chat history."
+    assert asks_title({"messages": [{"role": "user", "content": task}]})
+    tags = "### Task:\nGenerate 1-3 broad tags categorizing the main themes"
+    assert not asks_title({"messages": [{"role": "user", "content": tags}]})
+    assert not asks_title({"messages": [{"role": "user", "content": "A title for my essay?"}]})

@@ -374,6 +374,56 @@ async def test_open_webui_background_tasks_pass_through_and_are_never_stored(
     assert not (running.vault / ".memory" / "owui-1.json").exists()
 
 
+TITLE_TASK = (
+    "### Task:\nGenerate a concise title summarizing the chat history.\n### Output:\n"
+    'JSON format: { "title": "your concise title here" }\n<chat_history>...</chat_history>'
+)
+
+
+async def test_open_webui_names_the_vault_chat_unless_the_user_renamed_it(
+    running: Running,
+) -> None:
+    """Open WebUI's title call (its 0.12 template) passes untouched; its answer names the
+    vault chat, as it names Open WebUI's own."""
+    owui = {"X-OpenWebUI-Chat-Id": "owui-2"}
+    await running.client.chat.completions.create(
+        model="stub-chat",
+        messages=[{"role": "user", "content": "Which crampons fit my winter boots?"}],
+        extra_headers=owui,
+    )
+    await running_settle(running)
+    stored = chat_on_disk(running.vault, "owui-2")
+    assert stored["title"] == "Which crampons fit my winter boots?"  # from its first message
+    for answer, title in [
+        ('```json\n{ "title": "Crampons for Winter Boots" }\n```', "Crampons for Winter Boots"),
+        ("no JSON at all", "Crampons for Winter Boots"),  # nothing to take: it stays
+    ]:
+        running.stub.chat_replies.append(answer)
+        reply = await running.client.chat.completions.create(
+            model="stub-chat",
+            messages=[{"role": "user", "content": TITLE_TASK}],
+            stream=False,
+            extra_headers=owui,
+        )
+        assert reply.choices[0].message.content == answer  # untouched
+        await running_settle(running)
+        assert chat_on_disk(running.vault, "owui-2")["title"] == title
+    # a chat the user renamed keeps its name; a chat the vault does not have is not made
+    path = running.vault / ".memory" / "owui-2.json"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "title": "Mine"}))
+    for chat in ("owui-2", "owui-unknown"):
+        running.stub.chat_replies.append('{"title": "Something Else"}')
+        await running.client.chat.completions.create(
+            model="stub-chat",
+            messages=[{"role": "user", "content": TITLE_TASK}],
+            extra_headers={"X-OpenWebUI-Chat-Id": chat},
+        )
+    await running_settle(running)
+    assert chat_on_disk(running.vault, "owui-2")["title"] == "Mine"
+    assert not (running.vault / ".memory" / "owui-unknown.json").exists()
+
+
 async def test_when_smart_context_fails_the_original_request_goes_and_says_so(
     running: Running,
 ) -> None:
