@@ -102,7 +102,10 @@ def test_bubble_filters_and_highlights_then_state_survives_reload(
     assert len(marked) == n
     sourdough = set(site["ids"]["Sourdough Baking"])
     assert "m00" in marked, "the sticky instruction is always in context"
-    assert set(marked) - {"m00"} <= sourdough, f"off-topic messages highlighted: {marked}"
+    last_turn = {"m29", "m30"}  # the turn the next message follows goes whatever its topic
+    assert last_turn <= set(marked)
+    off_topic = set(marked) - {"m00"} - last_turn
+    assert off_topic <= sourdough, f"off-topic messages highlighted: {marked}"
     assert len(set(marked) & sourdough) >= 5
     # The highlight is the server's decision, not the page's guess.
     server_ids = api(
