@@ -1,5 +1,9 @@
 """Smart Context in a real Open WebUI, both ways: Open WebUI's OpenAI connection pointed at
-``smart-context proxy``, and our Filter function installed through Open WebUI's API.
+``smart-context proxy``, and our Filter function installed through Open WebUI's API. One test
+drives Open WebUI's API with whole conversations (an older client's shape); the other plays
+Open WebUI 0.12's own page (tests/proxy/open_webui_page.py: one request per turn, a socket
+session, the history loaded from Open WebUI's database) with its context compaction on, the
+users' identity forwarded, and the filter made global, with no per-chat switch.
 
 Opt-in: Open WebUI is a large install (``pip install open-webui`` in a venv of its own). Set
 ``SMART_CONTEXT_OPEN_WEBUI`` to its ``open-webui`` executable, or have one on the PATH; without
@@ -223,6 +227,138 @@ def test_open_webui_through_the_proxy_and_with_the_filter(tmp_path: Path) -> Non
             assert [m["content"] for m in kept["messages"]] == [
                 asked[1]["content"],
                 replied[-1]["content"],
+            ]
+            assert kept["messages"][-1]["smart_context"]["usage"]["sent_tokens"] > 0
+    stub_server.shutdown()
+
+
+PAGE = Path(__file__).resolve().parent / "open_webui_page.py"
+
+
+def open_webui_python() -> str:
+    """The Python Open WebUI runs in (its script's ``#!`` line): the page driver needs its
+    ``socketio``."""
+    assert OPEN_WEBUI
+    first = Path(OPEN_WEBUI).read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
+    return first[2:].strip() if first.startswith("#!") else sys.executable
+
+
+def play_page(webui: str, texts: list[str]) -> dict[str, Any]:
+    """Send ``texts`` as Open WebUI 0.12's page does (tests/proxy/open_webui_page.py)."""
+    done = subprocess.run(
+        [open_webui_python(), str(PAGE), webui, "stub-chat", *texts],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    played: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return played
+
+
+def test_the_012_page_through_the_proxy_with_compaction_and_the_filter_without_a_switch(
+    tmp_path: Path,
+) -> None:
+    """Open WebUI 0.12 as people run it: its page's requests (one per turn, a socket session,
+    the history loaded from its database), its context compaction on, the user's identity
+    forwarded to the proxy; then the filter made global, with no per-chat switch."""
+    assert OPEN_WEBUI
+    stub_server = _Server()
+    threading.Thread(target=stub_server.serve_forever, daemon=True).start()
+    stub = stub_server.stub
+    proxied, filtered = tmp_path / "proxied", tmp_path / "filtered"
+    for vault in (proxied, filtered):
+        vault.mkdir()
+        (vault / ".vault.toml").write_text(SETTINGS, encoding="utf-8")
+    cli = [sys.executable, "-m", "smart_context_hosts.cli"]
+    with (
+        running([*cli, "proxy", str(proxied), "--upstream", stub.base_url, "--port", "0"]) as proxy,
+        running([*cli, "serve", str(filtered), "--port", "0"]) as serve,
+    ):
+        proxy_url = address_of(proxy, r"client at (http://127\.0\.0\.1:\d+)/v1")
+        serve_url = address_of(serve, r"Open (http://127\.0\.0\.1:\d+)/").rstrip("/")
+        port = 19000 + os.getpid() % 1000
+        env = {
+            **os.environ,
+            "OFFLINE_MODE": "true",
+            "HF_HUB_OFFLINE": "1",
+            "WEBUI_AUTH": "False",
+            "RAG_EMBEDDING_ENGINE": "openai",
+            "ENABLE_OLLAMA_API": "false",
+            "OPENAI_API_BASE_URL": f"{proxy_url}/v1",
+            "OPENAI_API_KEY": stub.api_key,
+            "ENABLE_FORWARD_USER_INFO_HEADERS": "true",
+            # compaction after a few turns: the request then holds its last messages only
+            "ENABLE_CONTEXT_COMPACTION": "true",
+            "CONTEXT_COMPACTION_TOKEN_THRESHOLD": "60",
+            "DATA_DIR": str(tmp_path / "open-webui"),
+            "WEBUI_SECRET_KEY": uuid.uuid4().hex,
+        }
+        serve_webui = [OPEN_WEBUI, "serve", "--host", "127.0.0.1", "--port", str(port)]
+        with running(serve_webui, env, cwd=tmp_path):
+            webui = f"http://127.0.0.1:{port}"
+            wait_until_up(f"{webui}/health", 180)
+            token = call(webui, "/api/v1/auths/signin", {"email": "", "password": ""})["token"]
+            texts = [
+                "My locker code at the climbing gym is 4417.",
+                *(
+                    f"Question {k}: which grade should I try next on the slab wall?"
+                    for k in range(5)
+                ),
+            ]
+            played = play_page(webui, texts)
+            assert [m["content"] for m in played["messages"][::2]] == texts
+            summaries = [
+                b for _, b in stub.requests if "Summarize the conversation history" in json.dumps(b)
+            ]
+            assert summaries, "Open WebUI never compacted the chat"
+            # the vault chat holds every message, in Open WebUI's order: nothing erased
+            stored = chat_on_disk(proxied, played["chat_id"])["messages"]
+            assert [(m["role"], m["content"]) for m in stored] == [
+                (m["role"], m["content"]) for m in played["messages"]
+            ]
+            turns = [
+                b for p, b in stub.requests if p.endswith("/chat/completions") and b.get("stream")
+            ]
+            assert len(turns) == len(texts)
+            # after compaction the client sent a summary and its last messages; the proxy gave
+            # the first turn back, as a message of the chat (not only inside the summary)
+            last = turns[-1]["messages"]
+            assert any("[CONVERSATION SUMMARY]" in str(m["content"]) for m in last[:1])
+            assert any(m["role"] != "system" and "4417" in str(m["content"]) for m in last)
+            # the model's provider never learns who asked, nor Open WebUI's ids
+            assert not [h for seen in stub.headers for h in seen if h.startswith("x-openwebui-")]
+
+            # the filter, made global: it runs on a new chat with no switch turned on
+            made = call(
+                webui,
+                "/api/v1/functions/create",
+                {
+                    "id": "smart_context",
+                    "name": "Smart Context",
+                    "content": FILTER.read_text(encoding="utf-8"),
+                    "meta": {"description": "x"},
+                },
+                token,
+            )
+            assert made["type"] == "filter"
+            assert call(webui, "/api/v1/functions/id/smart_context/toggle", None, token)[
+                "is_active"
+            ]
+            assert call(webui, "/api/v1/functions/id/smart_context/toggle/global", None, token)[
+                "is_global"
+            ]
+            call(
+                webui,
+                "/api/v1/functions/id/smart_context/valves/update",
+                {"url": serve_url, "timeout": 10, "priority": 0},
+                token,
+            )
+            other = play_page(webui, ["How do I feed a sourdough starter?"])
+            kept = chat_on_disk(filtered, other["chat_id"])
+            assert [m["content"] for m in kept["messages"]] == [
+                m["content"] for m in other["messages"]
             ]
             assert kept["messages"][-1]["smart_context"]["usage"]["sent_tokens"] > 0
     stub_server.shutdown()
