@@ -16,7 +16,8 @@ beside it), with the real local model and the real plugin:
    all bubbles of one subject never keeps less than one; whether labels fit their members, by
    words and by meaning (closer to the bubble's label than to any other bubble's);
 5. the same map from fresh vectors and from vectors read back from the int8 cache;
-6. standing-instruction detection on ``benchmarks/data/instructions.json`` and in the chats.
+6. standing-instruction detection on ``benchmarks/data/instructions.json``, on its held-out
+   part ``instructions_heldout.json`` (other phrasings, never tuned on) and in the chats.
 
 Targets: recall >= 0.90, precision >= 0.80, no fallback, bubbles within +-1 of the
 subjects, the union property, the same map twice, instruction precision and recall >= 0.90.
@@ -257,10 +258,18 @@ async def stability(chats: list[dict[str, Any]]) -> None:
 
 
 def instructions(chats: list[dict[str, Any]]) -> None:
-    items = json.loads((DATA / "instructions.json").read_text(encoding="utf-8"))
-    found = [is_instruction(i["text"], "user") for i in items]
-    truth = [bool(i["instruction"]) for i in items]
-    report("instruction detection, single messages", found, truth)
+    for name, file in [
+        ("single messages", "instructions.json"),
+        (
+            "single messages held out (other phrasings: a dash before the question, 'please' after "
+            "the verb, lower case; never tuned on)",
+            "instructions_heldout.json",
+        ),
+    ]:
+        items = json.loads((DATA / file).read_text(encoding="utf-8"))
+        found = [is_instruction(i["text"], "user") for i in items]
+        truth = [bool(i["instruction"]) for i in items]
+        report(f"instruction detection, {name}", found, truth)
     found, truth = [], []
     for chat in chats:
         for m in chat["messages"]:

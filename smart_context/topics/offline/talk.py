@@ -96,7 +96,7 @@ _BEHAVIOUR = re.compile(
     r"use|let's keep|max(?:imum)? \w+ (?:sentences?|lines?|words?|paragraphs?) per)\b"
 )
 _NOT_BEHAVIOUR = re.compile(
-    r"^(?:don't worry|dont worry|do not worry|never mind|stop[,.!]|stop$|don't know|"
+    r"^(?:don't worry|dont worry|do not worry|never mind|stop\s*[-\u2013\u2014,.!]|stop$|don't know|"
     r"always (?:a|the)\b|never (?:again|heard)|"
     r"use (?:it|this|that|these|those|the (?:code|function|snippet))\b)"
 )
@@ -134,7 +134,9 @@ _WEAK_STANDING = re.compile(r"\b(?:in everything|for everything|everything you|t
 
 # A message that asks something and says how to answer from now on ("Please keep answers short.
 # What's a good first houseplant?"): short, in sentences, the wish first or last.
-_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+# (a dash between the wish and the question parts them too: "keep answers short - what's a good
+# first houseplant?"; a comma does not: "the office is closed from now on, how do I...")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\s+[-\u2013\u2014]+\s+")
 _MIXED_WORDS = 40
 _THIS_ANSWER = re.compile(r"\b(?:it|this)\b")  # "keep it short": the answer asked for now
 # Beside a question or a task, a wish holds beyond it only when it says so: answers in the

@@ -312,3 +312,21 @@ def test_the_whole_message_rule_reads_text_as_the_product_does() -> None:
     assert is_whole_instruction("Don’t use emojis!")  # noqa: RUF001 (a phone's apostrophe)
     mixed = "Please keep answers short. What's a good first houseplant?"
     assert not is_whole_instruction(mixed) and is_instruction(mixed)  # said beside a question
+
+
+@pytest.mark.parametrize(
+    ("text", "standing"),
+    [
+        ("keep answers short - what is a good first houseplant?", True),
+        ("Reply in German from now on — what time is it in Tokyo?", True),
+        ("no emojis please – how do I reset my router?", True),
+        ("keep it short - what is an API?", False),  # this answer only
+        ("Short answer please - is 7 a prime?", False),
+        ("metric or imperial - which does the UK use on road signs?", False),
+        ("Stop - that's wrong, the meeting is on Friday.", False),
+        ("The office is closed from now on, how do I set an auto-reply?", False),
+    ],
+)
+def test_a_wish_said_before_a_question_after_a_dash(text: str, standing: bool) -> None:
+    """A dash between a standing wish and the question parts them, as a full stop does."""
+    assert is_instruction(text) is standing
