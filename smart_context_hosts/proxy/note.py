@@ -6,7 +6,9 @@ sent it)::
 
     sent 8,458 of 18,957 tokens; cached ~7,900 (est.); bill 1,400 vs plain 2,800 (saved 50%)
 
-It is written before the reply, so the cached figure is our estimate; the server's own count
+(``sent ~8,458 of ~18,957 tokens (est.)`` where the model's tokens are estimated: the estimate
+is calibrated by the server's counts as replies come, so it may move between turns.) It is
+written before the reply, so the cached figure is our estimate; the server's own count
 reaches the stored record (``smart-context stats``, the panel). Then the topics filtering the
 request. Header-safe: printable ASCII, the labels percent-encoded beyond it.
 """
@@ -28,8 +30,11 @@ def summary(record: Mapping[str, Any]) -> str:
     if not isinstance(usage, Mapping):
         usage = {}
     sent, full = usage.get("sent_tokens"), usage.get("full_tokens")
+    # a model without an offline tokenizer is counted by an estimate, calibrated by the
+    # server's own counts as replies come: its figures may move between turns, so they say so
+    about = "~" if usage.get("counted_with") == "estimate" else ""
     text = (
-        f"sent {sent:,} of {full:,} tokens"
+        f"sent {about}{sent:,} of {about}{full:,} tokens" + (" (est.)" if about else "")
         if isinstance(sent, int) and isinstance(full, int)
         else f"mode {record.get('mode')}"
     )

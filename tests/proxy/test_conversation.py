@@ -248,6 +248,15 @@ def test_the_summary_header_can_carry_no_label_an_attacker_wrote() -> None:
     assert summary({"mode": "full", "usage": "not a dict"}) == "mode full"
 
 
+def test_an_estimated_count_says_so_in_the_header() -> None:
+    """A model without an offline tokenizer is counted by an estimate that the server's counts
+    calibrate: "of M" then moved down while the chat grew (15,855 -> 15,020)."""
+    usage = {"sent_tokens": 1204, "full_tokens": 15020, "counted_with": "estimate"}
+    assert summary({"usage": usage}) == "sent ~1,204 of ~15,020 tokens (est.)"
+    exact = usage | {"counted_with": "o200k_base"}
+    assert summary({"usage": exact}) == "sent 1,204 of 15,020 tokens"
+
+
 CACHE = {
     "kind": "openai",
     "read": 0.1,
