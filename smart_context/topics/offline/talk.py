@@ -96,7 +96,8 @@ _BEHAVIOUR = re.compile(
     r"use|let's keep|max(?:imum)? \w+ (?:sentences?|lines?|words?|paragraphs?) per)\b"
 )
 _NOT_BEHAVIOUR = re.compile(
-    r"^(?:don't worry|dont worry|do not worry|never mind|stop\s*[-\u2013\u2014,.!]|stop$|don't know|"
+    r"^(?:don't worry|dont worry|do not worry|never mind|stop\s*[-\u2013\u2014,.!]|stop$|"
+    r"don't know|"
     r"always (?:a|the)\b|never (?:again|heard)|"
     r"use (?:it|this|that|these|those|the (?:code|function|snippet))\b)"
 )

@@ -319,7 +319,7 @@ def test_the_whole_message_rule_reads_text_as_the_product_does() -> None:
     [
         ("keep answers short - what is a good first houseplant?", True),
         ("Reply in German from now on — what time is it in Tokyo?", True),
-        ("no emojis please – how do I reset my router?", True),
+        ("no emojis please \u2013 how do I reset my router?", True),  # an en dash
         ("keep it short - what is an API?", False),  # this answer only
         ("Short answer please - is 7 a prime?", False),
         ("metric or imperial - which does the UK use on road signs?", False),
