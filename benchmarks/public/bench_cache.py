@@ -587,9 +587,25 @@ async def run(
     return await through_proxy(config, chat, limit, settle_every, base)
 
 
+def curve(shares: Sequence[float]) -> list[str]:
+    """The local server's configuration once per ``recall_share``: what it prefills against the
+    evidence it keeps as the recalled part grows."""
+    local = CONFIGS["local"]
+    for share in shares:
+        key = f"local@{share}"
+        CONFIGS[key] = replace(
+            local,
+            key=key,
+            name=f"local, recall_share {share}",
+            settings={**local.settings, "recall_share": share},
+        )
+    return [f"local@{share}" for share in shares]
+
+
 async def main(source: Snapshot, args: argparse.Namespace) -> None:
     chats = load(source, args.part)[: args.chats]
-    configs = usable(args.configs, dict(args.setting))
+    keys = curve(args.curve) if args.curve else args.configs
+    configs = usable(keys, dict(args.setting))
     start = time.perf_counter()
     print(
         f"machine: {platform.machine()}, Python {platform.python_version()}; REALTALK replayed "
@@ -669,6 +685,12 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=None, help="only each chat's first N turns")
     parser.add_argument("--settle-every", type=int, default=1, metavar="K")
     parser.add_argument("--joined", action="store_true", help="the chats as one conversation")
+    parser.add_argument(
+        "--curve",
+        type=lambda text: [float(v) for v in text.split(",") if v.strip()],
+        metavar="S1,S2,...",
+        help="instead of --configs: the local server at each recall_share (prefill vs recall)",
+    )
     parser.add_argument(
         "--setting",
         type=_setting,
