@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from topic_runs import click, start, turns
 
+from smart_context.context.topic_filter import LAST_TURN
 from smart_context.embeddings.local import shared_local_model
 from smart_context.paths import check_chat_id
 from smart_context.services import Services
@@ -119,9 +120,10 @@ async def evaluate(chats: list[dict[str, Any]]) -> None:
                 await services.chats.load(cid)
                 truth_of = {m["id"]: m["subject"] for m in chat["messages"]}
                 sticky = {i for t in maps[cid] if t.get("sticky") for i in t["message_ids"]}
+                last_turn = {m["id"] for m in chat["messages"][-LAST_TURN:]}  # always sent
                 for topic in (t for t in maps[cid] if not t.get("sticky")):
                     subject = subject_of(topic, truth_of)
-                    truth = {i for i, s in truth_of.items() if s == subject}
+                    truth = {i for i, s in truth_of.items() if s == subject} - last_turn
                     kept, mode = await click(services, cid, [topic["label"]])
                     tallies[name].add(kept - sticky, truth, mode == "fallback")
                     if VERBOSE and members:

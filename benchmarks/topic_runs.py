@@ -17,6 +17,7 @@ import pluggy
 from bench_context import Host
 
 import smart_context.hookspecs
+from smart_context.context.topic_filter import LAST_TURN
 from smart_context.embeddings.local import shared_local_model
 from smart_context.paths import check_chat_id
 from smart_context.plugin import SmartContextPlugin
@@ -55,8 +56,15 @@ def turns(chat: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def click(services: Services, chat_id: str, labels: Sequence[str]) -> tuple[set[str], str]:
-    """Select ``labels`` as the panel does: the ids the next request keeps, and the mode."""
+    """Select ``labels`` as the panel does: the ids the next request keeps because of the
+    click, and the mode. The chat's last turn goes whatever the click (docs/contract.md §6):
+    it is set aside, as the sticky messages are, unless nothing is selected."""
     from smart_context.commands.topics import select
 
-    result = await select(services, check_chat_id(chat_id), labels)
-    return set(result["included_ids"]), str(result["mode"])
+    cid = check_chat_id(chat_id)
+    result = await select(services, cid, labels)
+    kept = set(result["included_ids"])
+    if labels and result["mode"] == "filtered":
+        view = await services.chats.view(cid)
+        kept -= {str(m.get("id")) for m in view.messages[-LAST_TURN:]}
+    return kept, str(result["mode"])

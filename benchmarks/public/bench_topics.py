@@ -52,6 +52,7 @@ from baselines import BM25, dense, rank, rrf  # noqa: E402
 from snapshot import Snapshot, reported, snapshot  # noqa: E402
 from topic_runs import click, start  # noqa: E402
 
+from smart_context.context.topic_filter import LAST_TURN  # noqa: E402
 from smart_context.embeddings.local import shared_local_model  # noqa: E402
 from smart_context.messages import History  # noqa: E402
 from smart_context.paths import check_chat_id  # noqa: E402
@@ -207,8 +208,9 @@ async def measure_chat(
         figures.bubbles.append((len(topics), len(chat["subjects"])))
     led = {majority(t, subject_of)[0] for t in topics}
     figures.leading.append((len(led & set(chat["subjects"])), len(chat["subjects"])))
+    last_turn = {m["id"] for m in chat["messages"][-LAST_TURN:]}  # sent whatever the click
     for subject in chat["subjects"]:
-        truth = {m["id"] for m in chat["messages"] if m["subject"] == subject}
+        truth = {m["id"] for m in chat["messages"] if m["subject"] == subject} - last_turn
         best = best_topic(topics, subject_of, subject)
         kept = (await click(services, cid, [topics[best]["label"]]))[0] if best >= 0 else set()
         hits = len(kept & truth)
