@@ -26,13 +26,17 @@ pass uses without a chat model, the local model, ``similarity_threshold = "auto"
 (b) bubbles against subjects: mean absolute difference, share of chats within +-1;
 (c) 2-subject chats: the share that get exactly 2 topics;
 (d) labels: the share of topics whose label is closer (same model) to its subject's service
-    name and description than to any other service of the chat; a sample beside the subjects.
+    name and description than to any other service of the chat; a sample beside the subjects;
+(e) labels that name their subject: the share whose words (a plural's "s" aside) meet the
+    words of the service's schema: its name, description, intents' and slots' names and
+    descriptions (not the slots' values). "Slow Shop" for a scraper's rate limits would not.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
 import sys
 import tempfile
@@ -56,6 +60,7 @@ from smart_context.context.topic_filter import LAST_TURN  # noqa: E402
 from smart_context.embeddings.local import shared_local_model  # noqa: E402
 from smart_context.messages import History  # noqa: E402
 from smart_context.paths import check_chat_id  # noqa: E402
+from smart_context.topics.offline.text import is_content_word  # noqa: E402
 from smart_context.topics.refresh import refresh  # noqa: E402
 
 SEED = 20261126
@@ -78,6 +83,7 @@ class Part:
     split: str
     pools: dict[str, list[Dialogue]]
     about: dict[str, str]
+    vocabulary: dict[str, frozenset[str]] = field(default_factory=dict)  # (e): its words
     taken: Counter[str] = field(default_factory=Counter)
 
     def next(self, service: str) -> Dialogue:
@@ -100,13 +106,30 @@ def read_part(snap: Snapshot, split: str, rng: np.random.Generator) -> Part:
                 pools.setdefault(d["services"][0], []).append(
                     Dialogue(d["dialogue_id"], d["services"][0], turns)
                 )
+    schema = snap.json(f"{split}/schema.json")
     about = {
         s["service_name"]: f"{service_words(s['service_name'])}: {s['description']}"
-        for s in snap.json(f"{split}/schema.json")
+        for s in schema
     }
+    vocabulary = {s["service_name"]: schema_words(s) for s in schema}
     for service in sorted(pools):
         pools[service] = [pools[service][i] for i in rng.permutation(len(pools[service]))]
-    return Part(split, dict(sorted(pools.items())), about)
+    return Part(split, dict(sorted(pools.items())), about, vocabulary)
+
+
+def word_stems(text: str) -> set[str]:
+    """The content words of ``text``, lower case, a plural's "s" dropped ("Flights" ~ "flight")."""
+    words = re.findall(r"[a-z]+", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text).lower())
+    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if is_content_word(w)}
+
+
+def schema_words(service: dict[str, Any]) -> frozenset[str]:
+    """(e): what names a service: its name and description, its intents' and slots' names
+    and descriptions (not the slots' values)."""
+    texts = [service["service_name"].split("_")[0], service["description"]]
+    for part in (*service["intents"], *service["slots"]):
+        texts += [part["name"].replace("_", " "), part["description"]]
+    return frozenset(w for text in texts for w in word_stems(text))
 
 
 def service_words(service: str) -> str:
@@ -170,6 +193,7 @@ class Figures:
     pairs: list[int] = field(default_factory=list)  # bubbles of each 2-subject chat
     leading: list[tuple[int, int]] = field(default_factory=list)  # subjects with a bubble, all
     labels: list[bool] = field(default_factory=list)
+    naming: list[bool] = field(default_factory=list)  # (e)
     sample: list[str] = field(default_factory=list)
     sticky: int = 0
 
@@ -240,8 +264,14 @@ async def baselines(
             figures.baselines.setdefault(name, []).append(float(truth[top].sum()) / n)
 
 
-def label_figures(chats: Sequence[dict[str, Any]], about: dict[str, str], figures: Figures) -> None:
-    """(d): is each label closer to its subject's service text than to the chat's others?"""
+def label_figures(
+    chats: Sequence[dict[str, Any]],
+    about: dict[str, str],
+    vocabulary: dict[str, frozenset[str]],
+    figures: Figures,
+) -> None:
+    """(d): is each label closer to its subject's service text than to the chat's others?
+    (e): does it name its subject, sharing a word with the service's schema?"""
     model = shared_local_model()
     texts = sorted({s for c in chats for s in c["subjects"]})
     service_vectors = dict(zip(texts, model.embed_sync([about[s] for s in texts]), strict=True))
@@ -257,6 +287,7 @@ def label_figures(chats: Sequence[dict[str, Any]], about: dict[str, str], figure
             subject, count = majority(topic, subject_of)
             own = chat["subjects"].index(subject)
             figures.labels.append(bool(row[own] > np.delete(row, own).max(initial=-1.0)))
+            figures.naming.append(bool(word_stems(topic["label"]) & vocabulary[subject]))
             if len(figures.sample) < 24:
                 share = count / max(1, len(topic.get("message_ids", [])))
                 figures.sample.append(f"{topic['label']!r} -> {subject} ({share:.0%} of members)")
@@ -277,7 +308,7 @@ async def run_part(part: Part, chats: list[dict[str, Any]], cache: Path) -> Figu
             await services.chats.settle(10)
     finally:
         await services.close()
-    label_figures(chats, part.about, figures)
+    label_figures(chats, part.about, part.vocabulary, figures)
     return figures
 
 
@@ -315,6 +346,10 @@ def report(name: str, part: Part, chats: list[dict[str, Any]], f: Figures) -> No
         f"{mean([float(x) for x in f.labels]):.3f} of {len(f.labels)}; subjects most of some "
         f"bubble is about: {sum(a for a, _ in f.leading)} of {sum(b for _, b in f.leading)}; "
         f"sticky messages: {f.sticky}"
+    )
+    print(
+        f"(e) labels that name their subject (a word of the service's name, description, "
+        f"intents or slots): {mean([float(x) for x in f.naming]):.3f} of {len(f.naming)}"
     )
     for line in f.sample:
         print(f"    {line}")
