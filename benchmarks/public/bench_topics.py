@@ -108,8 +108,7 @@ def read_part(snap: Snapshot, split: str, rng: np.random.Generator) -> Part:
                 )
     schema = snap.json(f"{split}/schema.json")
     about = {
-        s["service_name"]: f"{service_words(s['service_name'])}: {s['description']}"
-        for s in schema
+        s["service_name"]: f"{service_words(s['service_name'])}: {s['description']}" for s in schema
     }
     vocabulary = {s["service_name"]: schema_words(s) for s in schema}
     for service in sorted(pools):

@@ -132,7 +132,8 @@ def _same(stored: Mapping[str, Any], incoming: Mapping[str, Any]) -> bool:
         return False
     if "wire" in stored or not is_plain(incoming):
         return wire_form(stored) == dict(incoming)
-    return _normal(stored.get("content")) == _normal(incoming.get("content"))
+    have, want = stored.get("content"), incoming.get("content")
+    return have == want or _normal(have) == _normal(want)  # the same text: no split needed
 
 
 def _normal(text: Any) -> str:
@@ -169,7 +170,10 @@ def merge(
     kept, rest = _matched(stored, 0, incoming, 0)
     head, i = 0, 0  # the chat as stored, and what is new: the usual turn
     if rest or not (kept or all(_own(m) for m in stored)):
-        placed = _tail_start(stored, incoming, ending=kept > 0)
+        # byte for byte first (clients resend their messages as they were): quick on a long
+        # chat; then as merge compares them, spaces aside
+        placed = _tail_start(stored, incoming, kept > 0, _same_bytes)
+        placed = placed or _tail_start(stored, incoming, kept > 0)
         if placed is None and not kept:  # nothing of the stored chat: after it
             head = len(stored)
         elif placed is not None and placed[0] > placed[1]:  # a tail the client kept
@@ -240,8 +244,20 @@ def _own(message: Mapping[str, Any]) -> bool:
     return any(message.get(k) for k in SIDECAR_ONLY)
 
 
+def _same_bytes(stored: Mapping[str, Any], incoming: Mapping[str, Any]) -> bool:
+    """Whether a stored message is the client's exactly as it was sent."""
+    if "wire" in stored or not is_plain(incoming):
+        return wire_form(stored) == dict(incoming)
+    return stored.get("content") == incoming.get("content") and (
+        stored.get("role") == incoming.get("role")
+    )
+
+
 def _tail_start(
-    stored: Sequence[Message], incoming: Sequence[Message], ending: bool = False
+    stored: Sequence[Message],
+    incoming: Sequence[Message],
+    ending: bool = False,
+    same: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] = _same,
 ) -> tuple[int, int] | None:
     """Where a conversation that does not start with the stored chat's first message repeats
     a later stretch of it: ``(k, s)``, ``stored[k]`` being ``incoming[s]`` (``s`` messages of the
@@ -254,7 +270,7 @@ def _tail_start(
     for s in range(min(MAX_PREAMBLE + 1, len(incoming))):
         want = incoming[s]
         for k in range(len(stored) - 1, s - 1, -1):
-            if _own(stored[k]) or not _same(stored[k], want):
+            if _own(stored[k]) or not same(stored[k], want):
                 continue
             run, end = _run(stored, k, incoming, s)
             if not end and (ending or run < MIN_RUN):

@@ -110,3 +110,12 @@ def test_the_quick_way_follows_a_client_whose_window_slides() -> None:
     assert memo.continued_by([*wire(stored[-4:]), u("next")]) == 4
     assert memo.continued_by([u("something else")]) is None
     assert memo.continued_by(wire(stored[-2:])) is None  # nothing new
+
+
+def test_a_tail_sent_back_with_other_spaces_is_still_placed() -> None:
+    stored = stored_chat(8)
+    tail = wire(stored[-4:])
+    tail[0] = {"role": "user", "content": "  question   6 "}  # a client that trims its text
+    merged = merge(stored, [*tail, u("question 8")], new_ids(), NOW)
+    assert merged.messages[:16] == stored and merged.messages[16]["content"] == "question 8"
+    assert merged.dropped == 0
