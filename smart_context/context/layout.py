@@ -20,12 +20,13 @@ before it and the upstream serves that prefix from its cache:
 and the tools. It is kept while the request stays under the *high mark*: within the model's
 window, a warm turn's bill (its prefix read from the cache) within the budget, and the bill of
 the chat's sitting (the prefix written once when the cache is cold, then read) within the
-budget a turn, on average, with what the chat left unspent before (its ``credit``: the bill is
-judged over a conversation, a cold turn that writes the cache being paid by the turns that read
-it). When it would pass it, the frame is cut once, down to ``cut_low_mark`` of the high mark:
-the oldest stretch gives way to its summaries and becomes searchable for the recalled part. A
-cache that is cold anyway (idle past the upstream's lifetime, another model, a restart, a
-topic click, an edited history) makes the cut free, so the frame is made again then.
+budget a turn, on average, with what the chat left unspent before while its history is whole
+(its ``credit``: the bill is judged over a conversation, a cold turn that writes the cache
+being paid by the turns that read it). When it would pass it, the frame is cut once, down to
+``cut_low_mark`` of the high mark: the oldest stretch gives way to its summaries and becomes
+searchable for the recalled part. A cache that is cold anyway (idle past the upstream's
+lifetime, another model, a restart, a topic click, an edited history) makes the cut free, so
+the frame is made again then: whole, unless the sitting it starts would pass the high mark.
 """
 
 from __future__ import annotations
