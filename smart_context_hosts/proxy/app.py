@@ -234,8 +234,8 @@ async def _take_title(
     """Give the vault chat ``chat_id`` the title in ``answer`` (Open WebUI's title call), when
     the chat is there and was not renamed (:mod:`.titles`)."""
     title = title_in(answer)
-    vault = await proxy.vaults.of(headers) if title else None
-    if title is None or vault is None or isinstance(vault, str):
+    vault = proxy.vaults.running(headers) if title else None  # one that ran a turn: none started
+    if title is None or vault is None:
         return
     sidecar = vault.relay.sidecar
     if chat_file(sidecar.vault, check_chat_id(chat_id)).exists():
