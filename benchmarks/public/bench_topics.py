@@ -193,6 +193,7 @@ class Figures:
     leading: list[tuple[int, int]] = field(default_factory=list)  # subjects with a bubble, all
     labels: list[bool] = field(default_factory=list)
     naming: list[bool] = field(default_factory=list)  # (e)
+    joins: Counter[str] = field(default_factory=Counter)  # (f)
     sample: list[str] = field(default_factory=list)
     sticky: int = 0
 
@@ -292,6 +293,51 @@ def label_figures(
                 figures.sample.append(f"{topic['label']!r} -> {subject} ({share:.0%} of members)")
 
 
+GROWN = 0.85  # (f): the share of a chat mapped before the rest joins it (past 1.2x: a new map)
+
+
+async def measure_joins(
+    services: Any, data: dict[str, Any], chat: dict[str, Any], figures: Figures
+) -> None:
+    """(f): the chat mapped at :data:`GROWN` of its messages, then the rest joining that map as
+    new turns do after each reply (topics/grow.py): is each new message put with its subject's
+    topic, left out, or put with another subject's?"""
+    messages = data[chat["id"]]["messages"]
+    cut = int(len(messages) * GROWN)
+    cid = check_chat_id(f"{chat['id']}-grown")
+    data[cid] = {"messages": [dict(m) for m in messages[:cut]]}
+    await refresh(services.topic_pass, cid)
+    data[cid]["messages"] = [*data[cid]["messages"], *(dict(m) for m in messages[cut:])]
+    await services.chats.load(cid)
+    await refresh(services.topic_pass, cid)
+    await services.chats.load(cid)
+    subject_of = {m["id"]: m["subject"] for m in chat["messages"]}
+    early = {m["id"] for m in messages[:cut]}
+    topics = [t for t in (await services.chats.view(cid)).topics if not t.get("sticky")]
+    state = data[cid].get("smart_context", {}).get("topic_map", {})
+    if state.get("size") != cut:  # drift called: the whole map was made again
+        figures.joins["chats mapped again"] += 1
+        return
+    owner: dict[str, str] = {}
+    for topic in topics:
+        members = [i for i in topic.get("message_ids", []) if i in early]
+        subject = Counter(subject_of[i] for i in members).most_common(1)
+        for i in topic.get("message_ids", []):
+            if i not in early and subject:
+                owner[i] = subject[0][0]
+    mapped = set(owner.values()) | {
+        Counter(subject_of[i] for i in t.get("message_ids", []) if i in early).most_common(1)[0][0]
+        for t in topics
+        if any(i in early for i in t.get("message_ids", []))
+    }
+    for m in messages[cut:]:
+        subject = subject_of[m["id"]]
+        had = "its subject has a topic" if subject in mapped else "a subject with no topic"
+        said = owner.get(m["id"])
+        how = "left out" if said is None else "with its subject" if said == subject else "elsewhere"
+        figures.joins[f"{had}: {how}"] += 1
+
+
 async def run_part(part: Part, chats: list[dict[str, Any]], cache: Path) -> Figures:
     """Every chat of one part through the plugin (one start, embeddings cached in ``cache``)."""
     data = {
@@ -304,6 +350,7 @@ async def run_part(part: Part, chats: list[dict[str, Any]], cache: Path) -> Figu
         for chat in chats:
             await measure_chat(services, chat, part.about, figures)
             chat["topics"] = data[chat["id"]]["topics"]
+            await measure_joins(services, data, chat, figures)
             await services.chats.settle(10)
     finally:
         await services.close()
@@ -349,6 +396,10 @@ def report(name: str, part: Part, chats: list[dict[str, Any]], f: Figures) -> No
     print(
         f"(e) labels that name their subject (a word of the service's name, description, "
         f"intents or slots): {mean([float(x) for x in f.naming]):.3f} of {len(f.naming)}"
+    )
+    print(
+        f"(f) the last {1 - GROWN:.0%} of each chat joining the map made of the rest: "
+        + "; ".join(f"{k} {v}" for k, v in sorted(f.joins.items()))
     )
     for line in f.sample:
         print(f"    {line}")

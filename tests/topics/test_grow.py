@@ -81,6 +81,37 @@ def test_new_turns_join_their_nearest_topic_the_sticky_one_or_none() -> None:
     assert not grown.drifted and TOPICS[0]["count"] == 3  # the input is not changed
 
 
+def test_a_turn_about_as_close_to_two_topics_joins_neither() -> None:
+    """A newcomer must be clearly nearest to one topic: on SGD's dev chats, one in four new
+    messages joined a topic of another subject (benchmarks/public/bench_topics.py (f))."""
+    chat = turns(
+        ("rye bread", "user"),
+        ("bread crumb", "assistant"),
+        ("bread oven", "user"),
+        ("boat sails", "assistant"),
+        ("boat hull", "user"),
+        ("bread on a boat?", "user"),
+        ("a bread roll", "user"),
+    )
+    ids = [m["id"] for m in chat]
+    rows = np.array(
+        [
+            [1, 0, 1.2, 0],  # bread, the topic as wide as it is
+            [1, 0, 0, 1.2],
+            [1, 0, 0.6, 0.6],
+            [0, 1, 1.2, 0],  # boats
+            [0, 1, 0, 1.2],
+            [0.62, 0.55, 0.6, 0.6],  # close enough to bread (0.86), but nearly as close to boats
+            [1, 0.1, 0.5, 0.5],  # bread
+        ],
+        dtype=np.float32,
+    )
+    grown = join_new(TOPICS, chat, ids, normalize_rows(rows), MapState("m4", 5))
+    assert grown.topics[0]["message_ids"] == ["m0", "m1", "m2", "m6"]
+    assert grown.topics[1]["message_ids"] == ["m3", "m4"]
+    assert grown.state.strays == 1  # counted toward drift: a new map may give it a place
+
+
 def test_small_talk_joins_the_topic_of_the_turn_before_it() -> None:
     chat = turns(
         ("rye bread", "user"),
