@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
 from bench_context import RandomEmbedder, make_chat
+from proxy_in_process import UPSTREAM, proxy_in_process
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -58,7 +59,6 @@ from smart_context_hosts.sidecar.plugins import get_plugin_manager
 from smart_context_hosts.sidecar.runtime import Sidecar
 from smart_context_hosts.sidecar.serve import serving
 
-UPSTREAM = "http://upstream.test/v1"
 REPLY = {
     "id": "chatcmpl-bench",
     "object": "chat.completion",
@@ -118,18 +118,12 @@ async def replied(history: list[dict[str, Any]], proxy: Proxy, plugin: SmartCont
 async def bench_size(root: Path, size: int, turns: int, timed: Timed) -> None:
     plugin, sidecar = vault_of(root / f"v{size}")
     upstream = Upstream()
-    transport = httpx.MockTransport(upstream)
-    app = create_app(sidecar, ProxyOptions(UPSTREAM), transport=transport)
-    proxy: Proxy = app.state.proxy
     history = [{"role": m["role"], "content": m["content"]} for m in make_chat(size)]
     headers = {"X-Smart-Context-Chat": f"bench{size}", "Authorization": "Bearer sk-bench"}
     through, straight, plugin_ms, added, own = [], [], [], [], []
     async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8766"
-        ) as client,
-        httpx.AsyncClient(transport=transport) as direct,
+        proxy_in_process(sidecar, upstream) as (proxy, client),
+        httpx.AsyncClient(transport=httpx.MockTransport(upstream)) as direct,
     ):
         for turn in range(turns + 3):  # three to warm up: store, index, settle
             history.append({"role": "user", "content": f"question {turn}: what about the plan?"})

@@ -20,6 +20,27 @@ def read_outcome(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
+def held(
+    tasks: set[asyncio.Future[Any]],
+    work: Awaitable[T],
+    failed: str,
+    logger: logging.Logger = log,
+) -> asyncio.Future[T]:
+    """``work`` started now and held in ``tasks`` until done (the loop keeps tasks only weakly,
+    and a caller may wait for ``tasks`` to settle); a failure is logged as ``failed``, with its
+    trace."""
+    future = asyncio.ensure_future(work)
+    tasks.add(future)
+
+    def done(_: asyncio.Future[T]) -> None:
+        tasks.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            logger.error(failed, exc_info=future.exception())
+
+    future.add_done_callback(done)
+    return future
+
+
 def ahead(work: Awaitable[T]) -> asyncio.Future[T]:
     """``work`` started now, for a caller that awaits it later or not at all (its failure is
     read either way: :func:`read_outcome`)."""

@@ -76,6 +76,7 @@ import httpx
 import numpy as np
 
 from benchmarks.budget_recall import default_settings, ready_chat
+from benchmarks.proxy_in_process import proxy_in_process
 from benchmarks.public import baselines
 from benchmarks.public.baselines import fill_by_rank
 from benchmarks.public.bench_history import CACHE, PARTS, Chat, load
@@ -83,10 +84,9 @@ from benchmarks.public.prompt_cache import Scored, Scorer, text_of
 from benchmarks.public.snapshot import Snapshot, reported, snapshot
 from smart_context.config import parse_settings
 from smart_context.errors import SmartContextError
-from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_of
+from smart_context_hosts.proxy.app import note_of
 from smart_context_hosts.sidecar.runtime import Sidecar
 
-UPSTREAM = "http://upstream.test/v1"
 SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 SETTINGS = '[plugins.smart_context]\ntopic_extractor = "offline"\n'
 START = 1_703_980_800.0  # 2023-12-31 UTC, when REALTALK's chats were held: a plausible clock
@@ -341,15 +341,8 @@ async def proxy_for(
         vault = Path(tmp)
         (vault / ".vault.toml").write_text(settings_of(config), encoding="utf-8")
         sidecar = Sidecar(vault)
-        app = create_app(sidecar, ProxyOptions(UPSTREAM), transport=httpx.MockTransport(upstream))
-        proxy: Proxy = app.state.proxy
         headers = {"X-Smart-Context-Chat": f"realtalk-{chat.number}"}
-        async with (
-            app.router.lifespan_context(app),
-            httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8766"
-            ) as client,
-        ):
+        async with proxy_in_process(sidecar, upstream) as (proxy, client):
             plugin: Any = sidecar.pm.get_plugin("smart_context")
             services = plugin.services
             services.clock = clock  # read by the request layout, in a version that has one

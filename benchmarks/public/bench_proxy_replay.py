@@ -37,14 +37,13 @@ import httpx
 import numpy as np
 
 from benchmarks.budget_recall import default_settings, ready_chat
+from benchmarks.proxy_in_process import proxy_in_process
 from benchmarks.public import baselines
 from benchmarks.public.baselines import fill_by_rank
 from benchmarks.public.bench_history import CACHE, PARTS, Chat, load
 from benchmarks.public.snapshot import Snapshot, reported, snapshot
-from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app
 from smart_context_hosts.sidecar.runtime import Sidecar
 
-UPSTREAM = "http://upstream.test/v1"
 MODEL = "gpt-4o"  # its tokenizer ships offline: the counts are exact
 SETTINGS = '[plugins.smart_context]\ntopic_extractor = "offline"\n'
 SENT = re.compile(r"sent ([\d,]+) of ([\d,]+) tokens")
@@ -98,19 +97,10 @@ async def replay(chat: Chat, cache: Path, embedder: Any) -> dict[str, Any]:
             (vault / ".vault.toml").write_text(SETTINGS, encoding="utf-8")
             upstream = Upstream()
             sidecar = Sidecar(vault)
-            app = create_app(
-                sidecar, ProxyOptions(UPSTREAM), transport=httpx.MockTransport(upstream)
-            )
-            proxy: Proxy = app.state.proxy
             plugin = sidecar.pm.get_plugin("smart_context")
             history = [{"role": m["role"], "content": m["content"]} for m in chat.messages]
             headers = {"X-Smart-Context-Chat": f"realtalk-{chat.number}"}
-            async with (
-                app.router.lifespan_context(app),
-                httpx.AsyncClient(
-                    transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8766"
-                ) as client,
-            ):
+            async with proxy_in_process(sidecar, upstream) as (proxy, client):
                 for k, (question, query) in enumerate(zip(chat.questions, queries, strict=True)):
                     if k == 0:  # the first request stores the chat; its passes run meanwhile
                         await send(client, headers, [*history, _ask("Hello again!")])

@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from smart_context.background import held
 from smart_context.paths import chat_file, check_chat_id
 from smart_context_hosts.proxy.body import read_body
 from smart_context_hosts.proxy.conversation import split
@@ -129,7 +130,7 @@ class Proxy:
         # per vault and chat: the turn under way, done once its reply is stored; the chat's
         # next turn waits for it, so it finds that reply in the chat
         self._turns: dict[tuple[int, str], asyncio.Future[None]] = {}
-        self._storing: set[asyncio.Task[None]] = set()  # held: the loop keeps tasks weakly
+        self._storing: set[asyncio.Future[Any]] = set()  # held: the loop keeps tasks weakly
         self._warned: set[str] = set()
 
     def forwarded(self, headers: Sequence[tuple[str, str]], *, ours: bool) -> dict[str, str]:
@@ -148,15 +149,7 @@ class Proxy:
         is logged: it is ours, the client has its answer)."""
 
         def start(data: bytes) -> None:
-            task = asyncio.ensure_future(work(data))
-            self._storing.add(task)
-
-            def done(_: asyncio.Future[None]) -> None:
-                self._storing.discard(task)
-                if not task.cancelled() and task.exception() is not None:
-                    log.warning("Work on an answer failed.", exc_info=task.exception())
-
-            task.add_done_callback(done)
+            held(self._storing, work(data), "Work on an answer failed.", log)
 
         return start
 

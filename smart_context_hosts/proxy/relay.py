@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from smart_context.background import held
 from smart_context.record import json_safe
 from smart_context_hosts.proxy.body import Bodies
 from smart_context_hosts.proxy.breakpoints import with_breakpoints
@@ -125,7 +126,7 @@ class Relay:
         self._memos: OrderedDict[str, _Memo] = OrderedDict()
         self._memo_messages = 0  # the messages the memos hold
         self._pending: OrderedDict[str, Turn] = OrderedDict()
-        self._writing: set[asyncio.Task[None]] = set()  # held: the loop keeps tasks weakly
+        self._writing: set[asyncio.Future[Any]] = set()  # held: the loop keeps tasks weakly
         self.bodies = Bodies()  # each chat's last request, read on from where it ended
 
     def hold(self, turn: Turn) -> None:
@@ -314,16 +315,7 @@ class Relay:
     def _soon(self, work: Awaitable[None]) -> asyncio.Future[None]:
         """``work`` running on its own, held until done; a failure is logged (the next turn
         stores the client's messages again the long way)."""
-        task = asyncio.ensure_future(work)
-        self._writing.add(task)
-
-        def done(_: asyncio.Future[None]) -> None:
-            self._writing.discard(task)
-            if not task.cancelled() and task.exception() is not None:
-                log.error("The client's messages could not be stored.", exc_info=task.exception())
-
-        task.add_done_callback(done)
-        return task
+        return held(self._writing, work, "The client's messages could not be stored.", log)
 
     async def settle(self) -> None:
         """Wait until the messages being written are stored."""
