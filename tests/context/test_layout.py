@@ -28,6 +28,19 @@ class Clock:
         return self.now
 
 
+async def long_chat_with_clock(
+    start: Any, vault: Path, n: int, **settings: Any
+) -> tuple[list[dict[str, Any]], Any, Clock]:
+    """A chat "long" of ``n`` messages in the vault, the plugin started with ``settings`` and
+    reading a clock the test moves."""
+    chat = long_chat(n)
+    write_chat(vault, "long", chat)
+    running = await start(settings=settings)
+    clock = Clock()
+    running.plugin.services.clock = clock
+    return chat, running, clock
+
+
 async def turn(running: Any, history: list[dict[str, Any]], message: str, model: str) -> Ctx:
     ctx = Ctx("long", list(history), message)
     ctx.metadata["model"] = model
@@ -62,13 +75,9 @@ async def replay(
 async def test_thirty_turns_start_with_the_previous_request_outside_cuts(
     start: Any, vault: Path, recalled_in: str
 ) -> None:
-    chat = long_chat(400)
-    write_chat(vault, "long", chat)
-    running = await start(
-        settings={"budget_tokens": 2000, "recalled_in": recalled_in, "summarizer": "offline"}
+    chat, running, clock = await long_chat_with_clock(
+        start, vault, 400, budget_tokens=2000, recalled_in=recalled_in, summarizer="offline"
     )
-    clock = Clock()
-    running.plugin.services.clock = clock
     requests = await replay(running, chat, 30, "gpt-5", clock)
     cuts = [r["layout"]["cut"] for _, r in requests]
     assert cuts[0] == "first request"
@@ -91,11 +100,9 @@ async def test_thirty_turns_start_with_the_previous_request_outside_cuts(
 async def test_a_cut_happens_once_past_the_high_mark_and_keeps_a_low_mark(
     start: Any, vault: Path
 ) -> None:
-    chat = long_chat(400)
-    write_chat(vault, "long", chat)
-    running = await start(settings={"budget_tokens": 3000, "prompt_cache": "local"})
-    clock = Clock()
-    running.plugin.services.clock = clock
+    chat, running, clock = await long_chat_with_clock(
+        start, vault, 400, budget_tokens=3000, prompt_cache="local"
+    )
     requests = await replay(running, chat, 30, "llama3.1:8b", clock)
     records = [r for _, r in requests]
     cuts = [r["layout"]["cut"] for r in records]
@@ -111,11 +118,7 @@ async def test_a_cut_happens_once_past_the_high_mark_and_keeps_a_low_mark(
 async def test_a_cold_cache_makes_the_frame_again_and_a_dry_run_keeps_nothing(
     start: Any, vault: Path
 ) -> None:
-    chat = long_chat(300)
-    write_chat(vault, "long", chat)
-    running = await start(settings={"budget_tokens": 2000})
-    clock = Clock()
-    running.plugin.services.clock = clock
+    chat, running, clock = await long_chat_with_clock(start, vault, 300, budget_tokens=2000)
     first = await turn(running, chat[:-3], chat[-3]["content"], "claude-sonnet-4-5")
     assert first.metadata["smart_context"]["layout"]["cut"] == "first request"
     clock.now += 10
@@ -203,11 +206,7 @@ async def test_a_chat_that_spent_little_keeps_its_history_whole_where_a_new_one_
     """The bill is judged over the chat: sittings of two turns write the cache often, which a
     new chat's high mark counts against it; a chat whose earlier turns cost little spends what
     they saved instead of cutting."""
-    chat = long_chat(300)
-    write_chat(vault, "long", chat)
-    running = await start(settings={"budget_tokens": 4000})
-    clock = Clock()
-    running.plugin.services.clock = clock
+    chat, running, clock = await long_chat_with_clock(start, vault, 300, budget_tokens=4000)
     frames = running.plugin.services.frames
     for _ in range(6):  # sittings of two requests, the cache cold between them
         clock.now += 3600
@@ -244,11 +243,7 @@ def test_the_recalled_part_takes_the_best_hits_before_the_cut_alone_within_its_r
 async def test_a_pin_before_the_cut_restates_the_stable_part_and_says_so(
     start: Any, vault: Path
 ) -> None:
-    chat = long_chat(300)
-    write_chat(vault, "long", chat)
-    running = await start(settings={"budget_tokens": 2000})
-    clock = Clock()
-    running.plugin.services.clock = clock
+    chat, running, clock = await long_chat_with_clock(start, vault, 300, budget_tokens=2000)
     first = await turn(running, chat[:-3], chat[-3]["content"], "gpt-5")
     layout = first.metadata["smart_context"]["layout"]
     assert layout["start_id"] is not None  # the chat does not fit whole: the early part is cut

@@ -18,6 +18,13 @@ TOPICS = [
     {"label": "Bread", "count": 3, "message_ids": ["m0", "m1", "m2"]},
     {"label": "Boats", "count": 2, "message_ids": ["m3", "m4"]},
 ]
+MAPPED = (  # the turns TOPICS were made of, m0 to m4
+    ("rye bread", "user"),
+    ("bread crumb", "assistant"),
+    ("bread oven", "user"),
+    ("boat sails", "assistant"),
+    ("boat hull", "user"),
+)
 
 
 def turns(*texts_roles: tuple[str, str]) -> list[dict[str, Any]]:
@@ -61,11 +68,7 @@ def test_when_the_whole_map_is_made_again() -> None:
 
 def test_new_turns_join_their_nearest_topic_the_sticky_one_or_none() -> None:
     chat = turns(
-        ("rye bread", "user"),
-        ("bread crumb", "assistant"),
-        ("bread oven", "user"),
-        ("boat sails", "assistant"),
-        ("boat hull", "user"),
+        *MAPPED,
         ("more bread?", "assistant"),
         ("Please keep answers short.", "user"),
         ("thanks!", "assistant"),
@@ -85,11 +88,7 @@ def test_a_turn_about_as_close_to_two_topics_joins_neither() -> None:
     """A newcomer must be clearly nearest to one topic: on SGD's dev chats, one in four new
     messages joined a topic of another subject (benchmarks/public/bench_topics.py (f))."""
     chat = turns(
-        ("rye bread", "user"),
-        ("bread crumb", "assistant"),
-        ("bread oven", "user"),
-        ("boat sails", "assistant"),
-        ("boat hull", "user"),
+        *MAPPED,
         ("bread on a boat?", "user"),
         ("a bread roll", "user"),
     )
@@ -114,11 +113,7 @@ def test_a_turn_about_as_close_to_two_topics_joins_neither() -> None:
 
 def test_small_talk_joins_the_topic_of_the_turn_before_it() -> None:
     chat = turns(
-        ("rye bread", "user"),
-        ("bread crumb", "assistant"),
-        ("bread oven", "user"),
-        ("boat sails", "assistant"),
-        ("boat hull", "user"),
+        *MAPPED,
         ("Great, thanks!", "user"),  # after the map's last Boats turn
         ("more bread?", "assistant"),
         ("That sounds good.", "user"),  # after a Bread turn that just joined
