@@ -4,10 +4,12 @@ one slot. And the replay's turns: one speaker's run is one message, a session st
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 import pytest
 
-from benchmarks.public.bench_cache import SYSTEM, changed, turns_of
+from benchmarks.public.bench_cache import SYSTEM, _shares, changed, curve, turns_of
 from benchmarks.public.bench_history import Chat, Question
 from benchmarks.public.prompt_cache import (
     AnthropicCache,
@@ -149,3 +151,11 @@ def test_anthropic_marks_follow_the_system_prompt_and_the_history_before_the_use
     ends = np.array([5, 10, 15, 20, 25])  # the tools' piece first
     assert breakpoints(messages, ends, head=1) == [15, 20]
     assert breakpoints(messages[2:], ends[2:] - 10, head=0) == [0, 5]
+
+
+def test_the_curve_takes_shares_from_0_to_0_9_and_makes_a_local_server_of_each() -> None:
+    assert _shares("0.1, 0.25,0.4") == [0.1, 0.25, 0.4]
+    for bad in ("x", "2", "", "0.1,-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _shares(bad)
+    assert curve([0.1, 0.3]) == ["local@0.1", "local@0.3"]

@@ -660,6 +660,19 @@ def _setting(text: str) -> tuple[str, Any]:
         return key.strip(), value.strip()
 
 
+def _shares(text: str) -> list[float]:
+    """``0.1,0.2,...``: recall shares, each 0 to 0.9 as the setting takes them."""
+    try:
+        shares = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected numbers such as 0.1,0.25, got {text!r}"
+        ) from None
+    if not shares or not all(0.0 <= v <= 0.9 for v in shares):
+        raise argparse.ArgumentTypeError(f"each share is 0 to 0.9, got {text!r}")
+    return shares
+
+
 def _keys(text: str) -> list[str]:
     keys = [k.strip() for k in text.split(",") if k.strip()]
     unknown = [k for k in keys if k not in CONFIGS]
@@ -680,7 +693,7 @@ if __name__ == "__main__":
     parser.add_argument("--joined", action="store_true", help="the chats as one conversation")
     parser.add_argument(
         "--curve",
-        type=lambda text: [float(v) for v in text.split(",") if v.strip()],
+        type=_shares,
         metavar="S1,S2,...",
         help="instead of --configs: the local server at each recall_share (prefill vs recall)",
     )
