@@ -90,7 +90,8 @@ _SIMILARITY_WEIGHT = 0.8  # closeness to the cluster centroid against c-TF-IDF, 
 # ones ("Docker", "Dockerfile": 0.8) lose score for every bit of likeness above _ALIKE.
 _ALIKE = 0.7
 _DIVERSITY = 2.0
-_PHRASE_MARGIN = 0.2  # a phrase within this fraction of the best single word's score wins
+_PHRASE_MARGIN = 0.2  # a phrase within this fraction of the best single word's score wins...
+_NAMED_PHRASE = 0.1  # ...if it holds the word or its c-TF-IDF says the cluster uses it as a name
 IntArray = npt.NDArray[np.intp]
 FloatArray = npt.NDArray[np.float64]
 # Unit vectors of phrases in the message vectors' embedding space, one (n, dim) call.
@@ -476,15 +477,22 @@ def _pick(
 
     Candidates close to a label another cluster already has lose score (maximal marginal
     relevance), so two clusters do not get near-identical labels. A phrase whose score is
-    close to the best single word's wins: "Sourdough Starter" says more than "Starter".
+    close to the best single word's wins: "Sourdough Starter" says more than "Starter". One said
+    in passing in one message wins only if it holds the word: "Metal Song" over "Song", not
+    "Slow Shop" over "Asyncio".
     """
     final = scores.astype(np.float64)
     if vectors is not None and chosen:
         overlap = _similarities(vectors, np.stack(chosen)).max(axis=1)
         final = final - _DIVERSITY * np.maximum(overlap - _ALIKE, 0.0)
     best = int(np.argmax(final))
-    phrases = [i for i, o in enumerate(options) if len(o.words) > 1 and o.plain]
-    if len(options[best].words) == 1 and phrases:
+    word = options[best].words
+    phrases = [
+        i
+        for i, o in enumerate(options)
+        if len(o.words) > 1 and o.plain and (o.weight >= _NAMED_PHRASE or word <= o.words)
+    ]
+    if len(word) == 1 and phrases:
         phrase = max(phrases, key=lambda i: final[i])
         if final[phrase] >= final[best] - _PHRASE_MARGIN * abs(final[best]):
             return phrase

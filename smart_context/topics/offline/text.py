@@ -122,6 +122,27 @@ _GENERIC = frozenset(_GENERIC_WORDS.split())
 _CODE_WORDS = frozenset(_CODE_NAMES.split())  # names every program has: they name no topic
 _KEEP_DOTTED = frozenset({"js", "net", "io", "ai", "py"})  # "node.js" is one name, "a.b" two
 _SHELL = frozenset({"bash", "sh", "shell", "console", "zsh", "powershell", "cmd", "terminal"})
+# A fence's language by the name people write, not its file extension: a chat about a React
+# front end is not "Jsx" (linguist's aliases, the common ones).
+_LANGUAGE_NAMES = {
+    "jsx": "react",
+    "tsx": "react",
+    "py": "python",
+    "python3": "python",
+    "js": "javascript",
+    "mjs": "javascript",
+    "ts": "typescript",
+    "rb": "ruby",
+    "rs": "rust",
+    "golang": "go",
+    "yml": "yaml",
+    "kt": "kotlin",
+    "cs": "c#",
+    "csharp": "c#",
+    "md": "markdown",
+    "tf": "terraform",
+    "hcl": "terraform",
+}
 _URL = re.compile(r"\bhttps?://([^\s/?#]+)\S*|\bwww\.([^\s/?#]+)\S*", re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _INLINE = re.compile(r"`([^`\n]+)`")
@@ -148,6 +169,7 @@ def _code_terms(text: str, surfaces: Counter[str]) -> tuple[str, Terms]:
 
     def fence(m: re.Match[str]) -> str:
         lang, body = m.group(1).lower(), m.group(2)
+        lang = _LANGUAGE_NAMES.get(lang, lang)
         found = [lang, *_IMPORT.findall(body)]
         found += _COMMAND.findall(body) if lang in _SHELL else []
         terms.update((f.lower(), None) for f in found if f and f.lower() not in _CODE_WORDS)

@@ -475,6 +475,18 @@ def test_a_phrase_close_to_the_best_single_word_is_preferred() -> None:
     assert labels_of(extract_offline(messages, vectors, phrase_vectors=far))[0] == "Sourdough"
 
 
+def test_a_phrase_said_once_is_preferred_only_if_it_holds_the_word() -> None:
+    # "Slow Shop" said in passing once named a scraper's topic over its best word, "Asyncio".
+    messages, vectors = three_subjects()
+    near = [0.95, 0, 0, 0.312]
+    passing = PhraseEmbedder({"Oven": [1, 0, 0], "Wild Yeast": near})
+    holding = PhraseEmbedder({"Oven": [1, 0, 0], "Oven Spring": near})
+    assert labels_of(extract_offline(messages, vectors, phrase_vectors=passing))[0] == "Oven"
+    assert labels_of(extract_offline(messages, vectors, phrase_vectors=holding))[0] == (
+        "Oven Spring"
+    )
+
+
 def test_a_label_nearly_the_same_as_another_clusters_is_passed_over() -> None:
     messages, vectors = three_subjects()
     placed: dict[str, list[float]] = {"Sourdough Bread": [1, 0, 0], "Nara Deer": [0, 0.4, 0, 0.917]}

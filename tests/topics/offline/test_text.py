@@ -162,6 +162,14 @@ def test_code_is_named_by_language_and_imports_not_variable_names() -> None:
     assert "qwerty" not in labels and "zork" not in labels and "html" not in labels
 
 
+def test_a_code_block_is_named_by_its_language_not_its_file_extension() -> None:
+    # The example chat's React front end was labelled "Jsx" by its fences.
+    code = "```jsx\nconst [q, setQ] = useState('')\n```"
+    messages = make_messages([f"Why does it flicker?\n{code}", f"Debounce it:\n{code}"])
+    result = extract_offline(messages, normalize_rows(np.ones((2, 8), dtype=np.float32)))
+    assert [t.label for t in result.topics] == ["React"]
+
+
 def test_label_keeps_the_chats_spelling_of_names() -> None:
     messages = make_messages(
         ["My FastAPI app returns 422.", "FastAPI validates the body.", "Which FastAPI version?"]
