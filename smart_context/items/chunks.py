@@ -4,7 +4,9 @@
   a chunk is a few related sentences, short enough that one subject is not averaged away, and
   a Markdown heading starts the chunk of its section rather than ending the one before;
 - :func:`query_chunks`: a message as sentences, each embedded on its own and max-pooled, so a
-  message that asks two things finds the items for both.
+  message that asks two things finds the items for both;
+- :func:`representative_chunks`: at most ``MAX_QUERY_CHUNKS`` of them, spread over the message:
+  a pasted log or document costs the model no more than a long question.
 
 All pure and deterministic; lengths are in characters. No piece is ever cut inside a word: a
 word longer than the target is a chunk of its own. Which text an item has is the item's
@@ -18,6 +20,10 @@ from collections.abc import Iterator
 
 CHUNK_TARGET = 500
 MIN_QUERY_CHUNK = 20  # shorter query sentences ("Thanks.", "Also:") join a neighbour
+# A message's sentences embedded for its searches, at most: 200 KB pasted was 400 sentences and
+# 20 s of the local model before the request went. The start and end, and evenly between.
+MAX_QUERY_CHUNKS = 24
+_WINDOW = 4 * CHUNK_TARGET  # of a long message, the characters read around each place
 
 _HEADING = re.compile(r"#{1,6}[ \t]")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n\s*")
@@ -80,6 +86,38 @@ def query_chunks(message: str, target: int = CHUNK_TARGET) -> list[str]:
     if pending:
         chunks.append(pending)
     return chunks
+
+
+def representative_chunks(message: str, limit: int = MAX_QUERY_CHUNKS) -> list[str]:
+    """At most ``limit`` of ``message``'s query chunks (:func:`query_chunks`): all of a short
+    message; of a longer one the first, the last and evenly spaced between. A message too long
+    to split whole in good time (over ``limit`` windows of 2,000 characters) is read only in
+    ``limit`` such windows, evenly spaced from its start to its end: the time is bounded
+    whatever its size."""
+    if limit < 1:
+        raise ValueError(f"the chunk limit must be at least 1, got {limit}")
+    if len(message) <= limit * _WINDOW:
+        return _spaced(query_chunks(message), limit)
+    step = (len(message) - _WINDOW) / max(limit - 1, 1)
+    picked = []
+    for i in range(limit):
+        start = round(i * step)
+        # a window's edges may cut a sentence: its middle chunk is whole, or the message's own
+        # first or last at either end
+        pieces = query_chunks(message[start : start + _WINDOW])
+        if pieces:
+            at = 0 if i == 0 else len(pieces) - 1 if i == limit - 1 else len(pieces) // 2
+            picked.append(pieces[at])
+    return picked
+
+
+def _spaced(chunks: list[str], limit: int) -> list[str]:
+    if len(chunks) <= limit:
+        return chunks
+    if limit == 1:
+        return chunks[-1:]  # what a message asks is mostly at its end
+    last = len(chunks) - 1
+    return [chunks[(i * last + (limit - 1) // 2) // (limit - 1)] for i in range(limit)]
 
 
 def _pieces(text: str, target: int) -> Iterator[tuple[str, str]]:

@@ -1,5 +1,6 @@
 """The message a request answers, as its searches read it: its text, its sentences (
-query chunking: each sentence embedded on its own, scores max-pooled) and their vectors,
+query chunking: each sentence embedded on its own, scores max-pooled; at most 24, spread over
+a long message) and their vectors,
 embedded once per request for every section that searches (agent items, the vault's notes,
 the budget's look for relevant history)."""
 
@@ -11,7 +12,7 @@ from collections.abc import Awaitable, Callable
 import numpy as np
 
 from smart_context.background import ahead
-from smart_context.items.chunks import query_chunks
+from smart_context.items.chunks import representative_chunks
 from smart_context.store import VectorStore
 from smart_context.vectors.ops import Matrix
 
@@ -24,7 +25,7 @@ class MessageQuery:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        chunks = query_chunks(text)
+        chunks = representative_chunks(text)
         self.sentences: tuple[str, ...] = tuple(chunks or ([text] if text.strip() else []))
         self._vectors: asyncio.Future[Matrix] | None = None
 

@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from smart_context.items.lexical import STOP_WORDS
 
 MAX_TOKENS = 32
+# Read of a text for its words, at most: 32 distinct words come far sooner in anything typed; a
+# pasted 20 MB log of few distinct words was scanned whole, for seconds, on every request.
+MAX_QUERY_CHARS = 16_384
 MIN_TOKEN_CHARS = 2
 _WORD = re.compile(r"[^\W_]+")
 # the function words BM25 drops for items, and the question words of chat questions
@@ -23,12 +26,15 @@ QUERY_STOP_WORDS = STOP_WORDS | frozenset(
 
 
 def query_tokens(text: str) -> list[str]:
-    """The distinct lowercase words (letters and digits) of ``text``, in order, at most 32.
+    """The distinct lowercase words (letters and digits) of ``text``, in order, at most 32,
+    from its first 16,384 characters.
 
     Words under two characters and English function words ("the", "what", "does") are dropped:
     they match nearly everything and rank nothing, and in a long chat an OR over them makes
     FTS5 score most of its rows (32 ms instead of 3 at 10,000 messages).
     """
+    if len(text) > MAX_QUERY_CHARS:  # and not a word cut in two at the end
+        text = text[:MAX_QUERY_CHARS].rsplit(None, 1)[0]
     seen: dict[str, None] = {}
     for match in _WORD.finditer(text.lower()):
         token = match.group()

@@ -40,6 +40,7 @@ import numpy.typing as npt
 from smart_context.messages import message_text
 from smart_context.topics.model import STICKY_LABEL
 from smart_context.topics.offline.talk import is_instruction, is_small_talk
+from smart_context.topics.offline.text import MAX_MESSAGE_CHARS
 from smart_context.vectors.ops import Matrix, normalize_rows
 
 MAP_KEY = "topic_map"
@@ -136,7 +137,7 @@ def join_new(
     sticky: list[str] = []
     strays = 0
     for k in range(start, len(turns)):
-        text, role = message_text(turns[k]), str(turns[k].get("role"))
+        text, role = message_text(turns[k])[:MAX_MESSAGE_CHARS], str(turns[k].get("role"))
         if role == "user" and is_instruction(text, role):
             sticky.append(turn_ids[k])
             continue

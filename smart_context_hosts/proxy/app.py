@@ -88,6 +88,9 @@ NO_CHAT_ID = (
     "off; no chat id: send X-Smart-Context-Chat (or metadata.chat_id); from Open WebUI, set "
     "ENABLE_FORWARD_USER_INFO_HEADERS=true"
 )
+# A request the plugins have not shaped in this many seconds goes as it came: on a shared proxy a
+# slow turn (a cold model, a huge chat's first index) must not hold a person's reply.
+SHAPE_TIMEOUT = 10.0
 MAX_BODY_BYTES = 64 * 1024 * 1024  # a 10,000-message history with its tools is about 5 MB
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 CLIENT_GONE = "The client closed the stream before the reply ended."
@@ -103,7 +106,8 @@ class ProxyOptions:
     first message when none is named, ``user_chats``: take the body's ``user`` as a chat (both
     opt-in: see docs/proxy.md); ``timeout``: seconds the upstream may stay silent;
     ``keep_user_headers``: send Open WebUI's headers naming the user on to the upstream (by
-    default they are read, and dropped)."""
+    default they are read, and dropped); ``shape_timeout``: seconds the plugins may take to
+    shape a request before it goes as it came (they finish their work behind it)."""
 
     upstream: str
     chat_headers: Sequence[str] = ()
@@ -111,6 +115,7 @@ class ProxyOptions:
     timeout: float = 600.0
     user_chats: bool = False
     keep_user_headers: bool = False
+    shape_timeout: float = SHAPE_TIMEOUT
 
 
 class Proxy:
@@ -193,6 +198,18 @@ class Proxy:
             lambda f: self._turns.pop(key, None) if self._turns.get(key) is f else None
         )
         return future
+
+    def shaped_late(
+        self, preparing: asyncio.Future[Turn], done: asyncio.Future[None], chat_id: str
+    ) -> str:
+        """The header of a turn not shaped within the time limit, which goes as it came: the
+        plugins' work goes on behind it, held (the message is stored; the client's next request
+        brings this reply back); ``done``, which the chat's next turn waits for, when it ends."""
+        seconds = self.options.shape_timeout
+        log.warning("Chat %s: not shaped in %g s; the request goes as it came.", chat_id, seconds)
+        held(self._storing, preparing, f"Chat {chat_id}: shaping, finished late, failed.", log)
+        preparing.add_done_callback(lambda _: None if done.done() else done.set_result(None))
+        return f"off; not shaped in {seconds:g} s, so the request went as it came"
 
     def store_soon(
         self,
@@ -323,7 +340,12 @@ async def chat_completions(request: Request) -> Response:
         if read is not None and read.known is not None and named is not None:
             vault.relay.bodies.put(named.chat_id, read.known)  # a turn: the next continues it
         future = await proxy.before_turn(vault.relay, chat.chat_id)
-        turn = await vault.relay.prepare(chat, parts, body, proxy.options.upstream)
+        preparing = asyncio.ensure_future(
+            vault.relay.prepare(chat, parts, body, proxy.options.upstream)
+        )
+        if not (await asyncio.wait([preparing], timeout=proxy.options.shape_timeout))[0]:
+            return await _pass(request, raw, proxy.shaped_late(preparing, future, chat.chat_id))
+        turn = preparing.result()
         content = encoded(turn.body)  # (a body nested past Python's limit cannot be written)
     except Exception as exc:  # the client's request still goes: a failure of ours costs no reply
         log.exception("Chat %s: Smart Context failed; the request goes as it came.", chat.chat_id)

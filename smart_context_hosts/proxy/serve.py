@@ -26,6 +26,17 @@ from smart_context_hosts.sidecar.serve import (
 DEFAULT_PORT = 8766
 
 
+def positive_seconds(text: str) -> float:
+    """A number of seconds over 0 (and finite), else the command refuses it."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds over 0")
+    return seconds
+
+
 def check_upstream(url: str) -> str:
     """``url`` when it is an http(s) URL with a host, else a :class:`ServeError` that says so."""
     parts = urlsplit(url.strip())
@@ -61,6 +72,7 @@ def proxy(
     team: Team | None = None,
     user_chats: bool = False,
     keep_user_headers: bool = False,
+    shape_timeout: float = 10.0,
 ) -> None:
     """Serve the proxy for ``vault`` (or a ``team``'s vaults) until interrupted; a
     :class:`ServeError` says why not."""
@@ -73,7 +85,13 @@ def proxy(
     from smart_context_hosts.sidecar.runtime import Sidecar
 
     options = ProxyOptions(
-        upstream, chat_headers, prefix_chats, timeout, user_chats, keep_user_headers
+        upstream,
+        chat_headers,
+        prefix_chats,
+        timeout,
+        user_chats,
+        keep_user_headers,
+        shape_timeout,
     )
     if team is None:
         folder = resolve_vault(vault)
@@ -139,6 +157,13 @@ def add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=float, default=600.0, help="seconds the upstream may stay silent (600)"
     )
     parser.add_argument(
+        "--shape-timeout",
+        type=positive_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds Smart Context may take to shape a request before it goes as it came (10)",
+    )
+    parser.add_argument(
         "--keep-user-headers",
         action="store_true",
         help="send Open WebUI's headers naming the user (name, id, e-mail, role) on to the "
@@ -177,5 +202,6 @@ def run_proxy(args: argparse.Namespace) -> int:
             team=Team(args.vaults, args.user_header, args.key_owners) if args.vaults else None,
             user_chats=args.user_chats,
             keep_user_headers=args.keep_user_headers,
+            shape_timeout=args.shape_timeout,
         ),
     )

@@ -228,6 +228,25 @@ def test_real_model_truncates_long_text(model: LocalMiniLM) -> None:
     assert model.embed_sync(["word " * 3000]).shape == (1, DIM)
 
 
+def test_a_pasted_document_is_not_tokenized_past_what_the_model_can_read(
+    model: LocalMiniLM,
+) -> None:
+    # a 20 MB log was tokenized whole, for seconds, to keep its first 256 tokens
+    seen: list[int] = []
+
+    class Recording(WordTokenizer):
+        def encode_batch(self, inputs: list[str]) -> list[Any]:
+            seen.extend(map(len, inputs))
+            return super().encode_batch(inputs)
+
+    LocalMiniLM(IdSession(), Recording(), dim=2).embed_sync(["word " * 2_000_000, "short"])
+    assert seen == [32 * 512, 5]
+    # what the real model reads of a long text is unchanged
+    pasted = "the worker timed out again " * 200_000
+    assert model.token_counts([pasted]) == [256]
+    assert np.array_equal(model.embed_sync([pasted]), model.embed_sync([pasted[:20_000]]))
+
+
 async def test_real_model_async_calls_may_overlap(model: LocalMiniLM) -> None:
     batches: list[Sequence[str]] = [_texts(20)[i::4] for i in range(4)]
     results = await asyncio.gather(*(model.embed(b) for b in batches))

@@ -7,7 +7,13 @@ import random
 
 import pytest
 
-from smart_context.items.chunks import MIN_QUERY_CHUNK, chunk, query_chunks
+from smart_context.items.chunks import (
+    MAX_QUERY_CHUNKS,
+    MIN_QUERY_CHUNK,
+    chunk,
+    query_chunks,
+    representative_chunks,
+)
 
 WORDS = [
     *("the", "dough", "rises", "slowly", "at", "room", "temperature", "while", "starter"),
@@ -217,3 +223,43 @@ def test_a_short_query_chunk_is_left_only_where_no_neighbour_had_room(target: in
                 continue
             assert i == 0 or len(chunks[i - 1]) + 1 + len(short) > target
             assert i == len(chunks) - 1 or len(short) + 1 + len(chunks[i + 1]) > target
+
+
+# --- representative_chunks -----------------------------------------------------------------------
+
+
+def numbered(n: int) -> str:
+    return " ".join(f"Line {i} of the pasted log says the worker timed out." for i in range(n))
+
+
+def test_a_short_message_keeps_every_query_chunk() -> None:
+    message = "Why is my starter flat? And how warm should the kitchen be?"
+    assert representative_chunks(message) == query_chunks(message)
+
+
+def test_a_long_message_keeps_its_first_and_last_sentences_and_evenly_between() -> None:
+    chunks = query_chunks(numbered(100))
+    picked = representative_chunks(numbered(100))
+    assert len(picked) == MAX_QUERY_CHUNKS
+    assert picked[0] == chunks[0] and picked[-1] == chunks[-1]
+    places = [chunks.index(p) for p in picked]
+    gaps = {b - a for a, b in itertools.pairwise(places)}
+    assert places == sorted(places) and max(gaps) - min(gaps) <= 1
+
+
+@pytest.mark.parametrize("n", [3_000, 300_000])  # 160 KB, 16 MB
+def test_a_pasted_document_of_any_size_gives_whole_sentences_from_start_to_end(n: int) -> None:
+    message = numbered(n)
+    picked = representative_chunks(message)
+    assert len(picked) == MAX_QUERY_CHUNKS
+    assert picked[0].startswith("Line 0 ") and picked[-1].startswith(f"Line {n - 1} ")
+    # whole sentences of the message, in order, from all over it
+    assert all(p.startswith("Line ") and p.endswith("timed out.") for p in picked)
+    lines = [int(p.split()[1]) for p in picked]
+    assert lines == sorted(lines) and lines[MAX_QUERY_CHUNKS // 2] > n // 3
+
+
+def test_the_chunk_limit_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        representative_chunks("text", limit=0)
+    assert representative_chunks(numbered(10), limit=1) == query_chunks(numbered(10))[-1:]

@@ -447,6 +447,13 @@ def test_any_text_is_a_safe_query(db: MemoryDB, query: str) -> None:
     assert db.memories() == []  # and the table is still there
 
 
+def test_a_pasted_log_is_read_for_its_query_words_only_at_its_start() -> None:
+    # a 20 MB log of a dozen distinct words was scanned whole on every request
+    pasted = "worker timeout retry " * 1_000_000 + "needle"
+    assert query_tokens(pasted) == ["worker", "timeout", "retry"]
+    assert query_tokens("needle " + pasted) == ["needle", "worker", "timeout", "retry"]
+
+
 def test_a_query_is_reduced_to_its_distinct_words() -> None:
     assert query_tokens("Cat, CAT! a dog_house 42 x") == ["cat", "dog", "house", "42"]
     assert len(query_tokens(" ".join(f"w{i}" for i in range(100)))) == 32

@@ -52,6 +52,7 @@ from smart_context.topics.model import MAX_TOPICS, MIN_TOPICS, ExtractedTopics, 
 from smart_context.topics.offline import ward
 from smart_context.topics.offline.talk import is_instruction, is_small_talk
 from smart_context.topics.offline.text import (
+    MAX_MESSAGE_CHARS,
     ChatTerms,
     Ranked,
     Terms,
@@ -115,7 +116,7 @@ def extract_offline(
     If it raises ``EmbeddingError`` the labels come from word counts alone, with a note; rows
     of the wrong shape raise ``ValueError``, like ``vectors`` of the wrong shape.
     """
-    texts = [message_text(m) for m in messages]
+    texts = [message_text(m)[:MAX_MESSAGE_CHARS] for m in messages]
     matrix = _check_vectors(vectors, len(texts))
     sticky = {i for i, m in enumerate(messages) if is_instruction(texts[i], str(m.get("role")))}
     sticky_ids = tuple(str(messages[i].get("id", "")) for i in sorted(sticky))

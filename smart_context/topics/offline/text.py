@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "MAX_MESSAGE_CHARS",
     "ChatTerms",
     "Ranked",
     "Terms",
@@ -39,6 +40,9 @@ IntArray = npt.NDArray[np.intp]
 FloatArray = npt.NDArray[np.float64]
 Terms = dict[str, None]  # an ordered set: iteration order must not depend on string hashing
 Ranked = list[tuple[str, float]]  # (term, score), best first
+# Of a message, what the map reads for its words, at most: the start of a pasted 20 MB log names
+# it as well as the whole, which took seconds of a core (the model reads only its start too).
+MAX_MESSAGE_CHARS = 16_384
 _PHRASE_BOOST = 1.3  # a phrase is rarer than its words by nature; let a real phrase win
 _ONCE = 0.2  # what a term of one message counts where the cluster's messages share others
 

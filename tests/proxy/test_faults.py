@@ -1,0 +1,275 @@
+"""The proxy under faults, nothing lost: each case through the real proxy on loopback, the real
+``openai`` client (or a raw one where a client misbehaves) and a scripted upstream.
+
+Each ends with the client getting its reply or a clear error, the chat file whole and valid, no
+message lost or twice, and the next turn working.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from smart_context.hookspecs import hookimpl
+from smart_context.plugin import SmartContextPlugin
+from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_of
+from smart_context_hosts.sidecar.runtime import Sidecar
+from tests.openai_server import OpenAIStub
+from tests.proxy.test_proxy import Running, turn
+from tests.sidecar.conftest import chat_on_disk, live_server, manager_with
+
+
+class Gate:
+    """A plugin whose prompt hook waits until the test opens the gate: shaping that is slow."""
+
+    def __init__(self) -> None:
+        self.open = asyncio.Event()
+
+    @hookimpl
+    async def pipeline_prompt(self, ctx: Any) -> None:
+        await self.open.wait()
+
+
+def stored(vault: Path, chat: str) -> list[tuple[str, str]]:
+    """The chat's messages on disk, as (role, text)."""
+    return [(m["role"], m["content"]) for m in chat_on_disk(vault, chat)["messages"]]
+
+
+@pytest.fixture
+async def gated(vault: Path, openai_server: OpenAIStub) -> AsyncIterator[tuple[Running, Gate]]:
+    gate = Gate()
+    manager = manager_with(gate)
+    manager.register(SmartContextPlugin(), name="smart_context")
+    sidecar = Sidecar(vault, plugin_manager=manager)
+    options = ProxyOptions(openai_server.base_url, shape_timeout=0.5)
+    app = create_app(sidecar, options)
+    async with live_server(app) as url:
+        client = openai.AsyncOpenAI(
+            base_url=f"{url}/v1", api_key=openai_server.api_key, max_retries=0
+        )
+        yield Running(client, url, sidecar, openai_server, vault, app.state.proxy), gate
+        gate.open.set()
+        await app.state.proxy.settle()
+        await client.close()
+
+
+async def test_a_request_not_shaped_in_time_goes_as_it_came_and_nothing_is_lost(
+    gated: tuple[Running, Gate],
+) -> None:
+    run, gate = gated
+    history: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
+    reply, note = await turn(run, history, "Plan four days in Kyoto")
+    assert reply == "echo: Plan four days in Kyoto"
+    assert note == "off; not shaped in 0.5 s, so the request went as it came"
+    assert run.chat_bodies()[-1]["messages"] == history[:-1]  # the client's, unchanged
+    gate.open.set()  # the plugins' work, going on behind the reply, ends
+    await run.settle()
+    reply, note = await turn(run, history, "And where do I stay?")
+    assert reply == "echo: And where do I stay?" and note is not None and note.startswith("sent")
+    await run.settle()
+    assert stored(run.vault, "trip") == [
+        ("user", "Plan four days in Kyoto"),
+        ("assistant", "echo: Plan four days in Kyoto"),  # brought back by the client
+        ("user", "And where do I stay?"),
+        ("assistant", "echo: And where do I stay?"),
+    ]
+
+
+# --- the upstream and the client misbehaving ------------------------------------------------
+
+
+class Scripted:
+    """An upstream on loopback that streams ``first``, then does what ``after`` says:
+    ``"finish"`` (the rest and [DONE]), ``"drop"`` (the connection cut mid-stream) or
+    ``"hold"`` (nothing more until ``release``); or answers ``garbage`` with a 200."""
+
+    def __init__(self) -> None:
+        self.after = "finish"
+        self.garbage = False
+        self.release = asyncio.Event()
+        self.bodies: list[dict[str, Any]] = []
+
+    def app(self) -> Starlette:
+        async def completions(request: Request) -> Response:
+            body = await request.json()
+            self.bodies.append(body)
+            if self.garbage:
+                return Response(b"<html>502 Bad Gateway</html>", media_type="text/html")
+            said = body["messages"][-1]["content"]
+            after = self.after
+
+            async def pieces() -> AsyncIterator[bytes]:
+                yield piece(f"echo {said}", None)
+                if after == "drop":
+                    raise ConnectionResetError("the upstream went away")  # cuts the stream
+                if after == "hold":
+                    await self.release.wait()
+                yield piece(" (whole)", "stop")
+                yield b"data: [DONE]\n\n"
+
+            if not body.get("stream"):
+                return JSONResponse(completion(f"echo {said} (whole)"))
+            return StreamingResponse(pieces(), media_type="text/event-stream")
+
+        return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+def piece(text: str, finish: str | None) -> bytes:
+    choice = {"index": 0, "delta": {"content": text}, "finish_reason": finish}
+    return f"data: {json.dumps({'choices': [choice]})}\n\n".encode()
+
+
+def completion(text: str) -> dict[str, Any]:
+    return {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+    }
+
+
+@dataclass
+class Scene:
+    upstream: Scripted
+    url: str
+    vault: Path
+    proxy: Proxy
+
+    async def say(
+        self, history: list[dict[str, Any]], text: str, chat: str = "f"
+    ) -> tuple[int, str, str | None]:
+        """One streamed turn as a client sends it: status, the text read, our header; the
+        history takes the message and the reply when it is whole."""
+        history.append({"role": "user", "content": text})
+        body = {"model": "m", "stream": True, "messages": history}
+        got = ""
+        async with (
+            httpx.AsyncClient(timeout=30) as client,
+            client.stream(
+                "POST",
+                f"{self.url}/v1/chat/completions",
+                json=body,
+                headers={"X-Smart-Context-Chat": chat},
+            ) as answer,
+        ):
+            with contextlib.suppress(httpx.HTTPError):  # a stream cut short
+                async for line in answer.aiter_lines():
+                    if line.startswith("data: {"):
+                        data = json.loads(line[6:])
+                        got += "".join(c["delta"].get("content") or "" for c in data["choices"])
+            if answer.status_code == 200 and got.endswith("(whole)"):
+                history.append({"role": "assistant", "content": got})
+            return answer.status_code, got, note_of(answer.headers)
+
+
+@pytest.fixture
+async def scene(vault: Path) -> AsyncIterator[Scene]:
+    upstream = Scripted()
+    async with live_server(upstream.app()) as up:
+        app = create_app(Sidecar(vault), ProxyOptions(f"{up}/v1"))
+        async with live_server(app) as url:
+            yield Scene(upstream, url, vault, app.state.proxy)
+            upstream.release.set()
+            await app.state.proxy.settle()
+
+
+def valid_and_once(vault: Path, chat: str) -> list[dict[str, Any]]:
+    """The chat file's messages, after checking the file is whole JSON and no message is twice
+    (by id, and no two user messages alike in a row)."""
+    messages = chat_on_disk(vault, chat)["messages"]
+    ids = [m["id"] for m in messages]
+    assert len(ids) == len(set(ids))
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    assert all(a != b for a, b in itertools.pairwise(users))
+    return messages
+
+
+async def test_an_upstream_that_drops_mid_stream_leaves_the_part_said_and_the_next_turn_works(
+    scene: Scene,
+) -> None:
+    history: list[dict[str, Any]] = []
+    scene.upstream.after = "drop"
+    status, got, _ = await scene.say(history, "Plan four days in Kyoto")
+    assert status == 200 and got == "echo Plan four days in Kyoto"  # what came, then the cut
+    await scene.proxy.settle()
+    cut = valid_and_once(scene.vault, "f")
+    assert [m["role"] for m in cut] == ["user", "assistant"]
+    assert "broke off" in cut[-1]["error"]  # said in words, with what did arrive kept
+    assert cut[-1]["partial_content"] == "echo Plan four days in Kyoto"
+    scene.upstream.after = "finish"
+    history.pop()  # the client asks again
+    status, got, note = await scene.say(history, "Plan four days in Kyoto")
+    assert status == 200 and got.endswith("(whole)") and note and note.startswith("sent")
+    await scene.proxy.settle()
+    again = valid_and_once(scene.vault, "f")
+    assert [(m["role"], m["content"], bool(m.get("error"))) for m in again] == [
+        ("user", "Plan four days in Kyoto", False),
+        ("assistant", "echo Plan four days in Kyoto (whole)", False),
+    ]
+
+
+async def test_a_client_that_hangs_up_mid_stream_leaves_the_chat_whole(scene: Scene) -> None:
+    scene.upstream.after = "hold"
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "one"}]}
+    async with (
+        httpx.AsyncClient(timeout=30) as client,
+        client.stream(
+            "POST",
+            f"{scene.url}/v1/chat/completions",
+            json=body,
+            headers={"X-Smart-Context-Chat": "f"},
+        ) as answer,
+    ):
+        async for line in answer.aiter_lines():
+            if line.startswith("data: {"):
+                break  # the person closed the tab after the first words
+    scene.upstream.release.set()
+    await scene.proxy.settle()
+    left = valid_and_once(scene.vault, "f")
+    assert [m["role"] for m in left] == ["user", "assistant"] and left[0]["content"] == "one"
+    scene.upstream.after = "finish"
+    history = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "echo one"}]
+    status, got, _ = await scene.say(history, "two")
+    assert status == 200 and got == "echo two (whole)"
+    await scene.proxy.settle()
+    messages = valid_and_once(scene.vault, "f")
+    assert [(m["role"], m["content"]) for m in messages][-2:] == [
+        ("user", "two"),
+        ("assistant", "echo two (whole)"),
+    ]
+    assert [m["content"] for m in messages if m["role"] == "user"] == ["one", "two"]
+
+
+async def test_an_upstream_answering_garbage_reaches_the_client_as_it_came(scene: Scene) -> None:
+    scene.upstream.garbage = True
+    history: list[dict[str, Any]] = []
+    status, got, _ = await scene.say(history, "hello")
+    assert status == 200 and got == ""  # not a stream: the client sees what the server said
+    await scene.proxy.settle()
+    messages = valid_and_once(scene.vault, "f")
+    assert messages[0]["content"] == "hello" and messages[1]["error"]  # no reply, said so
+    scene.upstream.garbage = False
+    history.pop()
+    status, got, _ = await scene.say(history, "hello")
+    assert status == 200 and got == "echo hello (whole)"
+    await scene.proxy.settle()
+    assert [m["content"] for m in valid_and_once(scene.vault, "f") if m["role"] == "user"] == [
+        "hello"
+    ]
