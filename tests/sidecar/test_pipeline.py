@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from smart_context.hookspecs import hookimpl
-from smart_context_hosts.sidecar.pipeline import PipelineContext, PipelineEvent, prompt_messages
+from smart_context_hosts.sidecar.pipeline import (
+    TITLE_LENGTH,
+    PipelineContext,
+    PipelineEvent,
+    prompt_messages,
+    title_from,
+)
 from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.openai_server import OpenAIStub
 from tests.sidecar.conftest import Recorder, chat_on_disk, llm_table, manager_with, write_settings
@@ -211,3 +217,11 @@ async def test_a_record_json_cannot_store_is_kept_as_text(vault: Path) -> None:
     assert events[-1].name == "done"
     stored = chat_on_disk(vault, "c1")["messages"][-1]["smart_context"]
     assert stored == {"mode": "full", "score": "0.5", "ids": "{'a'}"}
+
+
+def test_a_title_is_the_first_line_shortened_however_long_the_message() -> None:
+    assert title_from("\n  Plan   four days\tin Kyoto\nand Nara") == "Plan four days in Kyoto"
+    pasted = "Traceback  (most recent call last) " * 2_000_000  # one 70 MB line
+    title = title_from(pasted)
+    assert len(title) == TITLE_LENGTH and title.startswith("Traceback (most recent call last)")
+    assert title.endswith("…")
