@@ -262,8 +262,10 @@ async def test_a_client_that_hangs_up_mid_stream_leaves_the_chat_whole(scene: Sc
     await scene.proxy.settle()
     left = valid_and_once(scene.vault, "f")
     assert [m["role"] for m in left] == ["user", "assistant"] and left[0]["content"] == "one"
+    assert left[1]["content"] == "echo one (whole)"  # read to its end for the vault
     scene.upstream.after = "finish"
     history = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "echo one"}]
+    # (the client kept what it had read: its copy takes the stored reply's place)
     status, got, _ = await scene.say(history, "two")
     assert status == 200 and got == "echo two (whole)"
     await scene.proxy.settle()
