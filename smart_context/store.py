@@ -30,7 +30,8 @@ from smart_context.messages import History, Message, message_text
 from smart_context.paths import ChatId, embeddings_file
 from smart_context.vectors import files
 from smart_context.vectors.chat import ChatVectors
-from smart_context.vectors.codec import content_hash
+from smart_context.vectors.codec import content_hash, decode
+from smart_context.vectors.int8 import Codes, Scales
 from smart_context.vectors.keyed import KeyedMatrix, Rows
 from smart_context.vectors.ops import Matrix, Scores, normalize_rows
 
@@ -50,10 +51,11 @@ SAVE_EVERY = 200  # changed rows of a chat's vectors before its file is written 
 class Synced:
     """A chat's vectors just after a sync, and the row of each message synced: rows are read
     when asked. A pass that joins a reply's two turns to the map reads a few hundred rows,
-    not a 15 MB copy of a 10,000-message chat. The matrix stays as it was: a later prune
-    makes a new one, and a later sync only adds rows or writes a message's same vector again."""
+    not a copy of a 10,000-message chat. The arrays stay as they were: a later prune makes new
+    ones, and a later sync only adds rows or writes a message's same vector again."""
 
-    matrix: Matrix
+    scales: Scales
+    codes: Codes
     rows: Rows
 
     def __len__(self) -> int:
@@ -61,16 +63,16 @@ class Synced:
 
     def __getitem__(self, at: Rows) -> Matrix:
         """The vectors of the messages at positions ``at``, in that order (a copy)."""
-        picked: Matrix = self.matrix[self.rows[at]]
-        return picked
+        rows = self.rows[at]
+        return decode(self.scales[rows], self.codes[rows])
 
     @property
     def dim(self) -> int:
-        return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
+        return int(self.codes.shape[1]) if self.codes.ndim == 2 else 0
 
     def of(self, at: Rows) -> Synced:
         """The same vectors for the messages at positions ``at`` only, in that order."""
-        return Synced(self.matrix, self.rows[at])
+        return Synced(self.scales, self.codes, self.rows[at])
 
     def whole(self) -> Matrix:
         """Every message's vector, in order (a copy)."""
@@ -221,7 +223,7 @@ class VectorStore:
             vectors, rows = await self._chat_rows(name, chat_id, history)
             if vectors.prune(history):
                 rows, _ = vectors.locate(history)
-            synced = Synced(vectors.matrix, rows)
+            synced = Synced(*vectors.stored, rows)
             path = embeddings_file(self.vault, chat_id)
             # rewriting a 10,000-message file (8 MB) for a reply's two vectors cost 75 ms of
             # CPU a reply: the file is written when first made, then every SAVE_EVERY changed
@@ -248,9 +250,7 @@ class VectorStore:
             rows, _ = vectors.locate(history)
             found = rows >= 0
             if found.any():
-                # no copy of the rows; einsum: see topics/offline/cluster.py on thin products
-                sims = np.einsum("nd,kd->nk", vectors.matrix, queries, optimize=False)
-                best = sims.max(axis=1)
+                best = vectors.cosines(queries).max(axis=1)  # exact int8 sums, no copy
                 out[found] = best[rows[found]]
         return out
 
@@ -301,7 +301,7 @@ class VectorStore:
                 rows = np.fromiter(map(vectors.row, keys), dtype=np.intp, count=len(keys))
             ordered = np.zeros((len(keys), vectors.dim), dtype=np.float32)
             found = rows >= 0
-            ordered[found] = vectors.matrix[rows[found]]
+            ordered[found] = vectors.rows_at(rows[found])
             text = self.snapshot(vectors)
         await self.write(path, vectors, text)
         return ordered, len(todo)

@@ -167,7 +167,7 @@ def _topic(vectors: ChatVectors, topic: TopicQuery, label_vector: Vector) -> Top
         member_rows = vectors.rows_of_ids(topic.member_ids)
         is_member = np.zeros(len(vectors), dtype=bool)
         is_member[member_rows] = True
-        vector = topic_vector(label_vector, vectors.matrix[member_rows])
+        vector = topic_vector(label_vector, vectors.rows_at(member_rows))
         memo = vectors.remember(key, (is_member if len(member_rows) else None, vector))
     flags, vector = memo
     if flags is not None and len(flags) < len(vectors):  # rows added since: none is a member

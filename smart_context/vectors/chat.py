@@ -18,6 +18,7 @@ import numpy as np
 
 from smart_context.messages import History, Message, common_start, message_text
 from smart_context.vectors.codec import cache_key
+from smart_context.vectors.int8 import Codes, Scales
 from smart_context.vectors.keyed import KeyedMatrix, Rows
 from smart_context.vectors.ops import Matrix
 
@@ -29,8 +30,8 @@ Located = tuple[list[Any], list[Any], Rows, object]  # ids, contents, rows, line
 class ChatVectors(KeyedMatrix):
     """The cached vectors of one chat's messages under one embedding model."""
 
-    def _reset(self, keys: Sequence[str], matrix: Matrix | None) -> None:
-        super()._reset(keys, matrix)
+    def _reset(self, keys: Sequence[str], stored: tuple[Scales, Codes] | None) -> None:
+        super()._reset(keys, stored)
         # message id -> (text, row): lets a warm lookup compare strings instead of hashing
         self._seen: dict[str, tuple[str, int]] = {}
         self._located: list[Located] = []  # the last histories located, newest first

@@ -25,12 +25,25 @@ def cache_key(message_id: str, text: str) -> str:
 
 def quantize(matrix: Matrix) -> dict[str, str]:
     """Unit rows as int8 times a per-row float32 scale, both hex: ``{"scales", "vectors"}``."""
-    scales, codes = _encode(matrix)
-    return {"scales": scales.tobytes().hex(), "vectors": codes.tobytes().hex()}
+    return as_hex(*encode(matrix))
+
+
+def as_hex(scales: np.ndarray, codes: np.ndarray) -> dict[str, str]:
+    """Encoded rows (:func:`encode`) as the cache file holds them: ``{"scales", "vectors"}``."""
+    return {
+        "scales": np.ascontiguousarray(scales, dtype="<f4").tobytes().hex(),
+        "vectors": np.ascontiguousarray(codes, dtype=np.int8).tobytes().hex(),
+    }
 
 
 def dequantize(data: Mapping[str, Any], rows: int, dim: int) -> Matrix:
     """Inverse of :func:`quantize`; raises ``ValueError`` if the sizes do not match."""
+    return decode(*from_hex(data, rows, dim))
+
+
+def from_hex(data: Mapping[str, Any], rows: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(scales, codes)`` of a cache file's rows, not decoded; ``ValueError`` if the sizes do
+    not match."""
     scales_hex, vectors_hex = data.get("scales"), data.get("vectors")
     if not isinstance(scales_hex, str) or not isinstance(vectors_hex, str):
         raise ValueError("cache scales and vectors must be hex strings")
@@ -41,25 +54,27 @@ def dequantize(data: Mapping[str, Any], rows: int, dim: int) -> Matrix:
             f"expected {rows}x{dim} int8 values and {rows} scales, found "
             f"{len(raw)} bytes and {len(scales)} scales"
         )
-    return _decode(scales, np.frombuffer(raw, dtype=np.int8).reshape(rows, dim))
+    return scales.astype(np.float32), np.frombuffer(raw, dtype=np.int8).reshape(rows, dim)
 
 
 def as_stored(matrix: Matrix) -> Matrix:
     """``matrix`` as a cache file gives it back (:func:`dequantize` of :func:`quantize`, bit for
-    bit): vectors kept in memory so give the same scores, topic maps and budgets before a restart
-    as after it, when they are read from the file. Storing them again changes nothing (the
-    round trip is a fixed point: checked on 20,000 random unit vectors)."""
-    return _decode(*_encode(matrix))
+    bit). Storing it again changes nothing (the round trip is a fixed point: checked on 20,000
+    random unit vectors)."""
+    return decode(*encode(matrix))
 
 
-def _encode(matrix: Matrix) -> tuple[np.ndarray, np.ndarray]:
+def encode(matrix: Matrix) -> tuple[np.ndarray, np.ndarray]:
+    """Unit rows as ``(scales, codes)``: a float32 scale per row, the row as int8 codes (its
+    largest entry is +-127); ``codes * scales`` is the row within half a step."""
     m = np.asarray(matrix, dtype=np.float32)
     scales = np.abs(m).max(axis=1) / 127.0 if m.size else np.zeros(len(m), dtype=np.float32)
-    scales = np.where(scales > 0, scales, 1.0).astype("<f4")
+    scales = np.where(scales > 0, scales, 1.0).astype(np.float32)
     return scales, np.rint(m / scales[:, None]).astype(np.int8)
 
 
-def _decode(scales: np.ndarray, codes: np.ndarray) -> Matrix:
+def decode(scales: np.ndarray, codes: np.ndarray) -> Matrix:
+    """Float32 rows of ``(scales, codes)`` (a new array)."""
     out = codes.astype(np.float32)
     out *= scales[:, None]
     return out

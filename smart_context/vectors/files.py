@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from smart_context.atomic import write_atomic
-from smart_context.vectors.codec import dequantize, quantize
+from smart_context.vectors.codec import as_hex, from_hex
 from smart_context.vectors.keyed import KeyedMatrix
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ def to_json(vectors: KeyedMatrix) -> str:
             "dim": vectors.dim,
             "dtype": "int8",
             "keys": vectors.keys,
-            **quantize(vectors.matrix),
+            **as_hex(*vectors.stored),
         },
         separators=(",", ":"),
     )
@@ -75,7 +75,7 @@ def from_json(text: str | bytes, kind: type[K]) -> K:
         raise ValueError("cache keys are not a list of strings")
     if data.get("dtype") != "int8":
         raise ValueError(f"unsupported vector type {data.get('dtype')!r}")
-    return kind(model, dim, keys, dequantize(data, len(keys), dim))
+    return kind(model, dim, keys, from_hex(data, len(keys), dim))
 
 
 def load(path: Path, kind: type[K], model_id: str, dim: int | None = None) -> K | None:

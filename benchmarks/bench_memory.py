@@ -1,0 +1,123 @@
+"""Where the reference sidecar's memory goes as one chat grows, message by message.
+
+Run: python benchmarks/bench_memory.py [--messages 1000] [--writers 4] [--top 12]
+
+One vault on the embedded offline default (the real local model, no chat model), one chat:
+``--writers`` clients post ``--messages`` messages to it in all through the page's HTTP app (in
+process), as people typing at once would; the background passes (embeddings, the topic map)
+run as they do. Printed: the resident memory (RSS) before and after, per message against the
+message's own size plus its vector, and the Python allocations that grew most (tracemalloc,
+by line): what holds the memory. The target: growth per message at most 10x the message's own
+size plus its vector.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import platform
+import sys
+import tempfile
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import httpx
+
+from smart_context.plugin import SmartContextPlugin
+from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.plugins import get_plugin_manager
+from smart_context_hosts.sidecar.runtime import Sidecar
+
+TOPICS = [
+    "the asyncio scraper cancels its tasks when the shop rate limits it",
+    "a partial index on the orders table for the postgres planner",
+    "nginx answers 502 after docker compose brings the api up",
+    "the react effect depends on the callback and the search box state",
+    "the hut at Lagazuoi in winter and how cold the nights get",
+]
+VECTOR_BYTES = 384 + 4  # a message's vector as kept: int8 codes and a float32 scale
+
+
+def rss_mb() -> float:
+    """This process's resident memory, MB (Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def message(i: int) -> str:
+    return f"{TOPICS[i % len(TOPICS)]}, question {i}: what would you change first and why?"
+
+
+async def run(messages: int, writers: int, top: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / ".memory").mkdir()
+        plugin = SmartContextPlugin()
+        manager = get_plugin_manager(None, load_entrypoints=False)
+        manager.register(plugin, name="smart_context")
+        sidecar = Sidecar(root, plugin_manager=manager)
+        await sidecar.start()
+        transport = httpx.ASGITransport(app=create_app(sidecar))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            chat = (await client.post("/api/chats", json={"title": "memory"})).json()
+            chat_id = chat.get("id") or chat.get("chat", {}).get("id")
+            url = f"/api/chats/{chat_id}/messages"
+            for i in range(20):  # the model loaded, the caches warm
+                await client.post(url, json={"content": message(i)})
+            assert plugin.services is not None
+            await plugin.services.settle(600)
+            gc.collect()
+            before = rss_mb()
+            tracemalloc.start(8)
+            first = tracemalloc.take_snapshot()
+            sent = 0
+
+            async def writer(w: int) -> None:
+                nonlocal sent
+                for i in range(w, messages, writers):
+                    answer = await client.post(url, json={"content": message(i)})
+                    assert answer.status_code == 200, answer.text
+                    sent += len(message(i).encode())
+
+            await asyncio.gather(*(writer(w) for w in range(writers)))
+            await plugin.services.settle(600)
+            gc.collect()
+            last = tracemalloc.take_snapshot()
+            after = rss_mb()
+            tracemalloc.stop()
+            stored = json.loads((root / ".memory" / f"{chat_id}.json").read_text())
+        await sidecar.stop()
+    count = len(stored["messages"]) - 40  # this run's: each post stores the message and a reply
+    own = sent / messages + VECTOR_BYTES
+    grew = (after - before) * 1024 * 1024 / max(count, 1)
+    print(f"{platform.machine()}, {platform.processor() or platform.platform()}")
+    print(
+        f"{messages} messages by {writers} writers ({count} stored with the replies): RSS "
+        f"{before:.0f} -> {after:.0f} MB, {grew / 1024:.1f} KB a stored message, "
+        f"{grew / own:.1f}x its own size plus its vector ({own:.0f} bytes)"
+    )
+    print(f"Python allocations that grew most (of {top}):")
+    for stat in last.compare_to(first, "lineno")[:top]:
+        frame = stat.traceback[0]
+        print(
+            f"  {stat.size_diff / 1e6:+7.2f} MB  {frame.filename.split('site-packages/')[-1]}:{frame.lineno}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=1000)
+    parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--top", type=int, default=12)
+    args = parser.parse_args()
+    asyncio.run(run(args.messages, args.writers, args.top))
+
+
+if __name__ == "__main__":
+    main()
