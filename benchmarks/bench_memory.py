@@ -105,9 +105,8 @@ async def run(messages: int, writers: int, top: int) -> None:
     print(f"Python allocations that grew most (of {top}):")
     for stat in last.compare_to(first, "lineno")[:top]:
         frame = stat.traceback[0]
-        print(
-            f"  {stat.size_diff / 1e6:+7.2f} MB  {frame.filename.split('site-packages/')[-1]}:{frame.lineno}"
-        )
+        where = frame.filename.split("site-packages/")[-1]
+        print(f"  {stat.size_diff / 1e6:+7.2f} MB  {where}:{frame.lineno}")
 
 
 def main() -> None:
