@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import ctypes
 import gc
 import json
 import platform
@@ -91,7 +93,12 @@ async def run(messages: int, writers: int, top: int) -> None:
             last = tracemalloc.take_snapshot()
             after = rss_mb()
             tracemalloc.stop()
-            stored = json.loads((root / ".memory" / f"{chat_id}.json").read_text())
+            trimmed = after
+            with contextlib.suppress(OSError, AttributeError):  # glibc only
+                ctypes.CDLL("libc.so.6").malloc_trim(0)
+                trimmed = rss_mb()
+            raw = (root / ".memory" / f"{chat_id}.json").read_bytes()
+            stored = json.loads(raw)
         await sidecar.stop()
     count = len(stored["messages"]) - 40  # this run's: each post stores the message and a reply
     own = sent / messages + VECTOR_BYTES
@@ -101,6 +108,21 @@ async def run(messages: int, writers: int, top: int) -> None:
         f"{messages} messages by {writers} writers ({count} stored with the replies): RSS "
         f"{before:.0f} -> {after:.0f} MB, {grew / 1024:.1f} KB a stored message, "
         f"{grew / own:.1f}x its own size plus its vector ({own:.0f} bytes)"
+    )
+    print(f"    the chat file: {len(raw) / len(stored['messages']) / 1024:.1f} KB a message")
+    reply = next(m for m in reversed(stored["messages"]) if m["role"] == "assistant")
+    parts = sorted(((len(json.dumps(v)), k) for k, v in reply.items()), reverse=True)
+    record = reply.get("smart_context") or {}
+    inner = sorted(((len(json.dumps(v)), k) for k, v in record.items()), reverse=True)
+    print(
+        "    the last reply's biggest parts (bytes): "
+        + ", ".join(f"{k} {n:,}" for n, k in parts[:4])
+        + "; of its record: "
+        + ", ".join(f"{k} {n:,}" for n, k in inner[:6])
+    )
+    print(
+        f"    after glibc's malloc_trim(0): {trimmed:.0f} MB (what the allocator held free: "
+        f"{after - trimmed:.0f} MB)"
     )
     print(f"Python allocations that grew most (of {top}):")
     for stat in last.compare_to(first, "lineno")[:top]:
