@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from smart_context.config import Settings
@@ -23,6 +24,10 @@ from smart_context.vectors.ops import Matrix
 log = logging.getLogger(__name__)
 
 PhraseEmbedder = Callable[[Sequence[str]], Coroutine[Any, Any, Matrix]]
+# The offline extractor's own threads. It waits in its thread for phrase vectors that the event
+# loop embeds in a worker thread of its own; in the loop's shared pool the two waits could take
+# every thread (a team's vaults mapping at once) and leave the embedding queued behind them.
+_EXTRACTORS = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="smart-context-topics")
 PHRASE_TIMEOUT = 120.0  # seconds; a local model embeds ~80 short phrases in well under one
 
 
@@ -118,13 +123,15 @@ async def offline(
     previous: Sequence[str],
     embed_phrases: PhraseEmbedder | None,
 ) -> ExtractedTopics:
-    """The offline extractor, in a worker thread: clustering a long chat takes a few hundred
-    milliseconds of CPU that must not stall the event loop serving requests."""
+    """The offline extractor, in a thread of its own pool: clustering a long chat takes a few
+    hundred milliseconds of CPU that must not stall the event loop serving requests."""
     from smart_context.topics.offline.cluster import extract_offline
 
-    if embed_phrases is None:
-        return await asyncio.to_thread(extract_offline, messages, vectors, previous)
     loop = asyncio.get_running_loop()
+    if embed_phrases is None:
+        return await loop.run_in_executor(
+            _EXTRACTORS, partial(extract_offline, messages, vectors, previous)
+        )
 
     def phrase_vectors(phrases: Sequence[str]) -> Matrix:
         # The extractor runs in a thread; the embedder lives on the event loop.
@@ -139,9 +146,12 @@ async def offline(
         return vectors
 
     try:
-        return await asyncio.to_thread(
-            extract_offline, messages, vectors, previous, phrase_vectors=phrase_vectors
+        return await loop.run_in_executor(
+            _EXTRACTORS,
+            partial(extract_offline, messages, vectors, previous, phrase_vectors=phrase_vectors),
         )
     except SmartContextError as exc:  # phrases could not be embedded: key words alone will do
         log.info("Smart Context: topic labels from key words only (%s)", exc)
-        return await asyncio.to_thread(extract_offline, messages, vectors, previous)
+        return await loop.run_in_executor(
+            _EXTRACTORS, partial(extract_offline, messages, vectors, previous)
+        )

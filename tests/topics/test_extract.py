@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.conftest import Ctx, Running, call, read_chat, write_chat
-from tests.fakes import FakeEmbedder, FakeLLM, make_messages
+from tests.fakes import FakeEmbedder, FakeLLM, make_messages, word_vector
 
 TEXTS = [
     "How do I cancel an asyncio task in Python?",
@@ -200,3 +201,37 @@ async def test_opening_an_unmapped_chat_maps_it_in_the_background(start: Any, va
     second = await running.command("get_topics", chat_id="c1")
     assert second["topics"][0]["label"] == "Python Asyncio" and second["extracting"] is False
     assert running.host.events[0][0] == "smart_context.topics_updated"
+
+
+async def test_mapping_waits_for_phrase_vectors_without_taking_the_loops_last_thread(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A team's vaults mapping at once filled the loop's thread pool with extractors, each
+    waiting for phrase vectors that a thread of the same pool had to embed: every map stalled
+    for the phrase timeout. One thread in the loop's pool shows it."""
+    import concurrent.futures
+    import logging
+
+    from smart_context.topics import extract
+    from smart_context.vectors.ops import normalize_rows
+
+    monkeypatch.setattr(extract, "PHRASE_TIMEOUT", 5.0)
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(1))
+    embedded: list[int] = []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return normalize_rows(np.stack([word_vector(t) for t in texts]))
+
+    async def embed_phrases(phrases: list[str]) -> Any:
+        vectors = await asyncio.to_thread(embed, phrases)  # as the local model does
+        embedded.append(len(phrases))
+        return vectors
+
+    texts = ["How do I proof sourdough bread overnight?", "Sourdough bread proofs in the fridge."]
+    messages = make_messages(texts * 3)
+    vectors = embed([m["content"] for m in messages])
+    with caplog.at_level(logging.INFO):
+        found = await asyncio.wait_for(extract.offline(messages, vectors, [], embed_phrases), 30)
+    assert embedded and found.topics
+    assert "key words only" not in caplog.text
