@@ -48,7 +48,7 @@ def from_hex(data: Mapping[str, Any], rows: int, dim: int) -> tuple[np.ndarray, 
     if not isinstance(scales_hex, str) or not isinstance(vectors_hex, str):
         raise ValueError("cache scales and vectors must be hex strings")
     scales = np.frombuffer(bytes.fromhex(scales_hex), dtype="<f4")
-    raw = bytes.fromhex(vectors_hex)
+    raw = bytearray.fromhex(vectors_hex)  # writable: a row is overwritten in place when it changes
     if len(scales) != rows or len(raw) != rows * dim:
         raise ValueError(
             f"expected {rows}x{dim} int8 values and {rows} scales, found "

@@ -39,6 +39,17 @@ def test_round_trip_keeps_keys_and_vectors(tmp_path: Path) -> None:
     assert missing == [] and rows.tolist() == [0, 1, 2]
 
 
+def test_a_loaded_row_can_be_written_again_in_place(tmp_path: Path) -> None:
+    # the file's rows are kept as read, int8: an edited message's vector overwrites its row
+    path = tmp_path / "c.embeddings.json"
+    cache.save(path, filled())
+    loaded = cache.load(path, ChatVectors, "model-a", 8)
+    assert loaded is not None
+    flipped = -loaded.rows_at(np.array([1]))
+    loaded.add([loaded.keys[1]], flipped)
+    assert len(loaded) == 3 and np.allclose(loaded.rows_at(np.array([1])), flipped, atol=0.01)
+
+
 def test_file_format_is_compact_and_keyed_by_id_and_blake3(tmp_path: Path) -> None:
     path = tmp_path / "c.embeddings.json"
     cache.save(path, filled())
