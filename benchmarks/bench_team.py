@@ -267,7 +267,9 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-def run_team(count: int, seconds: float, workers: int, model_id: str) -> None:
+def run_team(
+    count: int, seconds: float, workers: int, model_id: str, log: Path | None = None
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vaults"
         seed_vaults(root, count, model_id)
@@ -283,7 +285,9 @@ def run_team(count: int, seconds: float, workers: int, model_id: str) -> None:
             ],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=log.open("wb") if log else subprocess.DEVNULL,
+            # asyncio's debug mode logs each step that held the event loop over 100 ms
+            env={**os.environ, "PYTHONASYNCIODEBUG": "1"} if log else None,
         )
         try:
             wait_for(f"http://127.0.0.1:{up_port}/bench/timings", upstream)
@@ -335,7 +339,11 @@ def report(
     backlog: float,
 ) -> None:
     added, first_turns, failed = [], [], 0
+    by_size: dict[int, list[float]] = {}
+    later: list[float] = []  # turns sent after everyone's first minute
+    start = min((t["sent"] for r in results for t in r["turns"]), default=0.0)
     for result in results:
+        size = SIZES[int(result["name"][1:]) % len(SIZES)]
         for i, turn in enumerate(result["turns"]):
             upstream = timings.get(turn["key"])
             if not turn["ok"] or upstream is None or turn["first"] is None:
@@ -344,6 +352,10 @@ def report(
             arrived, first_out = upstream
             extra = ((arrived - turn["sent"]) + (turn["first"] - first_out)) * 1000
             (first_turns if i == 0 else added).append(extra)
+            if i:
+                by_size.setdefault(size, []).append(extra)
+                if turn["sent"] > start + 60:
+                    later.append(extra)
     lost = twice = 0
     missing_vectors = 0
     for result in results:
@@ -362,6 +374,17 @@ def report(
         f"byte p50 {percentile(added, 50):.1f} ms, p99 {percentile(added, 99):.1f} ms "
         f"(a person's first turn: p50 {percentile(first_turns, 50):.0f} ms, "
         f"max {max(first_turns, default=float('nan')):.0f} ms)"
+    )
+    print(
+        f"    after the first minute: p50 {percentile(later, 50):.1f} ms, p99 "
+        f"{percentile(later, 99):.1f} ms ({len(later)} turns)"
+    )
+    print(
+        "    by the chat's length, p50 / p99: "
+        + ", ".join(
+            f"{size:,} messages {percentile(v, 50):.0f} / {percentile(v, 99):.0f} ms"
+            for size, v in sorted(by_size.items())
+        )
     )
     print(
         f"    proxy CPU {cpu / wall:.0%} of a core ({cpu / wall / count:.2%} a person); RSS "
@@ -398,6 +421,11 @@ def main() -> None:
     parser.add_argument("--teams", default="10,50,200")
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument(
+        "--proxy-log",
+        type=Path,
+        help="the proxy's log here, with asyncio's debug mode (what held its loop over 100 ms)",
+    )
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--people", help=argparse.SUPPRESS)
     parser.add_argument("--names", help=argparse.SUPPRESS)
@@ -416,7 +444,7 @@ def main() -> None:
     print(f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}")
     model_id = proxy_model_id()
     for count in (int(t) for t in args.teams.split(",")):
-        run_team(count, args.seconds, args.workers, model_id)
+        run_team(count, args.seconds, args.workers, model_id, args.proxy_log)
 
 
 if __name__ == "__main__":
