@@ -54,7 +54,8 @@ def test_a_memory_the_model_stores_shows_as_a_tool_call(
             expect(call).to_have_attribute("data-state", "done")
             expect(call.locator(".tool-call__name")).to_have_text("smart_context.store_memory")
             expect(call.locator(".tool-call__summary")).to_have_text(f"Stored: {FACT}")
-            assert FACT in call.locator(".tool-call__args").inner_text()
+            # (its text, not innerText: a message out of view skips rendering, content-visibility)
+            expect(call.locator(".tool-call__args")).to_contain_text(FACT)
             assert page.locator(".tool-call__approve").count() == 0  # ran unasked
             shot(page, "memory-tool-call", "#messages")
             chat_id = httpx.get(f"{base}/api/chats").json()["chats"][0]["id"]
