@@ -49,6 +49,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 PERSON_HEADER = "X-Bench-Person"
+# the proxy's command, with the interpreter's switch interval (how long a thread may keep the
+# lock another asks for; Python's default 0.005 s)
+PROXY_MAIN = (
+    "import sys; sys.setswitchinterval({switch}); from smart_context_hosts.cli import main; main()"
+)
 FIRST_TOKEN = 0.3  # seconds before the upstream's first piece
 TOKENS_PER_SECOND = 40
 REPLY_TOKENS = 40
@@ -268,7 +273,12 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_team(
-    count: int, seconds: float, workers: int, model_id: str, log: Path | None = None
+    count: int,
+    seconds: float,
+    workers: int,
+    model_id: str,
+    log: Path | None = None,
+    switch: float = 0.005,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vaults"
@@ -279,7 +289,7 @@ def run_team(
         )
         proxy = subprocess.Popen(
             [
-                *(sys.executable, "-c", "from smart_context_hosts.cli import main; main()"),
+                *(sys.executable, "-c", PROXY_MAIN.format(switch=switch)),
                 *("proxy", "--vaults", str(root), "--user-header", PERSON_HEADER),
                 *("--upstream", f"http://127.0.0.1:{up_port}/v1", "--port", str(proxy_port)),
             ],
@@ -426,6 +436,12 @@ def main() -> None:
         type=Path,
         help="the proxy's log here, with asyncio's debug mode (what held its loop over 100 ms)",
     )
+    parser.add_argument(
+        "--switch-interval",
+        type=float,
+        default=0.005,
+        help="the proxy's sys.setswitchinterval (Python's default 0.005)",
+    )
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--people", help=argparse.SUPPRESS)
     parser.add_argument("--names", help=argparse.SUPPRESS)
@@ -444,7 +460,7 @@ def main() -> None:
     print(f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}")
     model_id = proxy_model_id()
     for count in (int(t) for t in args.teams.split(",")):
-        run_team(count, args.seconds, args.workers, model_id, args.proxy_log)
+        run_team(count, args.seconds, args.workers, model_id, args.proxy_log, args.switch_interval)
 
 
 if __name__ == "__main__":
