@@ -46,6 +46,17 @@ def test_a_bad_upstream_or_address_is_refused_with_a_message(tmp_path: Path) -> 
     assert remote.returncode == 2 and "--allow-remote" in remote.stderr
 
 
+@pytest.mark.parametrize("seconds", ["0", "-1", "soon", "inf"])
+def test_a_shape_timeout_must_be_some_seconds(tmp_path: Path, seconds: str) -> None:
+    bad = subprocess.run(
+        [*CLI, "proxy", str(tmp_path), "--upstream", "http://h/v1", "--shape-timeout", seconds],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "seconds" in bad.stderr
+
+
 def test_a_team_needs_to_say_who_is_asking(tmp_path: Path) -> None:
     up = ["--upstream", "http://h/v1"]
     nobody = subprocess.run(
