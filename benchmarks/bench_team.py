@@ -49,10 +49,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 PERSON_HEADER = "X-Bench-Person"
-# the proxy's command, with the interpreter's switch interval (how long a thread may keep the
-# lock another asks for; Python's default 0.005 s)
+# the proxy's command; ``{switch}``: the interpreter's switch interval it sets (how long a thread
+# may keep the lock another asks for: the command's 0.001 s, Python's default 0.005)
 PROXY_MAIN = (
-    "import sys; sys.setswitchinterval({switch}); from smart_context_hosts.cli import main; main()"
+    "import smart_context_hosts.sidecar.serve as s; s.SWITCH_INTERVAL = {switch}; "
+    "from smart_context_hosts.cli import main; main()"
 )
 FIRST_TOKEN = 0.3  # seconds before the upstream's first piece
 TOKENS_PER_SECOND = 40
@@ -278,7 +279,7 @@ def run_team(
     workers: int,
     model_id: str,
     log: Path | None = None,
-    switch: float = 0.005,
+    switch: float = 0.001,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vaults"
@@ -439,8 +440,8 @@ def main() -> None:
     parser.add_argument(
         "--switch-interval",
         type=float,
-        default=0.005,
-        help="the proxy's sys.setswitchinterval (Python's default 0.005)",
+        default=0.001,
+        help="the proxy's sys.setswitchinterval (the command's 0.001; Python's default 0.005)",
     )
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--people", help=argparse.SUPPRESS)
