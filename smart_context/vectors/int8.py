@@ -25,9 +25,8 @@ Scales = npt.NDArray[np.float32]
 # up to 1,040 dimensions an int8 dot fits float32 exactly; past it (an API model's 1,536) the
 # sums are taken in float64, exact to 2**53, then rounded once to float32: the same everywhere
 FLOAT32_EXACT_DIM = (2**24 - 1) // (127 * 127)
-_BLOCK = (
-    512  # rows converted to float32 at once by the numpy path (cache-sized: 8192 was 3x slower)
-)
+# rows converted to float32 at once by the numpy path (cache-sized: 8,192 was 3x slower)
+_BLOCK = 512
 
 try:  # a platform without its wheel scores through numpy, to the same integers
     import numkong
