@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from smart_context.items.chunks import chunk, query_chunks
+from smart_context.items.chunks import chunk
 from smart_context.items.expand import expand, relationship_graph
 from smart_context.items.files import Stamp, folder_stamp, load_items
 from smart_context.items.lexical import LexicalIndex, hybrid_scores
@@ -169,7 +169,7 @@ class ItemCatalog:
         scores = hybrid_scores(
             queries,
             index,
-            sentences or query_chunks(message) or [message],  # the rows of ``queries``
+            sentences or MessageQuery(message).sentences,  # the rows of ``queries``
             await self._keywords(catalog) if weight > 0 else None,
             weight,
             rows,

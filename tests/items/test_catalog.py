@@ -163,3 +163,15 @@ async def test_keyword_scores_join_the_cosine_only_when_weighted(items_vault: Pa
     assert cosine.item.name == hybrid.item.name == "code"
     assert cosine.score == pytest.approx(1.0)  # the same words: the bag-of-words fake says 1
     assert 0.5 < hybrid.score < 1.0  # half of it is BM25, squashed below 1
+
+
+async def test_a_pasted_document_is_searched_by_the_sentences_it_was_embedded_by(
+    items_vault: Path,
+) -> None:
+    # its sentences are bounded (24, spread over it): the keyword scores must take the same rows
+    store = VectorStore(items_vault, FakeEmbedder())
+    pasted = " ".join(f"Line {i}: the python asyncio task cancel failed." for i in range(100))
+    [found] = await ItemCatalog(items_vault).search(
+        store, pasted, Limits(top_n=1, lexical_weight=0.5)
+    )
+    assert found.item.name == "code"
