@@ -207,9 +207,16 @@ class Proxy:
         brings this reply back); ``done``, which the chat's next turn waits for, when it ends."""
         seconds = self.options.shape_timeout
         log.warning("Chat %s: not shaped in %g s; the request goes as it came.", chat_id, seconds)
+        self.behind(preparing, done, chat_id)
+        return f"off; not shaped in {seconds:g} s, so the request went as it came"
+
+    def behind(
+        self, preparing: asyncio.Future[Turn], done: asyncio.Future[None], chat_id: str
+    ) -> None:
+        """A turn's shaping left to finish on its own, held (a failure is logged); ``done``
+        when it ends."""
         held(self._storing, preparing, f"Chat {chat_id}: shaping, finished late, failed.", log)
         preparing.add_done_callback(lambda _: None if done.done() else done.set_result(None))
-        return f"off; not shaped in {seconds:g} s, so the request went as it came"
 
     def store_soon(
         self,
@@ -343,15 +350,21 @@ async def chat_completions(request: Request) -> Response:
         preparing = asyncio.ensure_future(
             vault.relay.prepare(chat, parts, body, proxy.options.upstream)
         )
-        if not (await asyncio.wait([preparing], timeout=proxy.options.shape_timeout))[0]:
-            return await _pass(request, raw, proxy.shaped_late(preparing, future, chat.chat_id))
-        turn = preparing.result()
-        content = encoded(turn.body)  # (a body nested past Python's limit cannot be written)
+        try:
+            finished = (await asyncio.wait([preparing], timeout=proxy.options.shape_timeout))[0]
+        except asyncio.CancelledError:  # the client left: the plugins' work goes on, held
+            proxy.behind(preparing, future, chat.chat_id)
+            raise
+        if finished:
+            turn = preparing.result()
+            content = encoded(turn.body)  # (a body nested past Python's limit cannot be written)
     except Exception as exc:  # the client's request still goes: a failure of ours costs no reply
         log.exception("Chat %s: Smart Context failed; the request goes as it came.", chat.chat_id)
         if future is not None:
             future.set_result(None)  # nothing of this turn will be stored
         return await _pass(request, raw, header_safe(f"off; failed: {type(exc).__name__}: {exc}"))
+    if not finished:
+        return await _pass(request, raw, proxy.shaped_late(preparing, future, chat.chat_id))
     headers = proxy.forwarded(request.headers.items(), ours=True)
     headers["content-type"] = "application/json"
     url = proxy.url(request.url.path, request.url.query)

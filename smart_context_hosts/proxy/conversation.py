@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 Message = dict[str, Any]
@@ -127,13 +128,15 @@ def wire_form(message: Mapping[str, Any]) -> Message:
     return {"role": str(message.get("role")), "content": text_of(message.get("content"))}
 
 
-def _same(stored: Mapping[str, Any], incoming: Mapping[str, Any]) -> bool:
+def _same(stored: Mapping[str, Any], incoming: Mapping[str, Any], exact: bool = False) -> bool:
+    """Whether a stored message is the client's: the same text, spaces aside (``exact``: byte
+    for byte, as clients resend their messages)."""
     if stored.get("role") != incoming.get("role"):
         return False
     if "wire" in stored or not is_plain(incoming):
         return wire_form(stored) == dict(incoming)
     have, want = stored.get("content"), incoming.get("content")
-    return have == want or _normal(have) == _normal(want)  # the same text: no split needed
+    return have == want or (not exact and _normal(have) == _normal(want))
 
 
 def _normal(text: Any) -> str:
@@ -172,7 +175,7 @@ def merge(
     if rest or not (kept or all(_own(m) for m in stored)):
         # byte for byte first (clients resend their messages as they were): quick on a long
         # chat; then as merge compares them, spaces aside
-        placed = _tail_start(stored, incoming, kept > 0, _same_bytes)
+        placed = _tail_start(stored, incoming, kept > 0, partial(_same, exact=True))
         placed = placed or _tail_start(stored, incoming, kept > 0)
         if placed is None and not kept:  # nothing of the stored chat: after it
             head = len(stored)
@@ -242,15 +245,6 @@ def _walk(
 def _own(message: Mapping[str, Any]) -> bool:
     """Whether a stored message is the sidecar's own (a notice, an error)."""
     return any(message.get(k) for k in SIDECAR_ONLY)
-
-
-def _same_bytes(stored: Mapping[str, Any], incoming: Mapping[str, Any]) -> bool:
-    """Whether a stored message is the client's exactly as it was sent."""
-    if "wire" in stored or not is_plain(incoming):
-        return wire_form(stored) == dict(incoming)
-    return stored.get("content") == incoming.get("content") and (
-        stored.get("role") == incoming.get("role")
-    )
 
 
 def _tail_start(
