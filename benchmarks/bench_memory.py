@@ -19,6 +19,7 @@ import contextlib
 import ctypes
 import gc
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
+from bench_server import rss_mb
 
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.sidecar.app import create_app
@@ -42,14 +44,6 @@ TOPICS = [
     "the hut at Lagazuoi in winter and how cold the nights get",
 ]
 VECTOR_BYTES = 384 + 4  # a message's vector as kept: int8 codes and a float32 scale
-
-
-def rss_mb() -> float:
-    """This process's resident memory, MB (Linux)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def message(i: int) -> str:
@@ -75,7 +69,7 @@ async def run(messages: int, writers: int, top: int) -> None:
             assert plugin.services is not None
             await plugin.services.settle(600)
             gc.collect()
-            before = rss_mb()
+            before = rss_mb(os.getpid())
             tracemalloc.start(8)
             first = tracemalloc.take_snapshot()
             sent = 0
@@ -91,12 +85,12 @@ async def run(messages: int, writers: int, top: int) -> None:
             await plugin.services.settle(600)
             gc.collect()
             last = tracemalloc.take_snapshot()
-            after = rss_mb()
+            after = rss_mb(os.getpid())
             tracemalloc.stop()
             trimmed = after
             with contextlib.suppress(OSError, AttributeError):  # glibc only
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
-                trimmed = rss_mb()
+                trimmed = rss_mb(os.getpid())
             raw = (root / ".memory" / f"{chat_id}.json").read_bytes()
             stored = json.loads(raw)
         await sidecar.stop()

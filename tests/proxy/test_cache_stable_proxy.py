@@ -20,7 +20,8 @@ from tests.context.test_budgeted import long_chat
 from tests.context.test_layout import Clock
 from tests.layout_checks import cuts_of, longer
 from tests.openai_server import OpenAIStub
-from tests.sidecar.conftest import chat_on_disk, live_server, llm_table, write_settings
+from tests.proxy.test_proxy import stub_vault
+from tests.sidecar.conftest import chat_on_disk, live_server
 
 TURNS = 30
 SYSTEM = {"role": "system", "content": "You are terse. Never use emoji."}
@@ -52,14 +53,7 @@ class Running:
 
 @pytest.fixture
 def vault(tmp_path: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "vault"
-    folder.mkdir()
-    monkeypatch.setenv("STUB_KEY", openai_server.api_key)
-    write_settings(
-        folder,
-        PLUGIN_TABLE + llm_table(openai_server.base_url, "STUB_KEY", embedding="stub-embedding"),
-    )
-    return folder
+    return stub_vault(tmp_path / "vault", openai_server, monkeypatch, PLUGIN_TABLE)
 
 
 @pytest.fixture

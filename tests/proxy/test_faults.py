@@ -14,7 +14,6 @@ import json
 import signal
 import socket
 import subprocess
-import sys
 from asyncio.subprocess import Process
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -36,13 +35,12 @@ from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_of
 from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.openai_server import OpenAIStub
-from tests.proxy.test_proxy import PLUGIN_TABLE, Running, turn
+from tests.proxy.test_command import CLI
+from tests.proxy.test_proxy import Running, stub_vault, turn
 from tests.sidecar.conftest import (
     chat_on_disk,
     live_server,
-    llm_table,
     manager_with,
-    write_settings,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,20 +171,33 @@ class Scene:
         return await say(self.url, history, text, chat)
 
 
+@contextlib.asynccontextmanager
+async def streamed(url: str, messages: list[dict[str, Any]], chat: str) -> AsyncIterator[Any]:
+    """A streamed turn through the proxy at ``url``, as a client sends it: the answer's lines."""
+    body = {"model": "m", "stream": True, "messages": messages}
+    headers = {"X-Smart-Context-Chat": chat}
+    async with (
+        httpx.AsyncClient(timeout=30) as client,
+        client.stream("POST", f"{url}/v1/chat/completions", json=body, headers=headers) as answer,
+    ):
+        yield answer
+
+
+async def until_the_first_piece(lines: AsyncIterator[str]) -> None:
+    """Read a stream's lines up to its first piece of the reply."""
+    async for line in lines:
+        if line.startswith("data: {"):
+            return
+
+
 async def say(
     url: str, history: list[dict[str, Any]], text: str, chat: str
 ) -> tuple[int, str, str | None]:
     """One streamed turn as a client sends it: status, the text read, our header; the history
     takes the message, and the reply when it is whole."""
     history.append({"role": "user", "content": text})
-    body = {"model": "m", "stream": True, "messages": history}
     got = ""
-    async with (
-        httpx.AsyncClient(timeout=30) as client,
-        client.stream(
-            "POST", f"{url}/v1/chat/completions", json=body, headers={"X-Smart-Context-Chat": chat}
-        ) as answer,
-    ):
+    async with streamed(url, history, chat) as answer:
         with contextlib.suppress(httpx.HTTPError):  # a stream cut short
             async for line in answer.aiter_lines():
                 if line.startswith("data: {"):
@@ -245,19 +256,8 @@ async def test_an_upstream_that_drops_mid_stream_leaves_the_part_said_and_the_ne
 
 async def test_a_client_that_hangs_up_mid_stream_leaves_the_chat_whole(scene: Scene) -> None:
     scene.upstream.after = "hold"
-    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "one"}]}
-    async with (
-        httpx.AsyncClient(timeout=30) as client,
-        client.stream(
-            "POST",
-            f"{scene.url}/v1/chat/completions",
-            json=body,
-            headers={"X-Smart-Context-Chat": "f"},
-        ) as answer,
-    ):
-        async for line in answer.aiter_lines():
-            if line.startswith("data: {"):
-                break  # the person closed the tab after the first words
+    async with streamed(scene.url, [{"role": "user", "content": "one"}], "f") as answer:
+        await until_the_first_piece(answer.aiter_lines())  # then the person closed the tab
     scene.upstream.release.set()
     await scene.proxy.settle()
     left = valid_and_once(scene.vault, "f")
@@ -310,8 +310,8 @@ async def proxy_process(vault: Path, upstream: str) -> AsyncIterator[tuple[str, 
     answers."""
     port = free_port()
     process = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-c", "from smart_context_hosts.cli import main; main()", "proxy"),
-        *(str(vault), "--upstream", upstream, "--port", str(port)),
+        *CLI,
+        *("proxy", str(vault), "--upstream", upstream, "--port", str(port)),
         cwd=ROOT,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
@@ -342,20 +342,9 @@ async def test_a_proxy_killed_mid_turn_loses_nothing_and_the_next_one_goes_on(
     asked = [{"role": "user", "content": "Plan four days in Kyoto"}]
     async with live_server(upstream.app()) as up:
         async with proxy_process(vault, f"{up}/v1") as (url, process):
-            body = {"model": "m", "stream": True, "messages": asked}
-            async with (
-                httpx.AsyncClient(timeout=30) as client,
-                client.stream(
-                    "POST",
-                    f"{url}/v1/chat/completions",
-                    json=body,
-                    headers={"X-Smart-Context-Chat": "k"},
-                ) as answer,
-            ):
+            async with streamed(url, asked, "k") as answer:
                 lines = answer.aiter_lines()
-                async for line in lines:
-                    if line.startswith("data: {"):
-                        break  # the reply has begun
+                await until_the_first_piece(lines)  # the reply has begun
                 process.send_signal(signal.SIGKILL)
                 with pytest.raises(httpx.HTTPError):  # the client hears the connection go
                     async for _ in lines:
@@ -400,13 +389,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 async def test_a_full_disk_costs_no_reply_and_the_next_turn_stores_what_was_missed(
     small_disk: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    vault = small_disk / "vault"
-    vault.mkdir()
-    monkeypatch.setenv("STUB_KEY", openai_server.api_key)
-    write_settings(
-        vault,
-        PLUGIN_TABLE + llm_table(openai_server.base_url, "STUB_KEY", embedding="stub-embedding"),
-    )
+    vault = stub_vault(small_disk / "vault", openai_server, monkeypatch)
     sidecar = Sidecar(vault)
     app = create_app(sidecar, ProxyOptions(openai_server.base_url))
     async with live_server(app) as url:

@@ -59,16 +59,25 @@ class Running:
         await self.sidecar.pm.get_plugin("smart_context").services.settle(timeout=30)
 
 
-@pytest.fixture
-def vault(tmp_path: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "vault"
+def stub_vault(
+    folder: Path,
+    server: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
+    plugin_table: str = PLUGIN_TABLE,
+) -> Path:
+    """``folder`` made a vault whose models are the stub server's (chat and embeddings), with
+    ``plugin_table`` for the plugin's settings."""
     folder.mkdir()
-    monkeypatch.setenv("STUB_KEY", openai_server.api_key)
+    monkeypatch.setenv("STUB_KEY", server.api_key)
     write_settings(
-        folder,
-        PLUGIN_TABLE + llm_table(openai_server.base_url, "STUB_KEY", embedding="stub-embedding"),
+        folder, plugin_table + llm_table(server.base_url, "STUB_KEY", embedding="stub-embedding")
     )
     return folder
+
+
+@pytest.fixture
+def vault(tmp_path: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return stub_vault(tmp_path / "vault", openai_server, monkeypatch)
 
 
 @pytest.fixture
