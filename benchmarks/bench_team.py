@@ -23,7 +23,8 @@ new). Per team size, printed:
   (their chat's first read, printed apart): the client's wait for the first piece less the
   upstream's own time (arrival to first piece sent), clocks compared on this machine's monotonic
   clock;
-- the proxy's CPU (share of one core over the run) and resident memory, in all and per person;
+- the proxy's CPU (share of one core over the run) and resident memory, in all and per person,
+  its worker processes (topic maps) counted in;
 - the backlog: how long the proxy's background work runs on after the last turn (seconds until
   its CPU falls idle), and whether every message has its vector once it has stopped;
 - messages lost or stored twice: each person's turns against their chat file (must be 0).
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -227,9 +229,34 @@ def seed_vaults(root: Path, count: int, model_id: str) -> None:
 # --- measuring the proxy -----------------------------------------------------------------------
 
 
+def family(pid: int) -> list[int]:
+    """The process and its children, theirs too (the proxy's topic workers)."""
+    out, todo = [], [pid]
+    while todo:
+        at = todo.pop()
+        out.append(at)
+        for task in Path(f"/proc/{at}/task").glob("*/children"):
+            with contextlib.suppress(FileNotFoundError):
+                todo.extend(int(child) for child in task.read_text().split())
+    return out
+
+
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of the process and its children, living (as now) and ended (as waited for)."""
+    total = 0
+    for at in family(pid):
+        with contextlib.suppress(FileNotFoundError):  # a child that ended meanwhile
+            fields = Path(f"/proc/{at}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def family_rss_mb(pid: int) -> float:
+    total = 0.0
+    for at in family(pid):
+        with contextlib.suppress(FileNotFoundError):
+            total += rss_mb(at)
+    return total
 
 
 def free_port() -> int:
@@ -297,7 +324,7 @@ def run_team(
         try:
             wait_for(f"http://127.0.0.1:{up_port}/bench/timings", upstream)
             wait_for(f"http://127.0.0.1:{proxy_port}/healthz", proxy)
-            rss_start = rss_mb(proxy.pid)
+            rss_start = family_rss_mb(proxy.pid)
             cpu_start, wall_start = cpu_seconds(proxy.pid), time.monotonic()
             names = [f"p{i:03d}" for i in range(count)]
             outs = [Path(tmp) / f"people{w}.json" for w in range(workers)]
@@ -314,7 +341,7 @@ def run_team(
             ]
             peak = 0.0
             while any(c.poll() is None for c in clients):
-                peak = max(peak, rss_mb(proxy.pid))
+                peak = max(peak, family_rss_mb(proxy.pid))
                 time.sleep(1)
             cpu_run, wall_run = cpu_seconds(proxy.pid) - cpu_start, time.monotonic() - wall_start
             backlog = idle_after(proxy.pid)

@@ -1,7 +1,8 @@
 """Which extractor runs: the fast model first, the offline extractor when it gives nothing usable.
 
-The offline extractor clusters for a few hundred milliseconds, so it runs in a worker thread;
-the phrase embedder it may use lives on the event loop and is called across.
+The offline extractor clusters for seconds on a long chat, so it runs in a worker process
+driven from a thread of its own (:mod:`smart_context.topics.worker`); the phrase embedder it may
+use lives on the event loop and is called across.
 """
 
 from __future__ import annotations
@@ -123,14 +124,15 @@ async def offline(
     previous: Sequence[str],
     embed_phrases: PhraseEmbedder | None,
 ) -> ExtractedTopics:
-    """The offline extractor, in a thread of its own pool: clustering a long chat takes a few
-    hundred milliseconds of CPU that must not stall the event loop serving requests."""
-    from smart_context.topics.offline.cluster import extract_offline
+    """The offline extractor, from a thread of its own pool, in a worker process
+    (:mod:`smart_context.topics.worker`): clustering a long chat takes seconds of CPU that must
+    not stall the event loop serving requests, nor hold the interpreter's lock it needs."""
+    from smart_context.topics.worker import extract_in_worker
 
     loop = asyncio.get_running_loop()
     if embed_phrases is None:
         return await loop.run_in_executor(
-            _EXTRACTORS, partial(extract_offline, messages, vectors, previous)
+            _EXTRACTORS, partial(extract_in_worker, messages, vectors, previous)
         )
 
     def phrase_vectors(phrases: Sequence[str]) -> Matrix:
@@ -148,10 +150,10 @@ async def offline(
     try:
         return await loop.run_in_executor(
             _EXTRACTORS,
-            partial(extract_offline, messages, vectors, previous, phrase_vectors=phrase_vectors),
+            partial(extract_in_worker, messages, vectors, previous, phrase_vectors),
         )
     except SmartContextError as exc:  # phrases could not be embedded: key words alone will do
         log.info("Smart Context: topic labels from key words only (%s)", exc)
         return await loop.run_in_executor(
-            _EXTRACTORS, partial(extract_offline, messages, vectors, previous)
+            _EXTRACTORS, partial(extract_in_worker, messages, vectors, previous)
         )

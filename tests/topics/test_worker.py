@@ -1,0 +1,150 @@
+"""The offline extractor in a worker process: the same map as in-process, phrases embedded by
+the serving process, and a map made here when the worker cannot start or dies mid-job."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from smart_context.errors import EmbeddingError
+from smart_context.topics import worker
+from smart_context.topics.offline.cluster import extract_offline
+from smart_context.vectors.ops import Matrix, normalize_rows
+from tests.fakes import make_messages, word_vector
+
+TEXTS = [
+    "How do I proof sourdough bread overnight in the fridge?",
+    "Sourdough bread proofs overnight in the fridge at 4 degrees.",
+    "Always answer in French.",
+    "How do I cancel an asyncio task in Python?",
+    "Call task.cancel() and await the asyncio task.",
+    "Which sourdough starter flour works best?",
+    "Rye flour feeds a sourdough starter well.",
+    "Does asyncio gather cancel the other tasks?",
+    "Asyncio gather cancels nothing unless you ask it to.",
+]
+
+
+def embed(texts: Sequence[str]) -> Matrix:
+    return normalize_rows(np.stack([word_vector(t) for t in texts]))
+
+
+@pytest.fixture
+def chat() -> tuple[list[dict[str, Any]], Matrix]:
+    messages = make_messages(TEXTS * 2)
+    return messages, embed([m["content"] for m in messages])
+
+
+@pytest.fixture
+def fresh(monkeypatch: pytest.MonkeyPatch) -> worker.Worker:
+    """A worker of the test's own (stopped at the end), and none of the module's."""
+    monkeypatch.setattr(worker, "_local", threading.local())
+    monkeypatch.setattr(worker, "_unavailable", [])
+    own = worker.Worker()
+    yield own
+    own.stop()
+
+
+def test_the_worker_maps_as_this_process_does_and_asks_here_for_phrase_vectors(
+    chat: tuple[list[dict[str, Any]], Matrix], fresh: worker.Worker
+) -> None:
+    messages, vectors = chat
+    asked: list[tuple[int, int]] = []  # (process, phrases) of each call
+
+    def phrases(texts: Sequence[str]) -> Matrix:
+        asked.append((os.getpid(), len(texts)))
+        return embed(texts)
+
+    found = fresh.extract(messages, vectors, ["Bread"], phrases)
+    here = extract_offline(messages, vectors, ["Bread"], phrase_vectors=embed)
+    assert found == here and found.topics and found.sticky_ids == ("m2",)
+    assert found.notes == here.notes
+    assert asked and all(pid == os.getpid() for pid, _ in asked)
+    # a second job reuses the same process
+    pid = fresh._process.pid if fresh._process else None
+    assert fresh.extract(messages, vectors, [], None) == extract_offline(messages, vectors, [])
+    assert fresh._process is not None and fresh._process.pid == pid
+
+
+def test_phrases_that_cannot_be_embedded_leave_labels_from_key_words(
+    chat: tuple[list[dict[str, Any]], Matrix], fresh: worker.Worker
+) -> None:
+    messages, vectors = chat
+
+    def refuse(texts: Sequence[str]) -> Matrix:
+        raise EmbeddingError("the model is not there")
+
+    found = fresh.extract(messages, vectors, [], refuse)
+    assert found.topics and found == extract_offline(messages, vectors, [])
+    assert any("the model is not there" in note for note in found.notes)
+
+
+def test_an_error_in_the_worker_is_raised_here(
+    chat: tuple[list[dict[str, Any]], Matrix], fresh: worker.Worker
+) -> None:
+    messages, vectors = chat
+    with pytest.raises(ValueError, match="vector"):
+        fresh.extract(messages, vectors[:3], [], None)  # fewer vectors than messages
+    assert fresh.extract(messages, vectors, [], None).topics  # and it serves the next job
+
+
+def test_a_worker_killed_mid_job_is_replaced_and_the_map_is_made_here(
+    chat: tuple[list[dict[str, Any]], Matrix],
+    fresh: worker.Worker,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    messages, vectors = chat
+    killed: list[int] = []
+
+    def kill_then_embed(texts: Sequence[str]) -> Matrix:
+        own = worker._local.worker
+        if not killed and own._process is not None:
+            killed.append(own._process.pid)
+            own._process.kill()
+            own._process.wait()
+        return embed(texts)
+
+    with caplog.at_level(logging.WARNING):
+        first = worker.extract_in_worker(messages, vectors, [], kill_then_embed)
+    assert killed and first == extract_offline(messages, vectors, [], phrase_vectors=embed)
+    assert "the topic worker stopped" in caplog.text
+    again = worker.extract_in_worker(messages, vectors, [], embed)
+    assert again == first
+    started = worker._local.worker._process
+    assert started is not None and started.pid != killed[0] and not worker._unavailable
+    worker._local.worker.stop()
+
+
+def test_a_worker_that_cannot_start_leaves_maps_in_this_process_and_says_so_once(
+    chat: tuple[list[dict[str, Any]], Matrix],
+    fresh: worker.Worker,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    messages, vectors = chat
+    monkeypatch.setattr(worker.sys, "executable", "/nonexistent/python")
+    with caplog.at_level(logging.WARNING):
+        first = worker.extract_in_worker(messages, vectors, [], embed)
+        second = worker.extract_in_worker(messages, vectors, [], embed)
+    assert first == second == extract_offline(messages, vectors, [], phrase_vectors=embed)
+    assert caplog.text.count("topic maps run in the serving process") == 1
+    assert worker._unavailable
+
+
+def test_a_child_that_exits_at_once_counts_as_unavailable(
+    chat: tuple[list[dict[str, Any]], Matrix],
+    fresh: worker.Worker,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Python that cannot import the package (a host's odd layout) exits before answering."""
+    messages, vectors = chat
+    monkeypatch.setattr(worker, "_CHILD_MAIN", "raise SystemExit(3)  # {root}")
+    found = worker.extract_in_worker(messages, vectors, [], embed)
+    assert found == extract_offline(messages, vectors, [], phrase_vectors=embed)
+    assert worker._unavailable and "stopped" in worker._unavailable[0]
