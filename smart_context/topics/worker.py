@@ -3,7 +3,8 @@
 Mapping a long chat is seconds of pure Python (every message's words and standing
 instructions). In a thread of the serving process it takes the interpreter's lock from the
 event loop: with a team's chats mapping, a request's few milliseconds of work waited up to half
-a second, a lock switch at a time. In a process of its own it takes a core and nothing else.
+a second, a lock switch at a time. In a process of its own, at a lower CPU priority, it takes what the requests leave of the
+cores.
 
 Each extractor thread (:data:`smart_context.topics.extract._EXTRACTORS`) keeps one worker
 process, started on its first map and reused. A job goes down the worker's stdin as one
@@ -53,6 +54,7 @@ _CHILD_MAIN = (
     "from smart_context.topics.worker import serve; serve()"
 )
 PhraseVectors = Callable[[Sequence[str]], Matrix]
+NICENESS = 10  # the worker's lower CPU priority: on a busy machine the requests go first
 
 
 class WorkerGone(Exception):
@@ -212,6 +214,9 @@ def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> No
         stdout = os.fdopen(os.dup(1), "wb")
         os.dup2(2, 1)
         stdin = sys.stdin.buffer
+        # a map can wait; the requests of the process that started this one cannot
+        with contextlib.suppress(AttributeError, OSError):  # no nice() on Windows
+            os.nice(NICENESS)
     while True:
         try:
             job = read_frame(stdin)
