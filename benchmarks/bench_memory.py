@@ -1,14 +1,15 @@
 """Where the reference sidecar's memory goes as one chat grows, message by message.
 
-Run: python benchmarks/bench_memory.py [--messages 1000] [--writers 4] [--top 12]
+Run: python benchmarks/bench_memory.py [--messages 1000] [--writers 4] [--trace 12]
 
 One vault on the embedded offline default (the real local model, no chat model), one chat:
 ``--writers`` clients post ``--messages`` messages to it in all through the page's HTTP app (in
 process), as people typing at once would; the background passes (embeddings, the topic map)
-run as they do. Printed: the resident memory (RSS) before and after, per message against the
-message's own size plus its vector, and the Python allocations that grew most (tracemalloc,
-by line): what holds the memory. The target: growth per message at most 10x the message's own
-size plus its vector.
+run as they do. Printed: the resident memory (RSS, the topic worker's counted in) before and
+after, per message against the message's own size plus its vector; with ``--trace N``, in a
+second run, the N Python allocations that grew most (tracemalloc, by line): what holds the
+memory. Tracing keeps a record of every allocation, so the first run's figures are measured
+without it. The target: growth per message at most 10x the message's own size plus its vector.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
-from bench_server import rss_mb
+from bench_server import family_rss_mb
 
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.sidecar.app import create_app
@@ -69,9 +70,10 @@ async def run(messages: int, writers: int, top: int) -> None:
             assert plugin.services is not None
             await plugin.services.settle(600)
             gc.collect()
-            before = rss_mb(os.getpid())
-            tracemalloc.start(8)
-            first = tracemalloc.take_snapshot()
+            before = family_rss_mb(os.getpid())
+            if top:
+                tracemalloc.start(8)
+                first = tracemalloc.take_snapshot()
             sent = 0
 
             async def writer(w: int) -> None:
@@ -84,16 +86,21 @@ async def run(messages: int, writers: int, top: int) -> None:
             await asyncio.gather(*(writer(w) for w in range(writers)))
             await plugin.services.settle(600)
             gc.collect()
-            last = tracemalloc.take_snapshot()
-            after = rss_mb(os.getpid())
-            tracemalloc.stop()
+            if top:
+                last = tracemalloc.take_snapshot()
+                tracing = tracemalloc.get_tracemalloc_memory() / 1024 / 1024
+                tracemalloc.stop()
+            after = family_rss_mb(os.getpid())
             trimmed = after
             with contextlib.suppress(OSError, AttributeError):  # glibc only
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
-                trimmed = rss_mb(os.getpid())
+                trimmed = family_rss_mb(os.getpid())
             raw = (root / ".memory" / f"{chat_id}.json").read_bytes()
             stored = json.loads(raw)
         await sidecar.stop()
+    if top:
+        print_allocations(first, last, top, tracing)
+        return
     count = len(stored["messages"]) - 40  # this run's: each post stores the message and a reply
     own = sent / messages + VECTOR_BYTES
     grew = (after - before) * 1024 * 1024 / max(count, 1)
@@ -118,7 +125,14 @@ async def run(messages: int, writers: int, top: int) -> None:
         f"    after glibc's malloc_trim(0): {trimmed:.0f} MB (what the allocator held free: "
         f"{after - trimmed:.0f} MB)"
     )
-    print(f"Python allocations that grew most (of {top}):")
+
+
+def print_allocations(
+    first: tracemalloc.Snapshot, last: tracemalloc.Snapshot, top: int, tracing: float
+) -> None:
+    print(
+        f"Python allocations that grew most (a second run, traced; tracing kept {tracing:.0f} MB):"
+    )
     for stat in last.compare_to(first, "lineno")[:top]:
         frame = stat.traceback[0]
         where = frame.filename.split("site-packages/")[-1]
@@ -129,9 +143,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=1000)
     parser.add_argument("--writers", type=int, default=4)
-    parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--trace", type=int, default=0, metavar="N")
     args = parser.parse_args()
-    asyncio.run(run(args.messages, args.writers, args.top))
+    asyncio.run(run(args.messages, args.writers, 0))
+    if args.trace:
+        asyncio.run(run(args.messages, args.writers, args.trace))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ offline default, and reports:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -53,6 +54,27 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def family(pid: int) -> list[int]:
+    """The process and its children, theirs too (the topic workers a server starts)."""
+    out, todo = [], [pid]
+    while todo:
+        at = todo.pop()
+        out.append(at)
+        for task in Path(f"/proc/{at}/task").glob("*/children"):
+            with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+                todo.extend(int(child) for child in task.read_text().split())
+    return out
+
+
+def family_rss_mb(pid: int) -> float:
+    """The resident memory of the process and its children."""
+    total = 0.0
+    for at in family(pid):
+        with contextlib.suppress(FileNotFoundError):  # a child that ended meanwhile
+            total += rss_mb(at)
+    return total
 
 
 def post(base: str, path: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_server import rss_mb
+from bench_server import family, family_rss_mb
 
 ROOT = Path(__file__).resolve().parents[1]
 PERSON_HEADER = "X-Bench-Person"
@@ -229,18 +229,6 @@ def seed_vaults(root: Path, count: int, model_id: str) -> None:
 # --- measuring the proxy -----------------------------------------------------------------------
 
 
-def family(pid: int) -> list[int]:
-    """The process and its children, theirs too (the proxy's topic workers)."""
-    out, todo = [], [pid]
-    while todo:
-        at = todo.pop()
-        out.append(at)
-        for task in Path(f"/proc/{at}/task").glob("*/children"):
-            with contextlib.suppress(FileNotFoundError):
-                todo.extend(int(child) for child in task.read_text().split())
-    return out
-
-
 def cpu_seconds(pid: int) -> float:
     """CPU time of the process and its children, living (as now) and ended (as waited for)."""
     total = 0
@@ -249,14 +237,6 @@ def cpu_seconds(pid: int) -> float:
             fields = Path(f"/proc/{at}/stat").read_text().rsplit(")", 1)[1].split()
             total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
     return total / os.sysconf("SC_CLK_TCK")
-
-
-def family_rss_mb(pid: int) -> float:
-    total = 0.0
-    for at in family(pid):
-        with contextlib.suppress(FileNotFoundError):
-            total += rss_mb(at)
-    return total
 
 
 def free_port() -> int:

@@ -3,8 +3,8 @@
 Mapping a long chat is seconds of pure Python (every message's words and standing
 instructions). In a thread of the serving process it takes the interpreter's lock from the
 event loop: with a team's chats mapping, a request's few milliseconds of work waited up to half
-a second, a lock switch at a time. In a process of its own, at a lower CPU priority, it takes what the requests leave of the
-cores.
+a second, a lock switch at a time. In a process of its own, at a lower CPU priority, it takes
+what the requests leave of the cores.
 
 Each extractor thread (:data:`smart_context.topics.extract._EXTRACTORS`) keeps one worker
 process, started on its first map and reused. A job goes down the worker's stdin as one
@@ -89,7 +89,7 @@ def read_frame(stream: IO[bytes]) -> Any:
     data = stream.read(size)
     if len(data) < size:
         raise EOFError("the other side closed the pipe mid-frame")
-    return pickle.loads(data)  # noqa: S301: our own child's frames, on pipes only we hold
+    return pickle.loads(data)  # noqa: S301 (our own child's frames, on pipes only we hold)
 
 
 class Worker:
@@ -99,14 +99,13 @@ class Worker:
         self._process: subprocess.Popen[bytes] | None = None
         self.answered = False  # whether a worker of this one ever answered: then it can run
 
-
     def _start(self) -> subprocess.Popen[bytes]:
         if self._process is not None and self._process.poll() is None:
             return self._process
         if not sys.executable:
             raise WorkerGone("this Python does not say where its interpreter is")
         try:
-            self._process = subprocess.Popen(
+            self._process = subprocess.Popen(  # noqa: S603 (this Python, our own code)
                 [sys.executable, "-c", _CHILD_MAIN.format(root=_PACKAGE_ROOT)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -240,10 +239,12 @@ def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> No
                 phrase_vectors=phrase_vectors if wants_phrases else None,
             )
             answer: tuple[str, Any] = ("done", found)
-        except Exception as exc:  # noqa: BLE001: the serving process raises it in its thread
+        # any failure: the serving process raises it in its thread
+        except Exception as exc:  # noqa: BLE001
             answer = ("failed", exc)
         try:
-            pickle.loads(pickle.dumps(answer))  # noqa: S301: what the other side will read
-        except Exception:  # noqa: BLE001: an exception that does not survive a pickle
+            pickle.loads(pickle.dumps(answer))  # noqa: S301 (what the other side will read)
+        # an exception that does not survive a pickle (one with arguments of its own)
+        except Exception:  # noqa: BLE001
             answer = ("failed", RuntimeError(f"{answer[0]}: {answer[1]!r}"))
         write_frame(stdout, answer)
