@@ -20,9 +20,9 @@ already stored (random unit vectors under the local model's name: the proxy embe
 new). Per team size, printed:
 
 - the time the proxy adds to the first byte, p50 and p99, over all turns but each person's first
-  (their chat's first read, printed apart): the client's wait for the first piece less the
-  upstream's own time (arrival to first piece sent), clocks compared on this machine's monotonic
-  clock;
+  (their chat's first read, printed apart): the client's wait for the first piece, from the
+  moment its request body is written, less the upstream's own time (arrival to first piece
+  sent), clocks compared on this machine's monotonic clock;
 - the proxy's CPU (share of one core over the run) and resident memory, in all and per person,
   its worker processes (topic maps) counted in;
 - the backlog: how long the proxy's background work runs on after the last turn (seconds until
@@ -137,9 +137,15 @@ async def person(
     turns: list[dict[str, Any]] = []
     await asyncio.sleep(rng.uniform(0, 20))  # the team does not start at one instant
     n = 0
+    # the history as JSON, one piece a message, kept as the chat grows: a client process serves
+    # a dozen people, and writing a 10,000-message body afresh each turn held its loop for tens
+    # of milliseconds, late to read other people's first pieces (and timed as the proxy's)
+    encoded = [json.dumps(m).encode() for m in history]
     while time.monotonic() < until:
         text = f"{SUBJECTS[(seed + n) % len(SUBJECTS)]}: {name} asks question {n}"
         history.append({"role": "user", "content": text})
+        encoded.append(json.dumps(history[-1]).encode())
+        body = b'{"model": "bench-model", "stream": true, "messages": [%s]}' % b", ".join(encoded)
         key = f"{name}-{n}"
         sent = time.monotonic()
         first = None
@@ -148,8 +154,13 @@ async def person(
             async with client.stream(
                 "POST",
                 f"{url}/v1/chat/completions",
-                json={"model": "bench-model", "stream": True, "messages": history},
-                headers={PERSON_HEADER: name, "X-Smart-Context-Chat": "c", "X-Bench-Turn": key},
+                content=body,
+                headers={
+                    PERSON_HEADER: name,
+                    "X-Smart-Context-Chat": "c",
+                    "X-Bench-Turn": key,
+                    "Content-Type": "application/json",
+                },
             ) as answer:
                 async for line in answer.aiter_lines():
                     if line.startswith("data: {"):
@@ -162,9 +173,10 @@ async def person(
             status, got = -1, f"{type(exc).__name__}: {exc}"
         ok = status == 200 and got == reply_text(text)
         history.append({"role": "assistant", "content": got if ok else ""})
+        encoded.append(json.dumps(history[-1]).encode())
         if not ok:
-            history.pop()
-            history.pop()
+            for kept in (history, encoded):
+                del kept[-2:]
         turns.append({"key": key, "sent": sent, "first": first, "ok": ok, "text": text})
         n += 1
         pause = rng.uniform(10, 30)

@@ -55,6 +55,8 @@ from smart_context.messages import History, Message
 from smart_context.paths import ChatId
 from smart_context.record import FILTERED, FULL, MemoryPart, RequestRecord, shorter_ids
 from smart_context.services import Services
+from smart_context.vectors.int8 import Coded
+from smart_context.vectors.ops import Matrix
 
 log = logging.getLogger(__name__)
 
@@ -317,12 +319,12 @@ async def notes_of(
         layout = await services.knowledge.current((await plan.looked).notes)
         if not layout.chunks:
             return empty
-        index = np.zeros((len(layout.chunks), 0), dtype=np.float32)
+        index: Matrix | Coded = np.zeros((len(layout.chunks), 0), dtype=np.float32)
         queries = np.zeros((0, 0), dtype=np.float32)
         try:
             store = await services.store()
             queries = await plan.query.vectors(services.store)
-            index = await services.knowledge.vectors(store, layout)
+            index = await services.knowledge.coded(store, layout)
         except SmartContextError as exc:
             log.warning("Smart Context: notes searched by their words only: %s", exc)
         cited = find(

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from smart_context.vectors.int8 import Coded
+
 Matrix = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.intp]
 
@@ -144,7 +146,7 @@ def fuse(dense: Matrix, lexical: Matrix, weight: float, saturation: float = SATU
 
 def hybrid_scores(
     queries: Matrix,
-    index: Matrix,
+    index: Matrix | Coded,
     sentences: Sequence[str],
     lexical: LexicalIndex | None,
     weight: float,
@@ -153,10 +155,10 @@ def hybrid_scores(
     """``(queries, chunks)``: the cosine of each query vector (one per sentence of the message,
     ``sentences`` in the same order) with each chunk vector of ``index``, fused with the
     chunks' BM25 scores when ``weight`` > 0. ``rows`` limits the chunks to those rows (in that
-    order). A zero row of ``index`` (a chunk not embedded yet) scores by its words alone."""
-    # einsum, not ``queries @ index.T``: for a product this thin OpenBLAS starts threads that,
-    # on a busy machine, made it several times slower (measured: 18 ms -> 5 ms at 6,861 rows)
-    dense: Matrix = np.einsum("kd,nd->kn", queries, index, optimize=False)
+    order). A zero row of ``index`` (a chunk not embedded yet) scores by its words alone.
+    The cosines are the int8 kernel's (:mod:`smart_context.vectors.int8`), the same on every
+    CPU; give ``index`` as :class:`Coded` to encode it once for many searches."""
+    dense = (index if isinstance(index, Coded) else Coded.of(index)).scores(queries)
     if rows is not None:
         dense = dense[:, rows]  # cheaper than copying the rows of ``index`` first
     if weight <= 0 or lexical is None:

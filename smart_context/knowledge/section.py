@@ -23,6 +23,7 @@ import numpy as np
 from smart_context.items.lexical import hybrid_scores
 from smart_context.items.select import Limits, select
 from smart_context.knowledge.index import Layout
+from smart_context.vectors.int8 import Coded
 from smart_context.vectors.ops import Matrix
 
 TITLE = "Notes from the vault"
@@ -54,7 +55,7 @@ class KnowledgeSection:
 
 def find(
     layout: Layout,
-    index: Matrix,
+    index: Matrix | Coded,
     queries: Matrix,
     sentences: Sequence[str],
     limits: Limits,

@@ -14,6 +14,8 @@ product it replaces (over float32 rows, four times the memory) 20 ms (``benchmar
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 
@@ -76,3 +78,27 @@ def cosines(codes: Codes, scales: Scales, queries: Matrix) -> Matrix:
     out *= scales[: len(codes), None]
     out *= query_scales[None, :]
     return out
+
+
+@dataclass(frozen=True, eq=False)
+class Coded:
+    """Unit rows kept as the files store them, int8 codes with a scale per row, for scoring.
+    Rows read from a file are such codes decoded, so encoding them again gives the same codes."""
+
+    scales: Scales
+    codes: Codes
+
+    @classmethod
+    def of(cls, matrix: Matrix) -> Coded:
+        scales, codes = encode(matrix)
+        return cls(scales.astype(np.float32, copy=False), codes)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(rows, dim)``, as the matrix's."""
+        return (int(self.codes.shape[0]), int(self.codes.shape[1]))
+
+    def scores(self, queries: Matrix) -> Matrix:
+        """``(len(queries), rows)``: each query's cosine with each row (:func:`cosines`)."""
+        out: Matrix = cosines(self.codes, self.scales, queries).T
+        return out

@@ -83,3 +83,27 @@ def test_a_matrix_keeps_int8_rows_a_quarter_of_float32(kernel: str) -> None:
     assert int(np.argmax(scores)) == 10
     assert np.array_equal(scores, matrix.cosines(query[None, :])[:, 0])
     assert np.allclose(matrix.rows_at(np.array([10, 3])), rows[[10, 3]], atol=0.005)
+
+
+def test_items_and_notes_score_on_the_kernel_with_rows_as_read_from_their_files(
+    kernel: str,
+) -> None:
+    """The items' and notes' search (``hybrid_scores``) scores through the same kernel: a
+    matrix read from a file (int8 decoded) is encoded back to the same codes, so its scores
+    equal those of the codes kept as :class:`~smart_context.vectors.int8.Coded`, and a chunk
+    not embedded yet (a zero row) scores 0."""
+    from smart_context.items.lexical import hybrid_scores
+
+    rows = unit_rows(300, 384, 5)
+    rows[7] = 0.0
+    scales, codes = encode(rows)
+    read = decode(scales, codes)
+    coded = int8.Coded.of(read)
+    assert np.array_equal(coded.codes, codes) and np.array_equal(coded.scales, scales)
+    queries = unit_rows(2, 384, 6)
+    got = hybrid_scores(queries, read, ["a", "b"], None, 0.0)
+    assert got.shape == (2, 300) and np.array_equal(got, int8.cosines(codes, scales, queries).T)
+    assert np.array_equal(hybrid_scores(queries, coded, ["a", "b"], None, 0.0), got)
+    assert not got[:, 7].any()
+    picked = hybrid_scores(queries, coded, ["a", "b"], None, 0.0, np.array([9, 3]))
+    assert np.array_equal(picked, got[:, [9, 3]])
