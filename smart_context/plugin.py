@@ -82,6 +82,7 @@ class SmartContextPlugin:
             services = self._services()
             services.current_chat_id = chat_id
             history = services.histories.read(chat_id, ctx.history)
+            await services.budget.read_ahead(chat_id, _model_of(ctx), history)
             plan = plan_request(
                 services, chat_id, history, ctx.message, _model_of(ctx), _takes_tools(ctx)
             )

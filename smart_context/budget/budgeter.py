@@ -117,6 +117,12 @@ class Budgeter:
             found = self._facts[key] = MessageFacts(counter)
         return found
 
+    async def read_ahead(self, chat_id: ChatId, model: str | None, history: History) -> None:
+        """A long run of the chat's new messages read in a worker thread before the request
+        needs its facts (:meth:`MessageFacts.read_ahead`): a chat met first does not hold the
+        event loop, and every other chat's requests, while its facts are read."""
+        await self.facts(chat_id, self.counter(model)).read_ahead(history)
+
     def cuts(self, chat_id: ChatId, counter: Counter, limit: int) -> bool:
         """Whether the chat's history, as last counted, costs more than ``limit``: then its
         budget most likely cuts it and searches it (:meth:`fit` decides, against the room the

@@ -12,11 +12,18 @@ each request a :class:`Facts` snapshot of exactly its own history: arrays that l
 replace rather than change, lists cut to its length. A history that is a prefix of the kept one
 (a request that started before the last message was added) is served from the kept facts too,
 instead of reading the chat again.
+
+A long run of new messages (a chat met first, or read afresh after an edit) is read off the
+event loop: :meth:`MessageFacts.read_ahead` reads it in a worker thread before the request needs
+it (finding the entities of 10,000 messages is a few hundred milliseconds of Python, which on
+the loop would hold every other request), and :meth:`MessageFacts.update` takes what it read
+when the history still extends the facts the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +36,7 @@ from smart_context.messages import History, common_start, message_text
 from smart_context.vectors.codec import cache_key
 
 IntArray = npt.NDArray[np.intp]
+READ_AHEAD = 1_000  # new messages read in a worker thread (MessageFacts.read_ahead)
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,52 @@ class Facts:
         return out
 
 
+@dataclass(frozen=True, eq=False)
+class _Run:
+    """What the facts learn of a run of new messages that starts at ``start``; pure, so it
+    can be read in a worker thread."""
+
+    start: int
+    ids: list[Any]
+    contents: list[Any]
+    str_ids: list[str]
+    keys: list[str]
+    roles: list[str]
+    tokens: IntArray
+    entities: dict[str, list[int]]  # entity -> the positions of the messages that mention it
+
+    @classmethod
+    def read(
+        cls,
+        messages: Sequence[Mapping[str, Any]],
+        ids: list[Any],
+        contents: list[Any],
+        start: int,
+        counter: Counter,
+    ) -> _Run:
+        texts = [message_text(m) for m in messages]
+        keys = [cache_key(str(m.get("id")), t) for m, t in zip(messages, texts, strict=True)]
+        roles = [str(m.get("role")) for m in messages]
+        # a message costs its text, its role and the chat format's framing, as prompt_tokens
+        both = counter.count([*texts, *roles])
+        tokens = np.add(both[: len(texts)], both[len(texts) :], dtype=np.intp) + PER_MESSAGE
+        found: dict[str, list[int]] = {}
+        for offset, text in enumerate(texts):
+            for entity in entities(text):
+                found.setdefault(entity, []).append(start + offset)
+        str_ids = [str(i) for i in ids]
+        return cls(start, ids, contents, str_ids, keys, roles, tokens, found)
+
+    def follows(self, known: int, ids: list[Any], contents: list[Any]) -> bool:
+        """Whether this run is exactly the messages of ``ids``/``contents`` past ``known``."""
+        return (
+            self.start == known
+            and len(ids) - known == len(self.ids)
+            and ids[known:] == self.ids
+            and contents[known:] == self.contents
+        )
+
+
 class MessageFacts:
     """The facts of one chat's last history, under one token counter."""
 
@@ -81,6 +135,7 @@ class MessageFacts:
         # changes only when the facts are read afresh (an edit, a deletion): what holds for the
         # earlier messages, as the stored summaries over them, holds while messages are added
         self.resets = 0
+        self._ahead: _Run | None = None  # new messages read in a worker thread (read_ahead)
 
     @property
     def last(self) -> Facts | None:
@@ -91,14 +146,12 @@ class MessageFacts:
         """The facts of ``history``: only its new messages are read when it extends the last
         one, none when it is a prefix of it; anything else (an edit, a deletion, another chat)
         reads it whole."""
-        ids, contents = history.ids, history.contents
-        n = len(ids)
-        known = len(self.ids)
-        same = common_start(ids, contents, self.ids, self.contents, history.lineage, self.lineage)
-        if same < 0:
-            generation, resets = self.generation, self.resets
+        n = len(history.ids)
+        known = self._known(history)
+        if known < 0:
+            generation, resets, ahead = self.generation, self.resets, self._ahead
             self.__init__(self.counter)  # type: ignore[misc]
-            self.generation, self.resets = generation + 1, resets + 1
+            self.generation, self.resets, self._ahead = generation + 1, resets + 1, ahead
             known = 0
         self.lineage = history.lineage
         if n > known:
@@ -108,6 +161,34 @@ class MessageFacts:
             return last  # the budget and the usage of one request ask for the same
         self._last = self._snapshot(n)
         return self._last
+
+    async def read_ahead(self, history: History) -> None:
+        """Read ``history``'s new messages in a worker thread when they are many (at least
+        :data:`READ_AHEAD`), for :meth:`update` to take; else leave them to it."""
+        known = max(self._known(history), 0)
+        ids, contents = history.ids, history.contents
+        if len(ids) - known < READ_AHEAD:
+            return
+        if self._ahead is not None and self._ahead.follows(known, ids, contents):
+            return  # another request on the chat read them
+        run = await asyncio.to_thread(
+            _Run.read,
+            history.messages[known:],
+            ids[known:],
+            contents[known:],
+            known,
+            self.counter,
+        )
+        self._ahead = run
+
+    def _known(self, history: History) -> int:
+        """How many messages the facts keep when ``history`` starts with them or they with it
+        (a request that started before the last message was added); -1 when neither starts
+        with the other (an edit, a deletion, another chat)."""
+        same = common_start(
+            history.ids, history.contents, self.ids, self.contents, history.lineage, self.lineage
+        )
+        return len(self.ids) if same >= 0 else -1
 
     def _snapshot(self, n: int) -> Facts:
         return Facts(
@@ -123,23 +204,21 @@ class MessageFacts:
         )
 
     def _append(self, history: History, known: int) -> None:
-        """Read the messages of ``history`` from ``known`` on. Every array is replaced, never
-        changed in place, and lists only grow: snapshots already handed out stay valid."""
+        """Read the messages of ``history`` from ``known`` on (or take them as
+        :meth:`read_ahead` read them). Every array is replaced, never changed in place, and
+        lists only grow: snapshots already handed out stay valid."""
         ids, contents = history.ids, history.contents
-        new = history.messages[known:]
-        fresh = [str(i) for i in ids[known:]]
-        self.position.update(zip(fresh, range(known, len(ids)), strict=True))
-        self.str_ids.extend(fresh)
-        texts = [message_text(m) for m in new]
-        self.keys.extend(cache_key(str(m.get("id")), t) for m, t in zip(new, texts, strict=True))
-        self.roles.extend(str(m.get("role")) for m in new)
-        # a message costs its text, its role and the chat format's framing, as prompt_tokens
-        roles = self.roles[known:]
-        both = self.counter.count([*texts, *roles])
-        counts = np.add(both[: len(texts)], both[len(texts) :], dtype=np.intp) + PER_MESSAGE
-        self.tokens = np.concatenate((self.tokens, counts))
-        for offset, text in enumerate(texts):
-            for entity in entities(text):
-                self.entity_index.setdefault(entity, []).append(known + offset)
+        run, self._ahead = self._ahead, None
+        if run is None or not run.follows(known, ids, contents):
+            run = _Run.read(
+                history.messages[known:], ids[known:], contents[known:], known, self.counter
+            )
+        self.position.update(zip(run.str_ids, range(known, len(ids)), strict=True))
+        self.str_ids.extend(run.str_ids)
+        self.keys.extend(run.keys)
+        self.roles.extend(run.roles)
+        self.tokens = np.concatenate((self.tokens, run.tokens))
+        for entity, at in run.entities.items():
+            self.entity_index.setdefault(entity, []).extend(at)
         self.ids, self.contents = list(ids), list(contents)
         self.generation += 1

@@ -63,3 +63,67 @@ def test_a_filters_part_of_the_history_is_cut_from_the_whole_facts() -> None:
     assert dict(names) == {2: "m3"}
     assert [names[i] for i in range(3)] == ["m0", "m2", "m3"] and names[1] == "m2"
     assert part.of(np.arange(4)).tolist() == [0, 2, 3]
+
+
+class ThreadNoting:
+    """A token counter that notes the thread each count ran in."""
+
+    def __init__(self) -> None:
+        self.inner = counter_for("gpt-4o")
+        self.name, self.exact, self.key = self.inner.name, self.inner.exact, self.inner.key
+        self.threads: list[int] = []
+
+    def count(self, texts: Any) -> list[int]:
+        import threading
+
+        self.threads.append(threading.get_ident())
+        return self.inner.count(texts)
+
+
+def same_facts(a: Any, b: Any) -> bool:
+    return (
+        a.str_ids == b.str_ids
+        and a.keys == b.keys
+        and a.tokens.tolist() == b.tokens.tolist()
+        and all(a.mentions(e).tolist() == b.mentions(e).tolist() for e in ("lisbon", "42"))
+    )
+
+
+async def test_a_long_run_of_new_messages_is_read_off_the_event_loop() -> None:
+    """A chat met first: its many messages are read in a worker thread before the request
+    takes their facts, the same facts as read on the loop; a few new ones after it are read
+    on the loop."""
+    import threading
+
+    from smart_context.budget import facts as module
+
+    messages = chat("ua" * (module.READ_AHEAD // 2 + 5))
+    counter = ThreadNoting()
+    facts = MessageFacts(counter)  # type: ignore[arg-type]
+    await facts.read_ahead(History(messages))
+    got = facts.update(History(messages))
+    loop_thread = threading.get_ident()
+    assert counter.threads and loop_thread not in counter.threads
+    assert same_facts(got, MessageFacts(counter_for("gpt-4o")).update(History(messages)))
+    more = [*messages, *chat("ua" * (module.READ_AHEAD // 2 + 7))[-2:]]
+    more[-2:] = [{**m, "id": f"n{i}"} for i, m in enumerate(more[-2:])]
+    counter.threads.clear()
+    await facts.read_ahead(History(more))  # two new messages: left to the update
+    assert not counter.threads
+    grown = facts.update(History(more))
+    assert counter.threads == [loop_thread] and grown.n == len(more)
+    assert grown.mentions("lisbon").tolist() == list(range(len(more)))
+
+
+async def test_what_was_read_ahead_is_not_taken_for_a_history_changed_since() -> None:
+    """An edit between the read ahead and the request's update: the update reads the history
+    as it is, not the run read before."""
+    from smart_context.budget import facts as module
+
+    messages = chat("ua" * (module.READ_AHEAD // 2 + 5))
+    facts = MessageFacts(counter_for("gpt-4o"))
+    await facts.read_ahead(History(messages))
+    edited = [*messages[:-1], {**messages[-1], "content": "Now it says Porto instead."}]
+    got = facts.update(History(edited))
+    assert same_facts(got, MessageFacts(counter_for("gpt-4o")).update(History(edited)))
+    assert got.mentions("porto").tolist() == [len(edited) - 1]
