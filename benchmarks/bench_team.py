@@ -177,7 +177,10 @@ async def person(
         if not ok:
             for kept in (history, encoded):
                 del kept[-2:]
-        turns.append({"key": key, "sent": sent, "first": first, "ok": ok, "text": text})
+        error = None if ok else f"status {status}: {got[:160]!r}"
+        turns.append(
+            {"key": key, "sent": sent, "first": first, "ok": ok, "text": text, "error": error}
+        )
         n += 1
         pause = rng.uniform(10, 30)
         if time.monotonic() + pause >= until:
@@ -363,6 +366,7 @@ def report(
     backlog: float,
 ) -> None:
     added, first_turns, failed = [], [], 0
+    reasons: set[str] = set()  # why turns failed
     by_size: dict[int, list[float]] = {}
     later: list[float] = []  # turns sent after everyone's first minute
     start = min((t["sent"] for r in results for t in r["turns"]), default=0.0)
@@ -372,6 +376,10 @@ def report(
             upstream = timings.get(turn["key"])
             if not turn["ok"] or upstream is None or turn["first"] is None:
                 failed += 1
+                reasons.add(
+                    turn.get("error")
+                    or ("the upstream never had it" if upstream is None else "no piece came")
+                )
                 continue
             arrived, first_out = upstream
             extra = ((arrived - turn["sent"]) + (turn["first"] - first_out)) * 1000
@@ -399,6 +407,8 @@ def report(
         f"(a person's first turn: p50 {percentile(first_turns, 50):.0f} ms, "
         f"max {max(first_turns, default=float('nan')):.0f} ms)"
     )
+    for reason in sorted(reasons)[:3]:
+        print(f"    a turn failed: {reason}")
     print(
         f"    after the first minute: p50 {percentile(later, 50):.1f} ms, p99 "
         f"{percentile(later, 99):.1f} ms ({len(later)} turns)"
