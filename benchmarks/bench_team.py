@@ -367,6 +367,7 @@ def report(
 ) -> None:
     added, first_turns, failed = [], [], 0
     reasons: set[str] = set()  # why turns failed
+    parts: tuple[list[float], list[float]] = ([], [])  # before the upstream had it; after
     by_size: dict[int, list[float]] = {}
     later: list[float] = []  # turns sent after everyone's first minute
     start = min((t["sent"] for r in results for t in r["turns"]), default=0.0)
@@ -382,9 +383,12 @@ def report(
                 )
                 continue
             arrived, first_out = upstream
-            extra = ((arrived - turn["sent"]) + (turn["first"] - first_out)) * 1000
+            ahead, behind = (arrived - turn["sent"]) * 1000, (turn["first"] - first_out) * 1000
+            extra = ahead + behind
             (first_turns if i == 0 else added).append(extra)
             if i:
+                parts[0].append(ahead)
+                parts[1].append(behind)
                 by_size.setdefault(size, []).append(extra)
                 if turn["sent"] > start + 60:
                     later.append(extra)
@@ -406,6 +410,11 @@ def report(
         f"byte p50 {percentile(added, 50):.1f} ms, p99 {percentile(added, 99):.1f} ms "
         f"(a person's first turn: p50 {percentile(first_turns, 50):.0f} ms, "
         f"max {max(first_turns, default=float('nan')):.0f} ms)"
+    )
+    print(
+        f"    of which until the upstream had the request p50 {percentile(parts[0], 50):.1f} / "
+        f"p99 {percentile(parts[0], 99):.1f} ms, from its first piece to the client's "
+        f"p50 {percentile(parts[1], 50):.1f} / p99 {percentile(parts[1], 99):.1f} ms"
     )
     for reason in sorted(reasons)[:3]:
         print(f"    a turn failed: {reason}")

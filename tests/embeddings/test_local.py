@@ -11,6 +11,7 @@ import copy
 import logging
 import sys
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,51 @@ def test_parallel_workers_return_the_same_rows_in_order() -> None:
     parallel = LocalMiniLM(session, WordTokenizer(), dim=2, batch_size=2, workers=3)
     assert np.array_equal(parallel.embed_sync(texts), alone)
     assert sum(len(b) for b in session.batches) == len(texts)
+
+
+class GatedSession(IdSession):
+    """Notes the thread of each run; a run of the text "slow" waits for ``gate``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.gate = threading.Event()
+        self.threads: list[str] = []
+
+    def run(self, output_names: list[str] | None, input_feed: dict[str, Any]) -> list[Any]:
+        import threading
+
+        self.threads.append(threading.current_thread().name)
+        if input_feed["input_ids"].shape[1] == 3 and input_feed["input_ids"][0, 1] == 4:
+            assert self.gate.wait(10), "the background run was never let through"
+        return super().run(output_names, input_feed)
+
+
+async def test_a_background_runs_embedding_never_holds_a_requests_up() -> None:
+    """Background runs (a reply indexed, a map's phrases) embed in a thread of their own, one
+    batch at a time; a request's message, meanwhile, is embedded at once in the loop's pool."""
+    from smart_context.background import Coalescer
+
+    session = GatedSession()
+    model = LocalMiniLM(session, WordTokenizer(), dim=2, batch_size=1, workers=2)
+    # one thread in the loop's pool: the request's embedding would wait if the run took it
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(1))
+    started = asyncio.Event()
+
+    async def index(_: str) -> None:
+        started.set()
+        await model.embed(["slow", "more texts"])  # "slow": a 4-letter word, gated
+
+    background: Coalescer[str] = Coalescer(index)
+    background.request("chat")
+    await started.wait()
+    asked = await asyncio.wait_for(model.embed(["the request"]), 5)  # not behind the gate
+    assert asked.shape == (1, 2)
+    session.gate.set()
+    await background.drain(10)
+    own = [t.startswith("smart-context-embed-background") for t in session.threads]
+    assert own == [True, False, True]  # "slow", the request's, then "more texts" (one thread)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
