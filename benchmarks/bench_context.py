@@ -279,6 +279,9 @@ async def bench_cache_load(vault: Path, repeats: int) -> None:
 
 
 def bench_local(count: int) -> None:
+    if count <= 0:
+        print("local embedding: skipped (--local-count 0)")
+        return
     try:
         from smart_context.embeddings.local import shared_local_model
     except ImportError as exc:
