@@ -38,7 +38,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from smart_context.errors import EmbeddingError
+from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.messages import message_text
 from smart_context.topics.model import ExtractedTopics
 from smart_context.topics.offline.text import MAX_MESSAGE_CHARS
@@ -92,6 +92,14 @@ def read_frame(stream: IO[bytes]) -> Any:
     return pickle.loads(data)  # noqa: S301 (our own child's frames, on pipes only we hold)
 
 
+class Failed(Exception):
+    """The job failed in the worker, which is ready for the next one; ``error`` says why."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class Worker:
     """One worker process, driven by one thread at a time."""
 
@@ -102,6 +110,7 @@ class Worker:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._process is not None and self._process.poll() is None:
             return self._process
+        self.stop()  # one that ended by itself: its pipes are closed, it is reaped
         if not sys.executable:
             raise WorkerGone("this Python does not say where its interpreter is")
         try:
@@ -140,12 +149,17 @@ class Worker:
                     found: ExtractedTopics = value
                     return found
                 elif kind == "failed":
-                    raise value
+                    raise Failed(value)
                 else:
                     raise WorkerGone(f"the worker said {kind!r}")
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
             self.stop()
             raise WorkerGone(f"the worker stopped ({exc})") from exc
+        except BaseException as exc:
+            if not isinstance(exc, Failed):  # the worker is mid-job: it cannot take another
+                self.stop()
+                raise
+            raise exc.error from None
 
     def stop(self) -> None:
         """End the worker (it also ends when this process closes its stdin, or exits)."""
@@ -165,7 +179,7 @@ def _embedded(phrase_vectors: PhraseVectors | None, phrases: Sequence[str]) -> t
         return ("no vectors", "no phrase embedder")
     try:
         return ("vectors", np.asarray(phrase_vectors(phrases)))
-    except EmbeddingError as exc:
+    except SmartContextError as exc:  # the labels come from key words, as in this process
         return ("no vectors", str(exc))
 
 

@@ -116,6 +116,7 @@ class GatedSession(IdSession):
         import threading
 
         self.gate = threading.Event()
+        self.entered = threading.Event()  # the gated run has begun
         self.threads: list[str] = []
 
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any]) -> list[Any]:
@@ -123,6 +124,7 @@ class GatedSession(IdSession):
 
         self.threads.append(threading.current_thread().name)
         if input_feed["input_ids"].shape[1] == 3 and input_feed["input_ids"][0, 1] == 4:
+            self.entered.set()
             assert self.gate.wait(10), "the background run was never let through"
         return super().run(output_names, input_feed)
 
@@ -136,15 +138,17 @@ async def test_a_background_runs_embedding_never_holds_a_requests_up() -> None:
     model = LocalMiniLM(session, WordTokenizer(), dim=2, batch_size=1, workers=2)
     # one thread in the loop's pool: the request's embedding would wait if the run took it
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(1))
-    started = asyncio.Event()
 
     async def index(_: str) -> None:
-        started.set()
         await model.embed(["slow", "more texts"])  # "slow": a 4-letter word, gated
 
     background: Coalescer[str] = Coalescer(index)
     background.request("chat")
-    await started.wait()
+    for _ in range(500):  # until the background run is inside the model, held by the gate
+        if session.entered.is_set():
+            break
+        await asyncio.sleep(0.01)
+    assert session.entered.is_set()
     asked = await asyncio.wait_for(model.embed(["the request"]), 5)  # not behind the gate
     assert asked.shape == (1, 2)
     session.gate.set()

@@ -148,3 +148,20 @@ def test_a_child_that_exits_at_once_counts_as_unavailable(
     found = worker.extract_in_worker(messages, vectors, [], embed)
     assert found == extract_offline(messages, vectors, [], phrase_vectors=embed)
     assert worker._unavailable and "stopped" in worker._unavailable[0]
+
+
+def test_a_phrase_embedder_that_breaks_leaves_the_next_map_a_worker_ready_for_it(
+    chat: tuple[list[dict[str, Any]], Matrix], fresh: worker.Worker
+) -> None:
+    """An unexpected error from the embedder is raised here; the worker it left mid-job is
+    stopped, so the next map does not read its own job as the answer to that one's phrases."""
+    messages, vectors = chat
+
+    def broken(texts: Sequence[str]) -> Matrix:
+        raise RuntimeError("the embedder broke")
+
+    with pytest.raises(RuntimeError, match="the embedder broke"):
+        fresh.extract(messages, vectors, [], broken)
+    assert fresh._process is None
+    again = fresh.extract(messages, vectors, [], embed)
+    assert again == extract_offline(messages, vectors, [], phrase_vectors=embed)
