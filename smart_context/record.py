@@ -190,5 +190,44 @@ def included_ids(record: Mapping[str, Any], candidate_ids: Sequence[Any]) -> lis
 
 def json_safe(value: Any) -> Any:
     """A deep copy of ``value`` that JSON can store: a plugin's odd value (a numpy float, a
-    set) is kept as its text instead of making the reply impossible to save."""
-    return json.loads(json.dumps(value, default=str))
+    set) is kept as its text instead of making the reply impossible to save. What a JSON round
+    trip (``default=str``) gives, but its strings are the ones given, not copies: a reply's
+    record names hundreds of messages by the ids the chat already holds, and kept with every
+    reply, copies of them were most of a long chat's memory. A key JSON cannot carry raises
+    ``TypeError`` and a cycle ``ValueError``, as ``json.dumps`` does."""
+    return _copy(value, set())
+
+
+def _copy(value: Any, path: set[int]) -> Any:
+    if isinstance(value, str):
+        return value  # immutable: shared, not copied
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, int):
+        return int(value)  # a subclass (an enum) as JSON writes it
+    if isinstance(value, float):
+        return float(value)  # numpy's float64 too; NaN and infinities stay, as json keeps them
+    if isinstance(value, dict | list | tuple):
+        if id(value) in path:
+            raise ValueError("Circular reference detected")
+        path.add(id(value))
+        try:
+            if isinstance(value, dict):
+                return {_key(k): _copy(v, path) for k, v in value.items()}
+            return [_copy(v, path) for v in value]
+        finally:
+            path.discard(id(value))
+    return str(value)
+
+
+def _key(key: Any) -> str:
+    """A dict key as JSON writes it."""
+    if isinstance(key, str):
+        return key
+    if key is None or key is True or key is False:
+        return json.dumps(key)
+    if isinstance(key, float):
+        return json.dumps(float(key))
+    if isinstance(key, int):
+        return json.dumps(int(key))
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")

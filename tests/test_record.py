@@ -81,3 +81,45 @@ def test_select_takes_the_flagged_values_in_order_and_refuses_a_length_mismatch(
     assert select(["only"], np.ones(1, dtype=bool)) == ["only"]
     with pytest.raises(ValueError):
         select(values, flags[:5])
+
+
+def test_a_stored_record_is_what_a_json_round_trip_gives_and_keeps_the_chats_own_ids() -> None:
+    """``json_safe`` copies a record as ``json.loads(json.dumps(record, default=str))`` would,
+    odd values and keys included, but shares its strings: the ids a record names are the very
+    strings the chat holds, not a copy per reply."""
+    import enum
+
+    import numpy as np
+    import pytest
+
+    from smart_context.record import json_safe
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Odd:
+        def __str__(self) -> str:
+            return "an odd value"
+
+    message_id = "".join(["m", "0042"])  # a string of its own, as a parsed chat's
+    record = {
+        "included_ids": [message_id, "m7"],
+        "reasons": {message_id: {"why": "recent"}},
+        "scores": (np.float64(0.25), np.float32(0.5), np.int64(3), Level.HIGH, float("nan")),
+        "odd": Odd(),
+        "flags": {True: 1, None: 2, 3: 3, 2.5: 4},
+        "nested": [[{"x": None, "y": False}]],
+    }
+    copied = json_safe(record)
+    expected = json.loads(json.dumps(record, default=str))
+    assert json.dumps(copied) == json.dumps(expected)
+    assert copied["included_ids"][0] is message_id
+    assert next(iter(copied["reasons"])) is message_id
+    assert copied["included_ids"] is not record["included_ids"]  # containers are copies
+    assert type(copied["scores"][3]) is int and type(copied["scores"][0]) is float
+    with pytest.raises(TypeError, match="keys must be"):
+        json_safe({(1, 2): "a tuple key"})
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular"):
+        json_safe({"a": loop})

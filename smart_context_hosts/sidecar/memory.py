@@ -36,6 +36,7 @@ from typing import Any
 
 from smart_context.messages import conversation
 from smart_context.paths import ChatId, chat_file, check_chat_id, memory_dir
+from smart_context.record import json_safe
 from smart_context_hosts.sidecar import chatfile, vault_check
 from smart_context_hosts.sidecar.chatfile import DamagedChatError, Parsed
 from smart_context_hosts.sidecar.turn_counts import TurnCounts
@@ -223,7 +224,9 @@ class ChatMemory:
         as stored, to read, not change) says the chat is as the caller last saw it: ``None``,
         and nothing written, when it does not."""
         checked = check_chat_id(chat_id)
-        own = [json.loads(chatfile.line_of(m)) for m in messages]  # stored copies: share nothing
+        # stored copies: they share no list or dict with the caller's, only strings (which
+        # cannot change): a reply's record names its messages by the ids the chat holds
+        own = [json_safe(m) for m in messages]
         before: list[dict[str, Any]] = []
 
         def append(data: ChatData) -> ChatData:

@@ -37,6 +37,27 @@ async def test_round_trip_and_missing_chat(vault: Path) -> None:
     assert json.loads((vault / ".memory" / "c1.json").read_text(encoding="utf-8")) == data
 
 
+async def test_an_appended_message_is_stored_as_a_copy_that_shares_only_its_strings(
+    vault: Path,
+) -> None:
+    """The stored copy holds none of the caller's lists or dicts (changing them afterwards
+    changes nothing stored), but the same strings: a reply's record names its messages by the
+    ids the chat already holds instead of a copy of each per reply."""
+    memory = ChatMemory(vault)
+    await memory.save_chat("c1", {"messages": [{"id": "m1", "role": "user", "content": "hi"}]})
+    stored_id = (await memory.chat_snapshot("c1"))["messages"][0]["id"]
+    record = {"included_ids": [stored_id], "score": float("nan")}
+    reply = {"id": "m2", "role": "assistant", "content": "hello", "smart_context": record}
+    await memory.append_message("c1", reply)
+    record["included_ids"].append("changed later")
+    reply["content"] = "changed later"
+    kept = (await memory.chat_snapshot("c1"))["messages"][1]
+    assert kept["content"] == "hello" and kept["smart_context"]["included_ids"] == [stored_id]
+    assert kept["smart_context"]["included_ids"][0] is stored_id
+    on_disk = json.loads((vault / ".memory" / "c1.json").read_text(encoding="utf-8"))
+    assert on_disk["messages"][1]["smart_context"]["included_ids"] == ["m1"]
+
+
 async def test_update_keeps_other_plugins_keys(vault: Path) -> None:
     memory = ChatMemory(vault)
     await memory.save_chat(
