@@ -29,7 +29,7 @@ from smart_context.items.select import Limits, select
 from smart_context.items.servers import ToolServers
 from smart_context.paths import memory_dir
 from smart_context.store import VectorStore
-from smart_context.vectors.int8 import Coded
+from smart_context.vectors.int8 import CodedOnce
 from smart_context.vectors.ops import Matrix
 
 COLLECTION = "items"
@@ -105,7 +105,7 @@ class ItemCatalog:
         # catalog's chunks, and the relationship graph of the vectors (see :mod:`.expand`)
         self._lexical: tuple[Catalog, LexicalIndex] | None = None
         self._graph: tuple[Matrix, Matrix] | None = None
-        self._int8: tuple[Matrix, Coded] | None = None  # the index as the search scores it
+        self._int8 = CodedOnce()  # the index as the search scores it
 
     @property
     def latest(self) -> Catalog:
@@ -170,7 +170,7 @@ class ItemCatalog:
         weight = limits.lexical_weight
         scores = hybrid_scores(
             queries,
-            await self._coded(index),
+            await self._int8.of(index),
             sentences or MessageQuery(message).sentences,  # the rows of ``queries``
             await self._keywords(catalog) if weight > 0 else None,
             weight,
@@ -241,12 +241,6 @@ class ItemCatalog:
         if not sentences:
             return np.zeros((0, 0), dtype=np.float32)
         return await store.embed(list(sentences))
-
-    async def _coded(self, index: Matrix) -> Coded:
-        """``index`` as int8 codes, encoded once per index (:meth:`_vectors` keeps it)."""
-        if self._int8 is None or self._int8[0] is not index:
-            self._int8 = (index, await asyncio.to_thread(Coded.of, index))
-        return self._int8[1]
 
     async def _vectors(self, store: VectorStore, catalog: Catalog) -> Matrix:
         memo = self._index

@@ -34,7 +34,7 @@ from smart_context.items.lexical import LexicalIndex
 from smart_context.knowledge.notes import Note, Scan, Stamp, read_note, scan
 from smart_context.paths import memory_dir
 from smart_context.store import VectorStore
-from smart_context.vectors.int8 import Coded
+from smart_context.vectors.int8 import Coded, CodedOnce
 from smart_context.vectors.keyed import KeyedMatrix
 from smart_context.vectors.ops import Matrix
 
@@ -104,7 +104,7 @@ class KnowledgeIndex:
         self._lock = asyncio.Lock()
         self._version = 0  # bumped whenever the collection's rows change
         self._memo: tuple[Layout, str, int, Matrix] | None = None
-        self._int8: tuple[Matrix, Coded] | None = None  # the vectors as the search scores them
+        self._int8 = CodedOnce()  # the vectors as the search scores them
 
     @property
     def latest(self) -> Layout:
@@ -195,10 +195,7 @@ class KnowledgeIndex:
 
     async def coded(self, store: VectorStore, layout: Layout, inline: int = INLINE) -> Coded:
         """:meth:`vectors` as int8 codes, encoded once per matrix, for the search."""
-        matrix = await self.vectors(store, layout, inline)
-        if self._int8 is None or self._int8[0] is not matrix:
-            self._int8 = (matrix, await asyncio.to_thread(Coded.of, matrix))
-        return self._int8[1]
+        return await self._int8.of(await self.vectors(store, layout, inline))
 
     async def index(self, store: VectorStore, progress: Progress | None = None) -> int:
         """Embed every passage that has no vector yet, ``BATCH`` at a time, saving as it goes

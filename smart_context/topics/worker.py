@@ -8,7 +8,8 @@ what the requests leave of the cores.
 
 Each extractor thread (:data:`smart_context.topics.extract._EXTRACTORS`) keeps one worker
 process, started on its first map and reused. A job goes down the worker's stdin as one
-length-prefixed pickle; the worker answers on its stdout with frames of its own:
+length-prefixed pickle (the messages, their vectors, the previous labels, whether phrases may be
+embedded); the worker answers on its stdout with frames of its own:
 
 - ``("phrases", [str, ...])``: label candidates to embed; the thread asks the serving process's
   embedder (the same space as the message vectors) and sends ``("vectors", matrix)`` or
@@ -17,9 +18,9 @@ length-prefixed pickle; the worker answers on its stdout with frames of its own:
 
 Only what the extractor reads crosses: each message's id, role and bounded text, and the
 vectors. A worker that cannot start or dies mid-job (killed, out of memory) raises
-:class:`WorkerGone`; the caller maps in its own thread instead, and a worker that never
-started is not tried again (``log`` says why once). Frames are pickles between this process
-and the child it started: nothing from outside reads or writes them.
+:class:`WorkerGone`; the caller maps in its own thread instead, and when no worker ever
+answered (none can run here) none is tried again (``log`` says why once). Frames are pickles
+between this process and the child it started: nothing from outside reads or writes them.
 """
 
 from __future__ import annotations
@@ -137,9 +138,9 @@ class Worker:
         are embedded here by ``phrase_vectors``."""
         process = self._start()
         assert process.stdin is not None and process.stdout is not None
-        job = ("extract", slim(messages), np.asarray(vectors), list(previous))
+        job = (slim(messages), np.asarray(vectors), list(previous), phrase_vectors is not None)
         try:
-            write_frame(process.stdin, (*job, phrase_vectors is not None))
+            write_frame(process.stdin, job)
             while True:
                 kind, value = read_frame(process.stdout)
                 self.answered = True
@@ -152,14 +153,14 @@ class Worker:
                     raise Failed(value)
                 else:
                     raise WorkerGone(f"the worker said {kind!r}")
+        except Failed as failed:  # the worker finished the job: it takes the next one
+            raise failed.error from None
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
             self.stop()
             raise WorkerGone(f"the worker stopped ({exc})") from exc
-        except BaseException as exc:
-            if not isinstance(exc, Failed):  # the worker is mid-job: it cannot take another
-                self.stop()
-                raise
-            raise exc.error from None
+        except BaseException:  # the worker is mid-job (an embedder's error): it cannot go on
+            self.stop()
+            raise
 
     def stop(self) -> None:
         """End the worker (it also ends when this process closes its stdin, or exits)."""
@@ -218,24 +219,22 @@ def extract_in_worker(
     return extract_offline(messages, vectors, previous, phrase_vectors=phrase_vectors)
 
 
-def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> None:
-    """The worker's main loop: jobs from ``stdin`` until it closes."""
+def serve() -> None:
+    """The worker's main loop: jobs from stdin until it closes."""
     from smart_context.topics.offline.cluster import extract_offline
 
-    if stdin is None or stdout is None:
-        # frames own the real stdout; anything printed goes to stderr
-        stdout = os.fdopen(os.dup(1), "wb")
-        os.dup2(2, 1)
-        stdin = sys.stdin.buffer
-        # a map can wait; the requests of the process that started this one cannot
-        with contextlib.suppress(AttributeError, OSError):  # no nice() on Windows
-            os.nice(NICENESS)
+    # frames own the real stdout; anything printed goes to stderr
+    stdout = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    stdin = sys.stdin.buffer
+    # a map can wait; the requests of the process that started this one cannot
+    with contextlib.suppress(AttributeError, OSError):  # no nice() on Windows
+        os.nice(NICENESS)
     while True:
         try:
-            job = read_frame(stdin)
+            messages, vectors, previous, wants_phrases = read_frame(stdin)
         except EOFError:
             return
-        _, messages, vectors, previous, wants_phrases = job
 
         def phrase_vectors(phrases: Sequence[str]) -> Matrix:
             write_frame(stdout, ("phrases", list(phrases)))
@@ -255,10 +254,15 @@ def serve(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> No
             answer: tuple[str, Any] = ("done", found)
         # any failure: the serving process raises it in its thread
         except Exception as exc:  # noqa: BLE001
-            answer = ("failed", exc)
-        try:
-            pickle.loads(pickle.dumps(answer))  # noqa: S301 (what the other side will read)
-        # an exception that does not survive a pickle (one with arguments of its own)
-        except Exception:  # noqa: BLE001
-            answer = ("failed", RuntimeError(f"{answer[0]}: {answer[1]!r}"))
+            answer = ("failed", _portable(exc))
         write_frame(stdout, answer)
+
+
+def _portable(exc: Exception) -> Exception:
+    """``exc``, or a ``RuntimeError`` saying it when it does not survive a pickle (an exception
+    with arguments of its own)."""
+    try:
+        pickle.loads(pickle.dumps(exc))  # noqa: S301 (what the other side will read)
+    except Exception:  # noqa: BLE001
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc

@@ -14,6 +14,7 @@ product it replaces (over float32 rows, four times the memory) 20 ms (``benchmar
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,3 +103,16 @@ class Coded:
         """``(len(queries), rows)``: each query's cosine with each row (:func:`cosines`)."""
         out: Matrix = cosines(self.codes, self.scales, queries).T
         return out
+
+
+class CodedOnce:
+    """The :class:`Coded` of the last matrix given, encoded (in a worker thread) only when
+    another matrix comes: an index's rows change by a new matrix, never in place."""
+
+    def __init__(self) -> None:
+        self._last: tuple[Matrix, Coded] | None = None
+
+    async def of(self, matrix: Matrix) -> Coded:
+        if self._last is None or self._last[0] is not matrix:
+            self._last = (matrix, await asyncio.to_thread(Coded.of, matrix))
+        return self._last[1]

@@ -297,8 +297,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 # How long a thread may keep the interpreter lock that another asks for (Python's default: 5 ms).
-# The servers answer requests on one event loop while background passes (topic maps, summaries)
-# run Python in threads; each time the loop waits for the lock it waited up to 5 ms. At 1 ms, 50
+# The servers answer requests on one event loop while background passes (summaries, the budget's
+# first read of a long chat) run Python in threads; each time the loop waits for the lock it
+# waited up to 5 ms. At 1 ms (measured while topic maps still ran in threads too), 50
 # people through one proxy: p99 added to the first byte 1.24 s against 1.66 s, 0.42 s against
 # 0.81 s after the first minute (benchmarks/bench_team.py, one run each, same session).
 SWITCH_INTERVAL = 0.001

@@ -127,3 +127,22 @@ async def test_what_was_read_ahead_is_not_taken_for_a_history_changed_since() ->
     got = facts.update(History(edited))
     assert same_facts(got, MessageFacts(counter_for("gpt-4o")).update(History(edited)))
     assert got.mentions("porto").tolist() == [len(edited) - 1]
+
+
+async def test_two_requests_on_a_chat_met_first_read_ahead_at_once_and_get_own_facts() -> None:
+    """Several writers on one chat: two requests of different lengths read ahead at once (the
+    later run read replaces the earlier); each update still gives exactly its own history's
+    facts, and a history that no run follows is read as it is."""
+    import asyncio
+
+    from smart_context.budget import facts as module
+
+    messages = chat("ua" * (module.READ_AHEAD // 2 + 5))
+    shorter, longer = History(messages[:-2]), History(messages)
+    facts = MessageFacts(counter_for("gpt-4o"))
+    await asyncio.gather(facts.read_ahead(longer), facts.read_ahead(shorter))
+    first = facts.update(shorter)
+    second = facts.update(longer)
+    assert same_facts(first, MessageFacts(counter_for("gpt-4o")).update(shorter))
+    assert same_facts(second, MessageFacts(counter_for("gpt-4o")).update(longer))
+    assert first.n == len(messages) - 2 and second.n == len(messages)

@@ -49,6 +49,9 @@ def fresh(monkeypatch: pytest.MonkeyPatch) -> worker.Worker:
     own = worker.Worker()
     yield own
     own.stop()
+    module_worker = getattr(worker._local, "worker", None)  # one extract_in_worker started
+    if module_worker is not None:
+        module_worker.stop()
 
 
 def test_the_worker_maps_as_this_process_does_and_asks_here_for_phrase_vectors(
@@ -118,7 +121,6 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_map_is_made_here(
     assert again == first
     started = worker._local.worker._process
     assert started is not None and started.pid != killed[0] and not worker._unavailable
-    worker._local.worker.stop()
 
 
 def test_a_worker_that_cannot_start_leaves_maps_in_this_process_and_says_so_once(
@@ -165,3 +167,17 @@ def test_a_phrase_embedder_that_breaks_leaves_the_next_map_a_worker_ready_for_it
     assert fresh._process is None
     again = fresh.extract(messages, vectors, [], embed)
     assert again == extract_offline(messages, vectors, [], phrase_vectors=embed)
+
+
+class _TwoArguments(Exception):
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__(f"{what}: {why}")
+
+
+def test_an_error_that_does_not_survive_a_pickle_is_sent_as_its_words() -> None:
+    """The worker answers a failure with the exception itself, or, when it cannot be rebuilt
+    on the other side (arguments of its own), a RuntimeError that says it."""
+    plain = ValueError("fewer vectors than messages")
+    assert worker._portable(plain) is plain
+    sent = worker._portable(_TwoArguments("the map", "broke"))
+    assert type(sent) is RuntimeError and str(sent) == "_TwoArguments: the map: broke"
