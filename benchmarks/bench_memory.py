@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
-from bench_server import family_rss_mb
+from bench_server import family_rss_mb, rss_mb
 
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.sidecar.app import create_app
@@ -71,6 +71,7 @@ async def run(messages: int, writers: int, top: int) -> None:
             await plugin.services.settle(600)
             gc.collect()
             before = family_rss_mb(os.getpid())
+            own_before = rss_mb(os.getpid())
             if top:
                 tracemalloc.start(8)
                 first = tracemalloc.take_snapshot()
@@ -91,6 +92,7 @@ async def run(messages: int, writers: int, top: int) -> None:
                 tracing = tracemalloc.get_tracemalloc_memory() / 1024 / 1024
                 tracemalloc.stop()
             after = family_rss_mb(os.getpid())
+            own_after = rss_mb(os.getpid())
             trimmed = after
             with contextlib.suppress(OSError, AttributeError):  # glibc only
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -109,6 +111,10 @@ async def run(messages: int, writers: int, top: int) -> None:
         f"{messages} messages by {writers} writers ({count} stored with the replies): RSS "
         f"{before:.0f} -> {after:.0f} MB, {grew / 1024:.1f} KB a stored message, "
         f"{grew / own:.1f}x its own size plus its vector ({own:.0f} bytes)"
+    )
+    print(
+        f"    this process {own_before:.0f} -> {own_after:.0f} MB, its workers (topic maps) "
+        f"{before - own_before:.0f} -> {after - own_after:.0f} MB"
     )
     print(f"    the chat file: {len(raw) / len(stored['messages']) / 1024:.1f} KB a message")
     reply = next(m for m in reversed(stored["messages"]) if m["role"] == "assistant")

@@ -32,7 +32,8 @@ import math
 import os
 import struct
 import zlib
-from collections.abc import Mapping
+from array import array
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,13 +59,21 @@ class Layout:
     ``end`` is the offset of the ``\\n]`` that closes the messages array, ``count`` the number of
     messages before it and ``tail`` the bytes from ``end`` to the end of the file. ``parts``
     remembers each other key's value and its text, so an unchanged value (a chat's topics, which
-    name their member messages and grow with the chat) is not serialised again.
+    name their member messages and grow with the chat) is not serialised again. ``starts``: where
+    each message's line begins (:meth:`span`), so one message can be read again from the file.
     """
 
     end: int
     count: int
     tail: bytes
     parts: Mapping[str, tuple[Any, bytes]] = field(default_factory=dict)
+    starts: array[int] = field(default_factory=lambda: array("q"), compare=False, repr=False)
+
+    def span(self, index: int) -> tuple[int, int]:
+        """Where message ``index``'s JSON is in the file: from its line's start to its end,
+        less the comma that separates it from the next."""
+        start = self.starts[index]
+        return start, (self.starts[index + 1] - 2 if index + 1 < self.count else self.end)
 
 
 @dataclass(frozen=True)
@@ -114,10 +123,21 @@ def tail_bytes(
 def render(data: ChatData) -> tuple[bytes, Layout]:
     """The whole file of ``data`` in the sidecar's layout."""
     messages = data.get("messages") or []
-    body = b",\n".join(line_of(m) for m in messages)
+    lines = [line_of(m) for m in messages]
+    body = b",\n".join(lines)
     head = HEAD + (b"\n" + body if messages else b"")
     tail, parts = tail_bytes(data)
-    return head + tail, Layout(len(head), len(messages), tail, parts)
+    return head + tail, Layout(len(head), len(messages), tail, parts, _starts(len(HEAD), lines))
+
+
+def _starts(end: int, lines: list[bytes], first: bool = True) -> array[int]:
+    """Where each of ``lines`` begins when they are written from ``end``, the end of the
+    array's last line (``first``: the array is empty so far)."""
+    out, at = array("q"), end + (1 if first else 2)
+    for line in lines:
+        out.append(at)
+        at += len(line) + 2
+    return out
 
 
 def parse(raw: bytes) -> Parsed:
@@ -129,20 +149,30 @@ def parse(raw: bytes) -> Parsed:
         odd += 1
         return float(name.replace("Infinity", "inf"))
 
-    try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=constant)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DamagedChatError(f"not valid JSON ({exc})") from exc
-    except RecursionError as exc:
-        raise DamagedChatError("nested too deeply to read") from exc
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise DamagedChatError(f"holds a value that cannot be read ({exc})") from exc
+    data = parse_value(raw, constant)
     if not isinstance(data, dict):
         raise DamagedChatError(f"expected a JSON object, found {type(data).__name__}")
     if not isinstance(data.get("messages", []), list):
         raise DamagedChatError("'messages' is not a list")
     data.setdefault("messages", [])
     return Parsed(data, _layout_of(raw, data), odd)
+
+
+def parse_value(raw: bytes, constant: Callable[[str], float] | None = None) -> Any:
+    """The JSON value in ``raw`` (``NaN`` and infinities as Python floats, each name passed to
+    ``constant`` when given), or :class:`DamagedChatError` saying what is wrong with it."""
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=constant or _constant)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DamagedChatError(f"not valid JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise DamagedChatError("nested too deeply to read") from exc
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise DamagedChatError(f"holds a value that cannot be read ({exc})") from exc
+
+
+def _constant(name: str) -> float:
+    return float(name.replace("Infinity", "inf"))
 
 
 def _layout_of(raw: bytes, data: ChatData) -> Layout | None:
@@ -154,7 +184,24 @@ def _layout_of(raw: bytes, data: ChatData) -> Layout | None:
     tail, parts = tail_bytes(data)
     if end < len(HEAD) or (count == 0) != (end == len(HEAD)) or raw[end:] != tail:
         return None
-    return Layout(end, count, tail, parts)
+    starts, at = array("q"), len(HEAD)
+    for _ in range(count):  # each message's line follows a newline (the file has count + 2)
+        at = raw.index(b"\n", at) + 1
+        starts.append(at)
+    return Layout(end, count, tail, parts, starts)
+
+
+def read_spans(path: Path, spans: list[tuple[int, int]]) -> list[bytes]:
+    """The bytes at each of ``spans`` of the file (a message each, :meth:`Layout.span`)."""
+    with path.open("rb") as file:
+        if len(spans) > 64:  # many: one read of the file, then slices
+            raw = file.read()
+            return [raw[start:end] for start, end in spans]
+        out = []
+        for start, end in spans:
+            file.seek(start)
+            out.append(file.read(end - start))
+        return out
 
 
 def write_whole(path: Path, data: ChatData) -> Layout:
@@ -173,10 +220,11 @@ def write_change(path: Path, layout: Layout, data: ChatData) -> Layout:
     tail, parts = tail_bytes(data, layout.parts)
     if not new and tail == layout.tail:
         return layout
-    lines = b",\n".join(line_of(m) for m in new)
-    added = (b",\n" if layout.count else b"\n") + lines if new else b""
+    lines = [line_of(m) for m in new]
+    added = (b",\n" if layout.count else b"\n") + b",\n".join(lines) if new else b""
     _apply_journaled(path, layout.end, added + tail)
-    return Layout(layout.end + len(added), len(messages), tail, parts)
+    starts = layout.starts + _starts(layout.end, lines, first=not layout.count)
+    return Layout(layout.end + len(added), len(messages), tail, parts, starts)
 
 
 def _apply_journaled(path: Path, offset: int, payload: bytes) -> None:

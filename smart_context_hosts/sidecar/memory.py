@@ -50,9 +50,37 @@ DEFAULT_TITLE = "New chat"
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 _ID_LENGTH = 10
 CACHED_CHATS = 8  # parsed chats kept in memory, the most recently used
+# What a stored reply's record names the chat's messages with (docs/contract.md §9): its id
+# lists and its scores and reasons by id, kilobytes a reply in a long chat and most of the
+# chat's memory. The file keeps them; the chat this process holds leaves them out, and
+# ``load_chat`` reads them back from the reply's line.
+NAMING = frozenset(
+    {
+        "included_ids",
+        "excluded_ids",
+        "sticky_ids",
+        "scores",
+        "recent_ids",
+        "relevant_ids",
+        "important_ids",
+        "summaries",
+        "reasons",
+    }
+)
 
 log = logging.getLogger(__name__)
 Stamp = tuple[int, int, int, int]
+
+
+class Slim(dict[str, Any]):
+    """A stored reply's record as the chat in memory holds it: without :data:`NAMING` (and its
+    layout's ``recalled_ids``). ``span``: where its message is in the chat file."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, members: dict[str, Any], span: tuple[int, int]) -> None:
+        super().__init__(members)
+        self.span = span
 
 
 @dataclass(frozen=True)
@@ -315,7 +343,31 @@ class ChatMemory:
         if not chat_file(self.vault, chat_id).exists():
             return empty_chat()
         with file_lock(self._ensure_dir(chat_id)):
-            return _copy(self._current(chat_id).data)
+            return _copy(self._whole(chat_id, self._current(chat_id).data))
+
+    def _whole(self, chat_id: ChatId, data: ChatData) -> ChatData:
+        """``data`` (the chat as the file holds it now: call with the lock held) with each
+        reply's record whole again, read from its message's line (:class:`Slim`)."""
+        messages = data["messages"]
+        slim = [
+            i
+            for i, m in enumerate(messages)
+            if isinstance(m, dict) and isinstance(m.get("smart_context"), Slim)
+        ]
+        if not slim:
+            return data
+        spans = [messages[i]["smart_context"].span for i in slim]
+        lines = chatfile.read_spans(chat_file(self.vault, chat_id), spans)
+        out = list(messages)
+        for i, line in zip(slim, lines, strict=True):
+            try:
+                read = chatfile.parse_value(line)
+            except DamagedChatError as exc:  # only a writer that ignores the lock does this
+                raise OSError(f"Chat {chat_id}: a reply's line changed under the lock") from exc
+            if not isinstance(read, dict) or read.get("id") != messages[i].get("id"):
+                raise OSError(f"Chat {chat_id}: a reply's line changed under the lock")
+            out[i] = {**messages[i], "smart_context": read.get("smart_context")}
+        return {**data, "messages": out}
 
     def _update_sync(self, chat_id: ChatId, fn: ChatUpdate) -> tuple[ChatData, bool]:
         """The data as stored, and whether its messages changed."""
@@ -325,27 +377,36 @@ class ChatMemory:
     def _store_sync(
         self, chat_id: ChatId, fn: ChatUpdate, *, appended: bool
     ) -> tuple[ChatData, bool]:
-        """Store ``fn`` of the current chat (which ``fn`` must not change); the stored data,
-        which is the cache's own, and whether its messages changed. ``appended``: ``fn`` only
-        adds messages at the end and sets keys, so the file changes in place."""
+        """Store ``fn`` of the current chat (which ``fn`` must not change) and whether its
+        messages changed. ``appended``: ``fn`` only adds messages at the end and sets keys, so
+        the file changes in place; it gets the chat as this process holds it, and the stored
+        data returned is the cache's own. Otherwise ``fn`` gets the chat whole (each reply's
+        record read back, :class:`Slim`) and the data it returned is returned."""
         path = chat_file(self.vault, chat_id)
         with file_lock(self._ensure_dir(chat_id)):
             current = self._current(chat_id)
-            data = fn(current.data)
+            base = current.data if appended else self._whole(chat_id, current.data)
+            data = fn(base)
             if not isinstance(data, dict):
                 raise TypeError(f"update_chat: fn returned {type(data).__name__}, not a dict")
             if not isinstance(data.get("messages"), list):
                 data = {**data, "messages": []}
             layout = current.layout
             in_place = layout is not None and (
-                appended or _extends(current.data["messages"], data["messages"])
+                appended or _extends(base["messages"], data["messages"])
             )
+            kept = 0  # the messages kept as they were, in the file and in memory
             if layout is not None and in_place:
+                kept = layout.count
                 layout = chatfile.write_change(path, layout, data)
             else:
                 layout = chatfile.write_whole(path, data)
-            self._remember(chat_id, path, Parsed(data, layout))
-            return data, _messages_mark(data) != _messages_mark(current.data)
+            messages = [*current.data["messages"][:kept], *data["messages"][kept:]]
+            stored = _slimmed({**data, "messages": messages}, layout, kept)
+            self._remember(chat_id, path, Parsed(stored, layout))
+            return stored if appended else data, _messages_mark(data) != _messages_mark(
+                current.data
+            )
 
     def _current(self, chat_id: ChatId) -> Parsed:
         """The chat as stored now, with the lock held: from memory when its file is unchanged.
@@ -368,6 +429,10 @@ class ChatMemory:
         except DamagedChatError as exc:
             self._report_damage(chat_id, path, exc)
             return Parsed(empty_chat(), None)
+        if parsed.layout is not None:
+            parsed = Parsed(
+                _slimmed(parsed.data, parsed.layout, 0), parsed.layout, parsed.odd_values
+            )
         if parsed.odd_values:
             log.warning(
                 "Chat %s holds %d value(s) JSON cannot carry (NaN or Infinity); they are kept in "
@@ -479,6 +544,28 @@ def _copy(data: ChatData) -> ChatData:
     except TypeError:  # a hand-edited file with something else than a message in it
         out["messages"] = [dict(m) if isinstance(m, dict) else m for m in messages]
     return out
+
+
+def _slimmed(data: ChatData, layout: chatfile.Layout, first: int) -> ChatData:
+    """``data`` as this process holds it: each reply's record from message ``first`` on
+    without what names the chat's messages (:class:`Slim`), which its line in the file keeps."""
+    messages = data["messages"]
+    out: list[Any] | None = None
+    for i in range(first, len(messages)):
+        message = messages[i]
+        record = message.get("smart_context") if isinstance(message, dict) else None
+        if not isinstance(record, dict) or isinstance(record, Slim):
+            continue
+        members = {k: v for k, v in record.items() if k not in NAMING}
+        outline = members.get("layout")
+        if isinstance(outline, dict) and "recalled_ids" in outline:
+            members["layout"] = {k: v for k, v in outline.items() if k != "recalled_ids"}
+        elif len(members) == len(record):
+            continue  # nothing to leave out
+        if out is None:
+            out = list(messages)
+        out[i] = {**message, "smart_context": Slim(members, layout.span(i))}
+    return data if out is None else {**data, "messages": out}
 
 
 def _state_of(data: ChatData) -> ChatData:

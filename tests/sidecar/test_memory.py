@@ -37,25 +37,91 @@ async def test_round_trip_and_missing_chat(vault: Path) -> None:
     assert json.loads((vault / ".memory" / "c1.json").read_text(encoding="utf-8")) == data
 
 
-async def test_an_appended_message_is_stored_as_a_copy_that_shares_only_its_strings(
-    vault: Path,
-) -> None:
-    """The stored copy holds none of the caller's lists or dicts (changing them afterwards
-    changes nothing stored), but the same strings: a reply's record names its messages by the
-    ids the chat already holds instead of a copy of each per reply."""
+async def test_an_appended_message_is_stored_as_a_copy(vault: Path) -> None:
+    """The stored copy holds none of the caller's lists or dicts: changing them afterwards
+    changes nothing stored."""
     memory = ChatMemory(vault)
     await memory.save_chat("c1", {"messages": [{"id": "m1", "role": "user", "content": "hi"}]})
-    stored_id = (await memory.chat_snapshot("c1"))["messages"][0]["id"]
-    record = {"included_ids": [stored_id], "score": float("nan")}
+    record = {"included_ids": ["m1"], "usage": {"sent_tokens": 5}, "score": float("nan")}
     reply = {"id": "m2", "role": "assistant", "content": "hello", "smart_context": record}
     await memory.append_message("c1", reply)
     record["included_ids"].append("changed later")
+    record["usage"]["sent_tokens"] = 9
     reply["content"] = "changed later"
-    kept = (await memory.chat_snapshot("c1"))["messages"][1]
-    assert kept["content"] == "hello" and kept["smart_context"]["included_ids"] == [stored_id]
-    assert kept["smart_context"]["included_ids"][0] is stored_id
+    kept = (await memory.load_chat("c1"))["messages"][1]
+    assert kept["content"] == "hello" and kept["smart_context"]["included_ids"] == ["m1"]
+    assert kept["smart_context"]["usage"] == {"sent_tokens": 5}
     on_disk = json.loads((vault / ".memory" / "c1.json").read_text(encoding="utf-8"))
     assert on_disk["messages"][1]["smart_context"]["included_ids"] == ["m1"]
+
+
+def _reply(n: int) -> dict[str, Any]:
+    """A reply whose record names messages (what the chat in memory leaves out) and has
+    figures (what it keeps)."""
+    return {
+        "id": f"r{n}",
+        "role": "assistant",
+        "content": f"answer {n}",
+        "smart_context": {
+            "mode": "full",
+            "included_ids": ["m1", f"u{n}"],
+            "reasons": {"m1": {"why": "relevant", "score": 0.5}},
+            "summaries": [{"from_id": "m1", "to_id": "m1", "level": 1}],
+            "layout": {"kind": "stable", "cut": None, "recalled_ids": ["m1"]},
+            "usage": {"sent_tokens": 10 + n, "full_tokens": 20 + n},
+            "odd": float("inf"),
+        },
+    }
+
+
+async def test_a_replys_record_is_held_without_what_names_messages_and_read_whole_again(
+    vault: Path,
+) -> None:
+    """A long chat's replies' records are mostly the ids they name: the chat this process
+    holds keeps their figures only (what its readers use), the file keeps all, and every
+    read that gives a copy (``load_chat``, ``update_chat``'s function) gives them whole:
+    after appends, after an edit that rewrites the file, after a restart."""
+    memory = ChatMemory(vault)
+    first = {"id": "m1", "role": "user", "content": "hi"}
+    await memory.save_chat("c1", {"messages": [first, _reply(1)]})
+    await memory.append_messages("c1", [{"id": "u2", "role": "user", "content": "more"}])
+    await memory.append_message("c1", _reply(2))
+
+    def whole(n: int) -> dict[str, Any]:
+        return json.loads(json.dumps(_reply(n)))  # inf as JSON writes it, then reads it
+
+    def check(messages: list[dict[str, Any]], *, content: str = "hi") -> None:
+        assert [m["id"] for m in messages] == ["m1", "r1", "u2", "r2"]
+        assert messages[0]["content"] == content
+        assert json.dumps(messages[1]) == json.dumps(whole(1))
+        assert json.dumps(messages[3]) == json.dumps(whole(2))
+
+    held = (await memory.chat_snapshot("c1"))["messages"][3]["smart_context"]
+    assert set(held) == {"mode", "layout", "usage", "odd"}
+    assert held["layout"] == {"kind": "stable", "cut": None}
+    assert held["usage"] == {"sent_tokens": 12, "full_tokens": 22}
+    check((await memory.load_chat("c1"))["messages"])
+
+    seen: list[dict[str, Any]] = []
+
+    def edit(data: dict[str, Any]) -> dict[str, Any]:
+        seen.extend(data["messages"])
+        data["messages"][0] = {**data["messages"][0], "content": "hello"}  # the file is rewritten
+        return data
+
+    returned = await memory.update_chat("c1", edit)
+    check(seen)
+    check(returned["messages"], content="hello")
+    check((await memory.load_chat("c1"))["messages"], content="hello")
+    on_disk = json.loads((vault / ".memory" / "c1.json").read_text(encoding="utf-8"))
+    check(on_disk["messages"], content="hello")
+
+    again = ChatMemory(vault)  # a restart: the chat read from its file
+    assert "reasons" not in (await again.chat_snapshot("c1"))["messages"][1]["smart_context"]
+    await again.append_message("c1", _reply(3))
+    messages = (await again.load_chat("c1"))["messages"]
+    check(messages[:4], content="hello")
+    assert json.dumps(messages[4]) == json.dumps(whole(3))
 
 
 async def test_update_keeps_other_plugins_keys(vault: Path) -> None:
