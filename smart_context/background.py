@@ -8,6 +8,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
+from smart_context.allocator import give_back_soon
+
 log = logging.getLogger(__name__)
 
 Key = TypeVar("Key", bound=str)
@@ -17,6 +19,7 @@ T = TypeVar("T")
 _IN_BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "smart_context_background", default=False
 )
+_busy = 0  # background runs in flight, all coalescers together
 
 
 def in_background() -> bool:
@@ -76,7 +79,9 @@ class Coalescer(Generic[Key]):
         self._tasks[key] = asyncio.get_running_loop().create_task(self._loop(key))
 
     async def _loop(self, key: Key) -> None:
+        global _busy
         _IN_BACKGROUND.set(True)  # this task's own context: the requests' stays as it is
+        _busy += 1
         try:
             while True:
                 self._again.discard(key)
@@ -90,6 +95,9 @@ class Coalescer(Generic[Key]):
                     break
         finally:
             self._tasks.pop(key, None)
+            _busy -= 1
+            if not _busy:  # all passes done: what they freed goes back to the system
+                give_back_soon()
 
     @property
     def running(self) -> frozenset[Key]:

@@ -39,6 +39,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from smart_context.allocator import give_back
 from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.messages import message_text
 from smart_context.topics.model import ExtractedTopics
@@ -232,30 +233,38 @@ def serve() -> None:
         os.nice(NICENESS)
     while True:
         try:
-            messages, vectors, previous, wants_phrases = read_frame(stdin)
+            job = read_frame(stdin)
         except EOFError:
             return
+        write_frame(stdout, _answer(job, extract_offline, stdin, stdout))
+        # idle until the next job, holding nothing of this one: a long chat's messages and
+        # vectors are tens of megabytes, which the allocator is asked to give back
+        del job
+        give_back()
 
-        def phrase_vectors(phrases: Sequence[str]) -> Matrix:
-            write_frame(stdout, ("phrases", list(phrases)))
-            kind, value = read_frame(stdin)
-            if kind != "vectors":
-                raise EmbeddingError(str(value))
-            out: Matrix = value
-            return out
 
-        try:
-            found = extract_offline(
-                messages,
-                vectors,
-                previous,
-                phrase_vectors=phrase_vectors if wants_phrases else None,
-            )
-            answer: tuple[str, Any] = ("done", found)
-        # any failure: the serving process raises it in its thread
-        except Exception as exc:  # noqa: BLE001
-            answer = ("failed", _portable(exc))
-        write_frame(stdout, answer)
+def _answer(
+    job: Any, extract: Callable[..., Any], stdin: IO[bytes], stdout: IO[bytes]
+) -> tuple[str, Any]:
+    """What the worker answers a job: ``("done", topics)`` or ``("failed", exception)``."""
+    messages, vectors, previous, wants_phrases = job
+
+    def phrase_vectors(phrases: Sequence[str]) -> Matrix:
+        write_frame(stdout, ("phrases", list(phrases)))
+        kind, value = read_frame(stdin)
+        if kind != "vectors":
+            raise EmbeddingError(str(value))
+        out: Matrix = value
+        return out
+
+    try:
+        found = extract(
+            messages, vectors, previous, phrase_vectors=phrase_vectors if wants_phrases else None
+        )
+        return ("done", found)
+    # any failure: the serving process raises it in its thread
+    except Exception as exc:  # noqa: BLE001
+        return ("failed", _portable(exc))
 
 
 def _portable(exc: Exception) -> Exception:
