@@ -343,7 +343,7 @@ class ChatMemory:
         if not chat_file(self.vault, chat_id).exists():
             return empty_chat()
         with file_lock(self._ensure_dir(chat_id)):
-            return _copy(self._whole(chat_id, self._current(chat_id).data))
+            return _copy(self._current(chat_id, whole=True).data)
 
     def _whole(self, chat_id: ChatId, data: ChatData) -> ChatData:
         """``data`` (the chat as the file holds it now: call with the lock held) with each
@@ -384,16 +384,15 @@ class ChatMemory:
         record read back, :class:`Slim`) and the data it returned is returned."""
         path = chat_file(self.vault, chat_id)
         with file_lock(self._ensure_dir(chat_id)):
-            current = self._current(chat_id)
-            base = current.data if appended else self._whole(chat_id, current.data)
-            data = fn(base)
+            current = self._current(chat_id, whole=not appended)
+            data = fn(current.data)
             if not isinstance(data, dict):
                 raise TypeError(f"update_chat: fn returned {type(data).__name__}, not a dict")
             if not isinstance(data.get("messages"), list):
                 data = {**data, "messages": []}
             layout = current.layout
             in_place = layout is not None and (
-                appended or _extends(base["messages"], data["messages"])
+                appended or _extends(current.data["messages"], data["messages"])
             )
             kept = 0  # the messages kept as they were, in the file and in memory
             if layout is not None and in_place:
@@ -401,16 +400,17 @@ class ChatMemory:
                 layout = chatfile.write_change(path, layout, data)
             else:
                 layout = chatfile.write_whole(path, data)
-            messages = [*current.data["messages"][:kept], *data["messages"][kept:]]
-            stored = _slimmed({**data, "messages": messages}, layout, kept)
+            # appended: the messages kept are the ones held already, slim; else whole
+            stored = _slimmed(data, layout, kept if appended else 0)
             self._remember(chat_id, path, Parsed(stored, layout))
             return stored if appended else data, _messages_mark(data) != _messages_mark(
                 current.data
             )
 
-    def _current(self, chat_id: ChatId) -> Parsed:
+    def _current(self, chat_id: ChatId, *, whole: bool = False) -> Parsed:
         """The chat as stored now, with the lock held: from memory when its file is unchanged.
-        A damaged file is set aside and an empty chat returned."""
+        A damaged file is set aside and an empty chat returned. ``whole``: each reply's record
+        whole (:class:`Slim`), else as this process holds it."""
         path = chat_file(self.vault, chat_id)
         if chatfile.recover(path):
             log.warning("Chat %s: finished a write that was interrupted.", chat_id)
@@ -421,7 +421,13 @@ class ChatMemory:
             known = self._known.get(chat_id)
             if known is not None and known.stamp == stamp:
                 self._known.move_to_end(chat_id)
-                return known.parsed
+            else:
+                known = None
+        if known is not None:
+            held = known.parsed
+            if not whole:
+                return held
+            return Parsed(self._whole(chat_id, held.data), held.layout, held.odd_values)
         try:
             parsed = chatfile.parse(path.read_bytes())
         except FileNotFoundError:
@@ -429,10 +435,9 @@ class ChatMemory:
         except DamagedChatError as exc:
             self._report_damage(chat_id, path, exc)
             return Parsed(empty_chat(), None)
+        held = parsed
         if parsed.layout is not None:
-            parsed = Parsed(
-                _slimmed(parsed.data, parsed.layout, 0), parsed.layout, parsed.odd_values
-            )
+            held = Parsed(_slimmed(parsed.data, parsed.layout, 0), parsed.layout, parsed.odd_values)
         if parsed.odd_values:
             log.warning(
                 "Chat %s holds %d value(s) JSON cannot carry (NaN or Infinity); they are kept in "
@@ -440,8 +445,8 @@ class ChatMemory:
                 chat_id,
                 parsed.odd_values,
             )
-        self._remember(chat_id, path, parsed)
-        return parsed
+        self._remember(chat_id, path, held)
+        return parsed if whole else held
 
     def _remember(self, chat_id: ChatId, path: Path, parsed: Parsed) -> None:
         stamp = _stamp(path)

@@ -116,6 +116,7 @@ async def test_a_replys_record_is_held_without_what_names_messages_and_read_whol
     on_disk = json.loads((vault / ".memory" / "c1.json").read_text(encoding="utf-8"))
     check(on_disk["messages"], content="hello")
 
+    check((await ChatMemory(vault).load_chat("c1"))["messages"], content="hello")  # read cold
     again = ChatMemory(vault)  # a restart: the chat read from its file
     assert "reasons" not in (await again.chat_snapshot("c1"))["messages"][1]["smart_context"]
     await again.append_message("c1", _reply(3))
