@@ -94,6 +94,7 @@ SHAPE_TIMEOUT = 10.0
 MAX_BODY_BYTES = 64 * 1024 * 1024  # a 10,000-message history with its tools is about 5 MB
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 CLIENT_GONE = "The client closed the stream before the reply ended."
+NO_ANSWER = "without sending a response"  # httpcore's words for a connection closed unanswered
 STALE_TURN_SECONDS = 10.0  # a chat's next turn waits this long at most for the last one
 
 log = logging.getLogger(__name__)
@@ -385,8 +386,22 @@ class _Route:
     done: asyncio.Future[None]
 
     async def send(self, body: dict[str, Any] | bytes) -> httpx.Response:
-        """``body`` (or its JSON) to the upstream; the response, its body still to read."""
+        """``body`` (or its JSON) to the upstream; the response, its body still to read.
+
+        Sent once more, on a new connection, when the upstream closed the connection without
+        a word of answer: a kept-alive connection it closed as the request went out (a server
+        that closes idle connections after a few seconds, as uvicorn does after 5, races the
+        next request on them)."""
         content = body if isinstance(body, bytes) else encoded(body)
+        try:
+            return await self._send_once(content)
+        except (httpx.RemoteProtocolError, httpx.WriteError) as exc:
+            if isinstance(exc, httpx.RemoteProtocolError) and NO_ANSWER not in str(exc):
+                raise
+            log.info("The upstream closed a connection unanswered (%s): sent again.", exc)
+        return await self._send_once(content)
+
+    async def _send_once(self, content: bytes) -> httpx.Response:
         request = self.proxy.client.build_request(
             "POST", self.url, headers=self.headers, content=content
         )

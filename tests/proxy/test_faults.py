@@ -295,6 +295,79 @@ async def test_an_upstream_answering_garbage_reaches_the_client_as_it_came(scene
     ]
 
 
+class ClosesReused:
+    """A raw HTTP/1.1 upstream that answers the first request on each connection (a chat
+    completion, the connection kept alive) and closes the connection, unanswered, at the
+    next request on it: a server closing an idle connection just as a request goes out."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[int, str]] = []  # (the connection's number, what was said)
+        self.connections = 0
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        number, answered = self.connections, 0
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                )
+                said = json.loads(await reader.readexactly(length))["messages"][-1]["content"]
+                self.requests.append((number, said))
+                if answered:
+                    return  # closed without a word
+                data = json.dumps(completion(f"echo {said}")).encode()
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\n\r\n%s" % (len(data), data)
+                )
+                await writer.drain()
+                answered += 1
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return
+        finally:
+            writer.close()
+
+
+async def test_an_upstream_closing_a_kept_alive_connection_unanswered_costs_no_turn(
+    vault: Path,
+) -> None:
+    upstream = ClosesReused()
+    server = await asyncio.start_server(upstream.serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    app = create_app(Sidecar(vault), ProxyOptions(f"http://127.0.0.1:{port}/v1"))
+    history: list[dict[str, Any]] = []
+    try:
+        async with live_server(app) as url, httpx.AsyncClient(timeout=30) as client:
+            for text in ("one", "two"):
+                history.append({"role": "user", "content": text})
+                answer = await client.post(
+                    f"{url}/v1/chat/completions",
+                    json={"model": "m", "messages": history},
+                    headers={"X-Smart-Context-Chat": "k"},
+                )
+                assert answer.status_code == 200, answer.text
+                reply = answer.json()["choices"][0]["message"]["content"]
+                assert reply == f"echo {text}"
+                history.append({"role": "assistant", "content": reply})
+            await app.state.proxy.settle()
+    finally:
+        server.close()
+        await server.wait_closed()
+    # the second turn went out on the kept connection, was dropped, and went again on a new one
+    assert upstream.requests == [(1, "one"), (1, "two"), (2, "two")]
+    messages = valid_and_once(vault, "k")
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", "one"),
+        ("assistant", "echo one"),
+        ("user", "two"),
+        ("assistant", "echo two"),
+    ]
+
+
 # --- the proxy itself stopped, and two on one vault -----------------------------------------
 
 
