@@ -1,12 +1,15 @@
 """Where the reference sidecar's memory goes as one chat grows, message by message.
 
-Run: python benchmarks/bench_memory.py [--messages 1000] [--writers 4] [--trace 12]
+Run: python benchmarks/bench_memory.py [--messages 1000] [--writers 4] [--long 10000] [--trace 12]
 
 One vault on the embedded offline default (the real local model, no chat model), one chat:
 ``--writers`` clients post ``--messages`` messages to it in all through the page's HTTP app (in
 process), as people typing at once would; the background passes (embeddings, the topic map)
 run as they do. Printed: the resident memory (RSS, the topic worker's counted in) before and
-after, per message against the message's own size plus its vector; with ``--trace N``, in a
+after, per message against the message's own size plus its vector; then, for a ``--long``
+chat whose replies each carry the last reply's record, the Python memory of the chat parsed
+whole against the chat as the sidecar holds it (each reply's record without what names the
+chat's messages, which its file keeps); with ``--trace N``, in a
 second run, the N Python allocations that grew most (tracemalloc, by line): what holds the
 memory. Tracing keeps a record of every allocation, so the first run's figures are measured
 without it. The target: growth per message at most 10x the message's own size plus its vector.
@@ -26,6 +29,7 @@ import sys
 import tempfile
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -33,7 +37,9 @@ import httpx
 from bench_server import family_rss_mb, rss_mb
 
 from smart_context.plugin import SmartContextPlugin
+from smart_context_hosts.sidecar import chatfile
 from smart_context_hosts.sidecar.app import create_app
+from smart_context_hosts.sidecar.memory import ChatMemory
 from smart_context_hosts.sidecar.plugins import get_plugin_manager
 from smart_context_hosts.sidecar.runtime import Sidecar
 
@@ -51,7 +57,7 @@ def message(i: int) -> str:
     return f"{TOPICS[i % len(TOPICS)]}, question {i}: what would you change first and why?"
 
 
-async def run(messages: int, writers: int, top: int) -> None:
+async def run(messages: int, writers: int, top: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / ".memory").mkdir()
@@ -103,7 +109,7 @@ async def run(messages: int, writers: int, top: int) -> None:
         await sidecar.stop()
     if top:
         print_allocations(first, last, top, tracing)
-        return
+        return stored
     count = len(stored["messages"]) - 40  # this run's: each post stores the message and a reply
     own = sent / messages + VECTOR_BYTES
     grew = (after - before) * 1024 * 1024 / max(count, 1)
@@ -132,6 +138,43 @@ async def run(messages: int, writers: int, top: int) -> None:
         f"    after glibc's malloc_trim(0): {trimmed:.0f} MB (what the allocator held free: "
         f"{after - trimmed:.0f} MB)"
     )
+    return stored
+
+
+async def long_chat(reply: dict[str, Any], count: int) -> None:
+    """A ``count``-message chat, each reply with ``reply``'s record, read from its file: the
+    Python memory of the chat parsed whole against the chat as the sidecar holds it."""
+    messages = []
+    for i in range(count):
+        if i % 2:
+            messages.append({**reply, "id": f"r{i}"})
+        else:
+            messages.append({"id": f"u{i}", "role": "user", "content": message(i)})
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / ".memory").mkdir()
+        raw, _ = chatfile.render({"messages": messages})
+        (root / ".memory" / "long.json").write_bytes(raw)
+        del messages
+        sizes = []
+        for read in (
+            lambda: chatfile.parse(raw),
+            lambda: ChatMemory(root).chat_snapshot("long"),
+        ):
+            gc.collect()
+            tracemalloc.start()
+            held = read()
+            if asyncio.iscoroutine(held):
+                held = await held
+            gc.collect()
+            sizes.append(tracemalloc.get_traced_memory()[0] / 1e6)
+            tracemalloc.stop()
+            del held
+    print(
+        f"a {count:,}-message chat read from its file ({len(raw) / 1e6:.0f} MB, each reply's "
+        f"record as above): parsed whole {sizes[0]:.0f} MB of Python objects, as the sidecar "
+        f"holds it {sizes[1]:.0f} MB"
+    )
 
 
 def print_allocations(
@@ -151,8 +194,12 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1000)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--trace", type=int, default=0, metavar="N")
+    parser.add_argument("--long", type=int, default=10_000, metavar="N")
     args = parser.parse_args()
-    asyncio.run(run(args.messages, args.writers, 0))
+    stored = asyncio.run(run(args.messages, args.writers, 0))
+    if args.long:
+        reply = next(m for m in reversed(stored["messages"]) if m["role"] == "assistant")
+        asyncio.run(long_chat(reply, args.long))
     if args.trace:
         asyncio.run(run(args.messages, args.writers, args.trace))
 
