@@ -9,7 +9,7 @@ run as they do. Printed: the resident memory (RSS, the topic worker's counted in
 after, per message against the message's own size plus its vector; then, for a ``--long``
 chat whose replies each carry the last reply's record, the Python memory of the chat parsed
 whole against the chat as the sidecar holds it (each reply's record without what names the
-chat's messages, which its file keeps); with ``--trace N``, in a
+chat's messages, which its file keeps), and the peak of each read; with ``--trace N``, in a
 second run, the N Python allocations that grew most (tracemalloc, by line): what holds the
 memory. Tracing keeps a record of every allocation, so the first run's figures are measured
 without it. The target: growth per message at most 10x the message's own size plus its vector.
@@ -167,13 +167,14 @@ async def long_chat(reply: dict[str, Any], count: int) -> None:
             if asyncio.iscoroutine(held):
                 held = await held
             gc.collect()
-            sizes.append(tracemalloc.get_traced_memory()[0] / 1e6)
+            sizes.append(tracemalloc.get_traced_memory())
             tracemalloc.stop()
             del held
     print(
         f"a {count:,}-message chat read from its file ({len(raw) / 1e6:.0f} MB, each reply's "
-        f"record as above): parsed whole {sizes[0]:.0f} MB of Python objects, as the sidecar "
-        f"holds it {sizes[1]:.0f} MB"
+        f"record as above), in Python objects: parsed whole {sizes[0][0] / 1e6:.0f} MB (at the "
+        f"peak of the read {sizes[0][1] / 1e6:.0f} MB), as the sidecar holds it "
+        f"{sizes[1][0] / 1e6:.0f} MB (peak {sizes[1][1] / 1e6:.0f} MB)"
     )
 
 

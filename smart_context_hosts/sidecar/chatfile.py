@@ -140,8 +140,19 @@ def _starts(end: int, lines: list[bytes], first: bool = True) -> array[int]:
     return out
 
 
-def parse(raw: bytes) -> Parsed:
-    """The chat in ``raw``, or :class:`DamagedChatError` saying what is wrong with it."""
+# what to keep of each message read (given the message and where its JSON is in the file)
+Keep = Callable[[Any, tuple[int, int]], Any]
+
+
+def parse(raw: bytes, keep: Keep | None = None) -> Parsed:
+    """The chat in ``raw``, or :class:`DamagedChatError` saying what is wrong with it.
+
+    ``keep``: a file in the sidecar's layout is read a line at a time and only what ``keep``
+    returns of each message is held, so a long chat's records are never all in memory at
+    once (a 10,000-message chat is some 230 MB parsed whole). A file in another layout is
+    parsed whole, and what ``keep`` returned for its first lines before that showed is let
+    go: ``keep`` must change nothing.
+    """
     odd = 0
 
     def constant(name: str) -> float:
@@ -149,6 +160,11 @@ def parse(raw: bytes) -> Parsed:
         odd += 1
         return float(name.replace("Infinity", "inf"))
 
+    if keep is not None:
+        try:
+            return _by_lines(raw, keep, constant, lambda: odd)
+        except (_OtherLayout, DamagedChatError):
+            odd = 0  # parsed whole below, which says what is wrong, if anything
     data = parse_value(raw, constant)
     if not isinstance(data, dict):
         raise DamagedChatError(f"expected a JSON object, found {type(data).__name__}")
@@ -156,6 +172,37 @@ def parse(raw: bytes) -> Parsed:
         raise DamagedChatError("'messages' is not a list")
     data.setdefault("messages", [])
     return Parsed(data, _layout_of(raw, data), odd)
+
+
+class _OtherLayout(Exception):
+    """Not a file in the sidecar's layout."""
+
+
+def _by_lines(
+    raw: bytes, keep: Keep, constant: Callable[[str], float], odd: Callable[[], int]
+) -> Parsed:
+    """:func:`parse` of a file in the sidecar's layout, a message line at a time."""
+    end = raw.rfind(b"\n]")
+    if not raw.startswith(HEAD) or end < len(HEAD):
+        raise _OtherLayout
+    data = parse_value(b'{"messages": []' + raw[end + 2 :], constant)  # the other keys
+    if not isinstance(data, dict):
+        raise _OtherLayout
+    messages, starts = [], array("q")
+    at = len(HEAD) + 1
+    while at <= end:
+        stop = raw.find(b"\n", at)
+        line_end = stop - 1 if stop < end else end  # less the comma before the next line
+        if stop < end and raw[line_end : line_end + 1] != b",":
+            raise _OtherLayout
+        messages.append(keep(parse_value(raw[at:line_end], constant), (at, line_end)))
+        starts.append(at)
+        at = stop + 1
+    data["messages"] = messages
+    tail, parts = tail_bytes(data)
+    if raw[end:] != tail or raw.count(b"\n") != len(messages) + 2:
+        raise _OtherLayout
+    return Parsed(data, Layout(end, len(messages), tail, parts, starts), odd())
 
 
 def parse_value(raw: bytes, constant: Callable[[str], float] | None = None) -> Any:

@@ -428,15 +428,15 @@ class ChatMemory:
             if not whole:
                 return held
             return Parsed(self._whole(chat_id, held.data), held.layout, held.odd_values)
-        try:
-            parsed = chatfile.parse(path.read_bytes())
+        try:  # held slim from the start: a long chat's records are never all parsed at once
+            parsed = chatfile.parse(path.read_bytes(), None if whole else _slim)
         except FileNotFoundError:
             return Parsed(empty_chat(), None)
         except DamagedChatError as exc:
             self._report_damage(chat_id, path, exc)
             return Parsed(empty_chat(), None)
         held = parsed
-        if parsed.layout is not None:
+        if whole and parsed.layout is not None:  # read whole for the caller, held slim
             held = Parsed(_slimmed(parsed.data, parsed.layout, 0), parsed.layout, parsed.odd_values)
         if parsed.odd_values:
             log.warning(
@@ -557,20 +557,26 @@ def _slimmed(data: ChatData, layout: chatfile.Layout, first: int) -> ChatData:
     messages = data["messages"]
     out: list[Any] | None = None
     for i in range(first, len(messages)):
-        message = messages[i]
-        record = message.get("smart_context") if isinstance(message, dict) else None
-        if not isinstance(record, dict) or isinstance(record, Slim):
-            continue
-        members = {k: v for k, v in record.items() if k not in NAMING}
-        outline = members.get("layout")
-        if isinstance(outline, dict) and "recalled_ids" in outline:
-            members["layout"] = {k: v for k, v in outline.items() if k != "recalled_ids"}
-        elif len(members) == len(record):
-            continue  # nothing to leave out
-        if out is None:
-            out = list(messages)
-        out[i] = {**message, "smart_context": Slim(members, layout.span(i))}
+        slim = _slim(messages[i], layout.span(i))
+        if slim is not messages[i]:
+            if out is None:
+                out = list(messages)
+            out[i] = slim
     return data if out is None else {**data, "messages": out}
+
+
+def _slim(message: Any, span: tuple[int, int]) -> Any:
+    """``message`` as this process holds it (:func:`_slimmed`); ``span``: where its line is."""
+    record = message.get("smart_context") if isinstance(message, dict) else None
+    if not isinstance(record, dict) or isinstance(record, Slim):
+        return message
+    members = {k: v for k, v in record.items() if k not in NAMING}
+    outline = members.get("layout")
+    if isinstance(outline, dict) and "recalled_ids" in outline:
+        members["layout"] = {k: v for k, v in outline.items() if k != "recalled_ids"}
+    elif len(members) == len(record):
+        return message  # nothing to leave out
+    return {**message, "smart_context": Slim(members, span)}
 
 
 def _state_of(data: ChatData) -> ChatData:

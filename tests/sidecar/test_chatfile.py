@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,52 @@ def test_the_layout_is_plain_json_and_is_recognised(tmp_path: Path) -> None:
 def test_a_file_in_another_layout_is_not_changed_in_place(raw: bytes) -> None:
     parsed = chatfile.parse(raw)
     assert parsed.layout is None
+
+
+ODD_FILES = [
+    chatfile.render(
+        {
+            "messages": [message(1), 5, {"id": "m2", "score": float("nan"), "x": "é\u2028"}],
+            "title": "T",
+        }
+    )[0],
+    chatfile.render({"messages": []})[0],
+    json.dumps({"messages": [message(1)], "title": "T"}, indent=2).encode(),
+    b'{"messages": [\n{"id": "a"},{"id": "b"}\n], "x": [1\n]}\n',
+    b'{"messages": [\n{"id": "a"}\n], "messages": [{"id": "b"}]}\n',  # named twice
+    b'{"messages": [\n{"id": "a"} {"id": "b"}\n], "x": 1}\n',  # not JSON
+    b'{"messages": [\n{"id": "a"}\n]}\n   ',
+]
+
+
+@pytest.mark.parametrize("raw", ODD_FILES, ids=range(len(ODD_FILES)))
+def test_a_file_read_a_line_at_a_time_is_what_a_whole_parse_gives(raw: bytes) -> None:
+    """Read with ``keep``, the sidecar's layout a message at a time and any other layout
+    whole: the same data, layout and count of odd values as a plain parse, or the same
+    error; in the layout, ``keep`` gets each message with where its JSON is."""
+    seen: list[tuple[Any, tuple[int, int]]] = []
+
+    def keep(value: Any, span: tuple[int, int]) -> Any:
+        seen.append((value, span))
+        return value
+
+    try:
+        whole = chatfile.parse(raw)
+    except chatfile.DamagedChatError as exc:
+        with pytest.raises(chatfile.DamagedChatError, match=re.escape(str(exc))):
+            chatfile.parse(raw, keep)
+        return
+    by_lines = chatfile.parse(raw, keep)
+    assert json.dumps(by_lines.data) == json.dumps(whole.data)
+    assert by_lines.odd_values == whole.odd_values
+    assert (by_lines.layout is None) == (whole.layout is None)
+    if whole.layout is None:
+        return  # what keep was given of the lines before that showed is let go
+    assert by_lines.layout is not None
+    assert list(by_lines.layout.starts) == list(whole.layout.starts)
+    assert by_lines.layout.tail == whole.layout.tail
+    assert [json.dumps(v) for v, _ in seen] == [json.dumps(m) for m in whole.data["messages"]]
+    assert [raw[a:b] for _, (a, b) in seen] == [chatfile.line_of(m) for m in whole.data["messages"]]
 
 
 def test_a_change_in_place_gives_the_same_file_as_a_whole_write(tmp_path: Path) -> None:
