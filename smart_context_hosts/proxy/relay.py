@@ -43,7 +43,7 @@ from smart_context_hosts.proxy.note import summary
 from smart_context_hosts.proxy.own_tools import OwnTools, own_tools
 from smart_context_hosts.proxy.replies import Answer
 from smart_context_hosts.sidecar.llm import TurnUsage
-from smart_context_hosts.sidecar.memory import now_iso
+from smart_context_hosts.sidecar.memory import held_form, now_iso
 from smart_context_hosts.sidecar.pipeline import (
     PipelineContext,
     Reply,
@@ -229,7 +229,7 @@ class Relay:
         if memo is not None and memo.wire is turn.known and error is None and stored:
             # the chat as this reply left it
             self._remember(
-                turn.chat.chat_id, _Memo([*turn.known, wire], [*memo.stored, dict(stored)])
+                turn.chat.chat_id, _Memo([*turn.known, wire], [*memo.stored, held_form(stored)])
             )
         # after an error the next turn goes the long way: the client's copy of what it got
         # then takes the place of the stored error, as merge does with the sidecar's own

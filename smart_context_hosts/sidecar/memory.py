@@ -165,8 +165,10 @@ class ChatMemory:
 
         ``fn`` runs in a worker thread while the chat's file lock is held: keep it a quick,
         pure function of the data it is given. It may change, add or remove messages and keys
-        (each message it gets is its own copy), but not change values nested inside a message
-        in place: replace the message instead. Returns the data as stored.
+        (each message it gets is its own copy, each reply's record whole), but not change
+        values nested inside a message in place: replace the message instead. Returns the data
+        as stored, as :meth:`chat_snapshot` holds it (a copy; each reply's record without
+        what names the chat's messages, :data:`NAMING`: :meth:`load_chat` reads them).
         """
         checked = check_chat_id(chat_id)
         if asyncio.iscoroutinefunction(fn):
@@ -377,11 +379,11 @@ class ChatMemory:
     def _store_sync(
         self, chat_id: ChatId, fn: ChatUpdate, *, appended: bool
     ) -> tuple[ChatData, bool]:
-        """Store ``fn`` of the current chat (which ``fn`` must not change) and whether its
-        messages changed. ``appended``: ``fn`` only adds messages at the end and sets keys, so
-        the file changes in place; it gets the chat as this process holds it, and the stored
-        data returned is the cache's own. Otherwise ``fn`` gets the chat whole (each reply's
-        record read back, :class:`Slim`) and the data it returned is returned."""
+        """Store ``fn`` of the current chat (which ``fn`` must not change); the stored data as
+        this process holds it (the cache's own: replies' records :class:`Slim`), and whether
+        its messages changed. ``appended``: ``fn`` only adds messages at the end and sets keys,
+        so the file changes in place, and it gets the chat as held; else it gets the chat whole
+        (each reply's record read back)."""
         path = chat_file(self.vault, chat_id)
         with file_lock(self._ensure_dir(chat_id)):
             current = self._current(chat_id, whole=not appended)
@@ -403,9 +405,7 @@ class ChatMemory:
             # appended: the messages kept are the ones held already, slim; else whole
             stored = _slimmed(data, layout, kept if appended else 0)
             self._remember(chat_id, path, Parsed(stored, layout))
-            return stored if appended else data, _messages_mark(data) != _messages_mark(
-                current.data
-            )
+            return stored, _messages_mark(data) != _messages_mark(current.data)
 
     def _current(self, chat_id: ChatId, *, whole: bool = False) -> Parsed:
         """The chat as stored now, with the lock held: from memory when its file is unchanged.
@@ -567,16 +567,31 @@ def _slimmed(data: ChatData, layout: chatfile.Layout, first: int) -> ChatData:
 
 def _slim(message: Any, span: tuple[int, int]) -> Any:
     """``message`` as this process holds it (:func:`_slimmed`); ``span``: where its line is."""
-    record = message.get("smart_context") if isinstance(message, dict) else None
+    figures = _figures(message)
+    return message if figures is None else {**message, "smart_context": Slim(figures, span)}
+
+
+def held_form(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``message`` as a chat in memory holds it (a reply's record without what names
+    the chat's messages), for a caller that keeps messages: the proxy keeps a chat's last
+    turn."""
+    figures = _figures(message)
+    return dict(message) if figures is None else {**message, "smart_context": figures}
+
+
+def _figures(message: Any) -> dict[str, Any] | None:
+    """The members of ``message``'s record that do not name the chat's messages; ``None`` when
+    there is nothing to leave out."""
+    record = message.get("smart_context") if isinstance(message, Mapping) else None
     if not isinstance(record, dict) or isinstance(record, Slim):
-        return message
+        return None
     members = {k: v for k, v in record.items() if k not in NAMING}
     outline = members.get("layout")
     if isinstance(outline, dict) and "recalled_ids" in outline:
         members["layout"] = {k: v for k, v in outline.items() if k != "recalled_ids"}
     elif len(members) == len(record):
-        return message  # nothing to leave out
-    return {**message, "smart_context": Slim(members, span)}
+        return None
+    return members
 
 
 def _state_of(data: ChatData) -> ChatData:

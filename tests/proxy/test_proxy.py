@@ -25,6 +25,7 @@ from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_
 from smart_context_hosts.proxy.relay import Relay, Turn
 from smart_context_hosts.proxy.vaults import OneVault
 from smart_context_hosts.sidecar.app import create_app as create_page_app
+from smart_context_hosts.sidecar.memory import NAMING
 from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.openai_server import OpenAIStub, tool_calls
 from tests.sidecar.conftest import (
@@ -825,6 +826,28 @@ def relay_of(run: Running) -> Relay:
     vaults = run.proxy.vaults
     assert isinstance(vaults, OneVault)
     return vaults.vault.relay
+
+
+async def test_the_proxy_keeps_a_chats_last_turn_with_each_replys_figures_only(
+    running: Running,
+) -> None:
+    """What the proxy holds of a chat between turns (its last turn, to answer the next one
+    from) keeps each reply's figures but not what its record names the chat's messages with,
+    kilobytes a reply that the chat file keeps."""
+    history: list[dict[str, Any]] = [SYSTEM]
+    for text in ("Plan four days in Kyoto", "Which temples first?"):
+        await turn(running, history, text)
+        await running_settle(running)
+    held = [m for m in relay_of(running)._memos["trip"].stored if m["role"] == "assistant"]
+    on_disk = [
+        m for m in chat_on_disk(running.vault, "trip")["messages"] if m["role"] == "assistant"
+    ]
+    assert len(held) == len(on_disk) == 2
+    assert all(not NAMING.isdisjoint(m["smart_context"]) for m in on_disk)
+    assert all(NAMING.isdisjoint(m["smart_context"]) for m in held)
+    assert [m["smart_context"]["usage"] for m in held] == [
+        m["smart_context"]["usage"] for m in on_disk
+    ]
 
 
 async def test_a_chat_changed_meanwhile_takes_the_clients_conversation_with_the_ids_given(

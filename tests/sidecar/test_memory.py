@@ -111,7 +111,8 @@ async def test_a_replys_record_is_held_without_what_names_messages_and_read_whol
 
     returned = await memory.update_chat("c1", edit)
     check(seen)
-    check(returned["messages"], content="hello")
+    assert returned["messages"][0]["content"] == "hello"  # as held: the figures only
+    assert set(returned["messages"][1]["smart_context"]) == {"mode", "layout", "usage", "odd"}
     check((await memory.load_chat("c1"))["messages"], content="hello")
     on_disk = json.loads((vault / ".memory" / "c1.json").read_text(encoding="utf-8"))
     check(on_disk["messages"], content="hello")
