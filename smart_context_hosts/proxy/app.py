@@ -388,10 +388,10 @@ class _Route:
     async def send(self, body: dict[str, Any] | bytes) -> httpx.Response:
         """``body`` (or its JSON) to the upstream; the response, its body still to read.
 
-        Sent once more, on a new connection, when the upstream closed the connection without
-        a word of answer: a kept-alive connection it closed as the request went out (a server
-        that closes idle connections after a few seconds, as uvicorn does after 5, races the
-        next request on them)."""
+        Sent once more when the upstream closed the connection without a word of answer: a
+        kept-alive connection it closed as the request went out (a server that closes idle
+        connections after a few seconds, as uvicorn does after 5, races the next request on
+        them); the pool has let that connection go and gives the request another."""
         content = body if isinstance(body, bytes) else encoded(body)
         try:
             return await self._send_once(content)

@@ -158,11 +158,12 @@ def parse(raw: bytes, keep: Keep | None = None) -> Parsed:
     def constant(name: str) -> float:
         nonlocal odd
         odd += 1
-        return float(name.replace("Infinity", "inf"))
+        return _constant(name)
 
     if keep is not None:
         try:
-            return _by_lines(raw, keep, constant, lambda: odd)
+            data, layout = _by_lines(raw, keep, constant)
+            return Parsed(data, layout, odd)
         except (_OtherLayout, DamagedChatError):
             odd = 0  # parsed whole below, which says what is wrong, if anything
     data = parse_value(raw, constant)
@@ -178,9 +179,7 @@ class _OtherLayout(Exception):
     """Not a file in the sidecar's layout."""
 
 
-def _by_lines(
-    raw: bytes, keep: Keep, constant: Callable[[str], float], odd: Callable[[], int]
-) -> Parsed:
+def _by_lines(raw: bytes, keep: Keep, constant: Callable[[str], float]) -> tuple[ChatData, Layout]:
     """:func:`parse` of a file in the sidecar's layout, a message line at a time."""
     end = raw.rfind(b"\n]")
     if not raw.startswith(HEAD) or end < len(HEAD):
@@ -202,7 +201,7 @@ def _by_lines(
     tail, parts = tail_bytes(data)
     if raw[end:] != tail or raw.count(b"\n") != len(messages) + 2:
         raise _OtherLayout
-    return Parsed(data, Layout(end, len(messages), tail, parts, starts), odd())
+    return data, Layout(end, len(messages), tail, parts, starts)
 
 
 def parse_value(raw: bytes, constant: Callable[[str], float] | None = None) -> Any:
