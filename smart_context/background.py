@@ -19,7 +19,9 @@ T = TypeVar("T")
 _IN_BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "smart_context_background", default=False
 )
-_busy = 0  # background runs in flight, all coalescers together
+# background runs in flight, all coalescers together (on one loop's thread: two loops in two
+# threads could miscount by one, which moves a trim, nothing else)
+_busy = 0
 
 
 def in_background() -> bool:

@@ -147,11 +147,11 @@ Keep = Callable[[Any, tuple[int, int]], Any]
 def parse(raw: bytes, keep: Keep | None = None) -> Parsed:
     """The chat in ``raw``, or :class:`DamagedChatError` saying what is wrong with it.
 
-    ``keep``: a file in the sidecar's layout is read a line at a time and only what ``keep``
-    returns of each message is held, so a long chat's records are never all in memory at
-    once (a 10,000-message chat is some 230 MB parsed whole). A file in another layout is
-    parsed whole, and what ``keep`` returned for its first lines before that showed is let
-    go: ``keep`` must change nothing.
+    A file in the sidecar's layout is read a message line at a time, which gives each line's
+    place too; ``keep``: what to hold of each message (by default all of it), so a long chat's
+    records need never all be in memory at once (a 10,000-message chat is some 250 MB parsed
+    whole). A file in another layout is parsed whole (``layout`` ``None``), and what ``keep``
+    returned for its first lines before that showed is let go: ``keep`` must change nothing.
     """
     odd = 0
 
@@ -160,19 +160,22 @@ def parse(raw: bytes, keep: Keep | None = None) -> Parsed:
         odd += 1
         return _constant(name)
 
-    if keep is not None:
-        try:
-            data, layout = _by_lines(raw, keep, constant)
-            return Parsed(data, layout, odd)
-        except (_OtherLayout, DamagedChatError):
-            odd = 0  # parsed whole below, which says what is wrong, if anything
+    try:
+        data, layout = _by_lines(raw, keep or _all, constant)
+        return Parsed(data, layout, odd)
+    except (_OtherLayout, DamagedChatError):
+        odd = 0  # parsed whole below, which says what is wrong, if anything
     data = parse_value(raw, constant)
     if not isinstance(data, dict):
         raise DamagedChatError(f"expected a JSON object, found {type(data).__name__}")
     if not isinstance(data.get("messages", []), list):
         raise DamagedChatError("'messages' is not a list")
     data.setdefault("messages", [])
-    return Parsed(data, _layout_of(raw, data), odd)
+    return Parsed(data, None, odd)
+
+
+def _all(message: Any, _span: tuple[int, int]) -> Any:
+    return message
 
 
 class _OtherLayout(Exception):
@@ -182,7 +185,7 @@ class _OtherLayout(Exception):
 def _by_lines(raw: bytes, keep: Keep, constant: Callable[[str], float]) -> tuple[ChatData, Layout]:
     """:func:`parse` of a file in the sidecar's layout, a message line at a time."""
     end = raw.rfind(b"\n]")
-    if not raw.startswith(HEAD) or end < len(HEAD):
+    if not raw.startswith(HEAD) or end < len(HEAD) or raw[len(HEAD) : len(HEAD) + 1] != b"\n":
         raise _OtherLayout
     data = parse_value(b'{"messages": []' + raw[end + 2 :], constant)  # the other keys
     if not isinstance(data, dict):
@@ -219,22 +222,6 @@ def parse_value(raw: bytes, constant: Callable[[str], float] | None = None) -> A
 
 def _constant(name: str) -> float:
     return float(name.replace("Infinity", "inf"))
-
-
-def _layout_of(raw: bytes, data: ChatData) -> Layout | None:
-    """The layout of ``raw`` if it is the sidecar's: the head, one line per message, the tail."""
-    count = len(data["messages"])
-    if not raw.startswith(HEAD) or raw.count(b"\n") != count + 2:
-        return None
-    end = raw.rfind(b"\n]")
-    tail, parts = tail_bytes(data)
-    if end < len(HEAD) or (count == 0) != (end == len(HEAD)) or raw[end:] != tail:
-        return None
-    starts, at = array("q"), len(HEAD)
-    for _ in range(count):  # each message's line follows a newline (the file has count + 2)
-        at = raw.index(b"\n", at) + 1
-        starts.append(at)
-    return Layout(end, count, tail, parts, starts)
 
 
 def read_spans(path: Path, spans: list[tuple[int, int]]) -> list[bytes]:

@@ -57,26 +57,36 @@ ODD_FILES = [
     b'{"messages": [\n{"id": "a"}\n], "messages": [{"id": "b"}]}\n',  # named twice
     b'{"messages": [\n{"id": "a"} {"id": "b"}\n], "x": 1}\n',  # not JSON
     b'{"messages": [\n{"id": "a"}\n]}\n   ',
+    b'{"messages": [ 5\n]}\n',  # its first message on the head's line
 ]
 
 
 @pytest.mark.parametrize("raw", ODD_FILES, ids=range(len(ODD_FILES)))
 def test_a_file_read_a_line_at_a_time_is_what_a_whole_parse_gives(raw: bytes) -> None:
     """Read with ``keep``, the sidecar's layout a message at a time and any other layout
-    whole: the same data, layout and count of odd values as a plain parse, or the same
-    error; in the layout, ``keep`` gets each message with where its JSON is."""
+    whole: the same data and count of odd values as ``json.loads``, or its error; the layout
+    exactly when the file is what :func:`chatfile.render` writes of that data, with its line
+    starts; in the layout, ``keep`` gets each message with where its JSON is."""
     seen: list[tuple[Any, tuple[int, int]]] = []
 
     def keep(value: Any, span: tuple[int, int]) -> Any:
         seen.append((value, span))
         return value
 
+    odd: list[str] = []
+
+    def constant(name: str) -> float:
+        odd.append(name)
+        return float(name.replace("Infinity", "inf"))
+
     try:
-        whole = chatfile.parse(raw)
-    except chatfile.DamagedChatError as exc:
+        data = json.loads(raw, parse_constant=constant)
+    except ValueError as exc:
         with pytest.raises(chatfile.DamagedChatError, match=re.escape(str(exc))):
             chatfile.parse(raw, keep)
         return
+    rendered, layout = chatfile.render(data)
+    whole = chatfile.Parsed(data, layout if rendered == raw else None, len(odd))
     by_lines = chatfile.parse(raw, keep)
     assert json.dumps(by_lines.data) == json.dumps(whole.data)
     assert by_lines.odd_values == whole.odd_values

@@ -13,6 +13,7 @@ import pytest
 
 from smart_context.errors import ChatIdError
 from smart_context.paths import check_chat_id
+from smart_context_hosts.sidecar import chatfile
 from smart_context_hosts.sidecar.memory import ChatMemory, new_chat_id
 
 
@@ -124,6 +125,25 @@ async def test_a_replys_record_is_held_without_what_names_messages_and_read_whol
     messages = (await again.load_chat("c1"))["messages"]
     check(messages[:4], content="hello")
     assert json.dumps(messages[4]) == json.dumps(whole(3))
+
+
+async def test_a_replys_line_that_does_not_read_back_is_a_clear_error_and_nothing_is_written(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a program writing without the chat's lock could change a line under it; then a
+    whole read says so, and an update writes nothing rather than the figures alone."""
+    memory = ChatMemory(vault)
+    await memory.save_chat("c1", {"messages": [{"id": "m1", "role": "user", "content": "hi"}]})
+    await memory.append_message("c1", _reply(1))
+    path = vault / ".memory" / "c1.json"
+    before = path.read_bytes()
+    for line in (b'{"id": "other"}', b"{not json"):
+        monkeypatch.setattr(chatfile, "read_spans", lambda _path, spans, line=line: [line])
+        with pytest.raises(OSError, match="a reply's line changed under the lock"):
+            await memory.load_chat("c1")
+        with pytest.raises(OSError, match="a reply's line changed under the lock"):
+            await memory.update_chat("c1", lambda data: {**data, "title": "T"})
+        assert path.read_bytes() == before
 
 
 async def test_update_keeps_other_plugins_keys(vault: Path) -> None:
