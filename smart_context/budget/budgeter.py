@@ -92,7 +92,7 @@ class Budgeter:
         self.settings = settings
         self.db = db
         self.estimates = estimates  # the vault's calibrated estimates (budget/calibration.py)
-        self._facts: dict[tuple[ChatId, str], MessageFacts] = {}
+        self._facts: dict[ChatId, MessageFacts] = {}  # under the counter last used
         # per chat: the facts' version, the spans, their summaries, where the last span ends
         self._spans: dict[ChatId, tuple[Any, list[Span], list[Summary], int]] = {}
         self._summary_tokens: dict[str, int] = {}
@@ -107,15 +107,16 @@ class Budgeter:
         return counter_for(chat_model(self.settings, model), self.estimates)
 
     def facts(self, chat_id: ChatId, counter: Counter) -> MessageFacts:
-        key = (chat_id, counter.key)
-        found = self._facts.get(key)
+        """The chat's kept facts, counting with ``counter`` (a calibration's step recounts the
+        tokens, and reads nothing else again: :meth:`MessageFacts.use`)."""
+        found = self._facts.get(chat_id)
         if found is None:
             if len(self._facts) > MAX_CHATS:  # a long-running sidecar visits many chats
                 self._facts.clear()
                 self._spans.clear()
                 self._indexed.clear()
-            found = self._facts[key] = MessageFacts(counter)
-        return found
+            found = self._facts[chat_id] = MessageFacts(counter)
+        return found.use(counter)
 
     async def read_ahead(self, chat_id: ChatId, model: str | None, history: History) -> None:
         """A long run of the chat's new messages read in a worker thread before the request
@@ -127,8 +128,8 @@ class Budgeter:
         """Whether the chat's history, as last counted, costs more than ``limit``: then its
         budget most likely cuts it and searches it (:meth:`fit` decides, against the room the
         fixed sections leave); a chat not counted yet: unknown, so no."""
-        found = self._facts.get((chat_id, counter.key))
-        return found is not None and int(found.tokens.sum()) > limit
+        found = self._facts.get(chat_id)
+        return found is not None and int(found.use(counter).tokens.sum()) > limit
 
     async def fit(
         self,
@@ -374,10 +375,10 @@ class Budgeter:
         summaries past its end for as long as no pass changes them (the request plans them
         then)."""
         self.summary_version[chat_id] = self.summary_version.get(chat_id, 0) + 1
-        for (chat, _), found in list(self._facts.items()):
-            facts = found.last
-            if chat == chat_id and facts is not None and facts.n >= covered:
-                await self._spans_of(chat_id, facts, found.counter, off_loop=True)
+        found = self._facts.get(chat_id)
+        facts = found.last if found is not None else None
+        if found is not None and facts is not None and facts.n >= covered:
+            await self._spans_of(chat_id, facts, found.counter, off_loop=True)
 
     async def _spans_of(
         self, chat_id: ChatId, facts: Facts, counter: Counter, off_loop: bool = False
@@ -387,7 +388,8 @@ class Budgeter:
         # new messages leave every stored summary as it was: only a reset or a pass that
         # stored summaries changes the spans (a request on a shorter history than the memo's
         # reads them for its own)
-        version = (facts.owner, facts.resets, self.summary_version.get(chat_id, 0))
+        # the spans hold the summaries' counts: a new counter plans them again
+        version = (facts.owner, facts.resets, self.summary_version.get(chat_id, 0), counter.key)
         memo = self._spans.get(chat_id)
         if memo is not None and memo[0] == version and memo[3] <= facts.n:
             return memo[1], memo[2]

@@ -18,6 +18,12 @@ event loop: :meth:`MessageFacts.read_ahead` reads it in a worker thread before t
 it (finding the entities of 10,000 messages is a few hundred milliseconds of Python, which on
 the loop would hold every other request), and :meth:`MessageFacts.update` takes what it read
 when the history still extends the facts the same way.
+
+The facts are kept per chat, not per token counter: when the counter changes (a calibrated
+estimate moving a step, another model on the chat), :meth:`MessageFacts.use` counts the tokens
+again and keeps the rest (the entities are most of the cost). An estimate counts from the
+characters kept per message, in one array operation; another counter from the next history's
+texts.
 """
 
 from __future__ import annotations
@@ -31,11 +37,12 @@ import numpy as np
 import numpy.typing as npt
 
 from smart_context.budget.importance import entities
-from smart_context.budget.tokens import PER_MESSAGE, Counter
+from smart_context.budget.tokens import PER_MESSAGE, Counter, Estimate
 from smart_context.messages import History, common_start, message_text
 from smart_context.vectors.codec import cache_key
 
 IntArray = npt.NDArray[np.intp]
+Lengths = npt.NDArray[np.int32]
 READ_AHEAD = 1_000  # new messages read in a worker thread (MessageFacts.read_ahead)
 
 
@@ -82,6 +89,8 @@ class _Run:
     keys: list[str]
     roles: list[str]
     tokens: IntArray
+    counted: str  # the key of the counter that counted ``tokens``
+    lengths: Lengths  # (2, n): each message's characters, in its text and its role
     entities: dict[str, list[int]]  # entity -> the positions of the messages that mention it
 
     @classmethod
@@ -96,15 +105,14 @@ class _Run:
         texts = [message_text(m) for m in messages]
         keys = [cache_key(str(m.get("id")), t) for m, t in zip(messages, texts, strict=True)]
         roles = [str(m.get("role")) for m in messages]
-        # a message costs its text, its role and the chat format's framing, as prompt_tokens
-        both = counter.count([*texts, *roles])
-        tokens = np.add(both[: len(texts)], both[len(texts) :], dtype=np.intp) + PER_MESSAGE
+        tokens = _count(counter, texts, roles)
+        lengths = np.array([list(map(len, texts)), list(map(len, roles))], dtype=np.int32)
         found: dict[str, list[int]] = {}
         for offset, text in enumerate(texts):
             for entity in entities(text):
                 found.setdefault(entity, []).append(start + offset)
         str_ids = [str(i) for i in ids]
-        return cls(start, ids, contents, str_ids, keys, roles, tokens, found)
+        return cls(start, ids, contents, str_ids, keys, roles, tokens, counter.key, lengths, found)
 
     def follows(self, known: int, ids: list[Any], contents: list[Any]) -> bool:
         """Whether this run is exactly the messages of ``ids``/``contents`` past ``known``."""
@@ -116,8 +124,16 @@ class _Run:
         )
 
 
+def _count(counter: Counter, texts: Sequence[str], roles: Sequence[str]) -> IntArray:
+    """What each message costs in the prompt: its text, its role and the chat format's
+    framing, as ``prompt_tokens`` counts them."""
+    both = counter.count([*texts, *roles])
+    return np.add(both[: len(texts)], both[len(texts) :], dtype=np.intp) + PER_MESSAGE
+
+
 class MessageFacts:
-    """The facts of one chat's last history, under one token counter."""
+    """The facts of one chat's last history; its token counts under one counter at a time
+    (:meth:`use`)."""
 
     def __init__(self, counter: Counter) -> None:
         self.counter = counter
@@ -130,6 +146,8 @@ class MessageFacts:
         self.keys: list[str] = []
         self.roles: list[str] = []
         self.tokens: IntArray = np.zeros(0, dtype=np.intp)
+        self.lengths: Lengths = np.zeros((2, 0), dtype=np.int32)  # as _Run.lengths
+        self.uncounted = False  # the tokens are another counter's: the next update counts them
         self.entity_index: dict[str, list[int]] = {}
         self.generation = 0  # changes whenever the facts do: memos over them compare it
         # changes only when the facts are read afresh (an edit, a deletion): what holds for the
@@ -142,18 +160,39 @@ class MessageFacts:
         """The facts of the history last read, if any."""
         return self._last
 
+    def use(self, counter: Counter) -> MessageFacts:
+        """Count with ``counter`` from now on: when it counts otherwise than the last one, the
+        kept messages' tokens are counted again (at once for an estimate, from the characters
+        kept; else by the next :meth:`update`, from its history's texts); nothing else is
+        read again."""
+        if counter.key == self.counter.key:
+            return self
+        self.counter = counter
+        self._ahead = None  # counted by the last counter
+        if isinstance(counter, Estimate):
+            self.tokens = counter.count_lengths(self.lengths).sum(axis=0) + PER_MESSAGE
+            self.uncounted = False
+        else:
+            self.uncounted = bool(len(self.ids))
+        self.generation += 1
+        self._last = None
+        return self
+
     def update(self, history: History) -> Facts:
         """The facts of ``history``: only its new messages are read when it extends the last
         one, none when it is a prefix of it; anything else (an edit, a deletion, another chat)
         reads it whole."""
         n = len(history.ids)
         known = self._known(history)
-        if known < 0:
+        # kept messages another counter counted, past a shorter history: read afresh (rare)
+        if known < 0 or (self.uncounted and n < len(self.ids)):
             generation, resets, ahead = self.generation, self.resets, self._ahead
             self.__init__(self.counter)  # type: ignore[misc]
             self.generation, self.resets, self._ahead = generation + 1, resets + 1, ahead
             known = 0
         self.lineage = history.lineage
+        if self.uncounted:
+            self._recount(history)
         if n > known:
             self._append(history, known)
         last = self._last
@@ -190,6 +229,13 @@ class MessageFacts:
         )
         return len(self.ids) if same >= 0 else -1
 
+    def _recount(self, history: History) -> None:
+        """Count the kept messages' tokens with the counter now in use, from the texts of
+        ``history``, which starts with them."""
+        texts = [message_text(m) for m in history.messages[: len(self.ids)]]
+        self.tokens = _count(self.counter, texts, self.roles)
+        self.uncounted = False
+
     def _snapshot(self, n: int) -> Facts:
         return Facts(
             n,
@@ -209,7 +255,7 @@ class MessageFacts:
         lists only grow: snapshots already handed out stay valid."""
         ids, contents = history.ids, history.contents
         run, self._ahead = self._ahead, None
-        if run is None or not run.follows(known, ids, contents):
+        if run is None or run.counted != self.counter.key or not run.follows(known, ids, contents):
             run = _Run.read(
                 history.messages[known:], ids[known:], contents[known:], known, self.counter
             )
@@ -218,6 +264,7 @@ class MessageFacts:
         self.keys.extend(run.keys)
         self.roles.extend(run.roles)
         self.tokens = np.concatenate((self.tokens, run.tokens))
+        self.lengths = np.concatenate((self.lengths, run.lengths), axis=1)
         for entity, at in run.entities.items():
             self.entity_index.setdefault(entity, []).extend(at)
         self.ids, self.contents = list(ids), list(contents)

@@ -22,6 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4.0  # English prose with OpenAI's tokenizers; code and other scripts differ
@@ -149,6 +152,12 @@ class Estimate:
 
     def count(self, texts: Sequence[str]) -> list[int]:
         return [math.ceil(len(t) / self.chars_per_token) if t else 0 for t in texts]
+
+    def count_lengths(self, lengths: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.intp]:
+        """What :meth:`count` gives for texts of these lengths (one IEEE division and ceiling
+        each, as there), for an array of any shape."""
+        out: npt.NDArray[np.intp] = np.ceil(lengths / self.chars_per_token).astype(np.intp)
+        return out
 
     def calibrate(self, characters: int, reported_tokens: int) -> bool:
         """Move toward the ratio a server reported for a prompt of ``characters`` characters

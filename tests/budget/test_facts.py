@@ -146,3 +146,53 @@ async def test_two_requests_on_a_chat_met_first_read_ahead_at_once_and_get_own_f
     assert same_facts(first, MessageFacts(counter_for("gpt-4o")).update(shorter))
     assert same_facts(second, MessageFacts(counter_for("gpt-4o")).update(longer))
     assert first.n == len(messages) - 2 and second.n == len(messages)
+
+
+def test_a_calibration_step_recounts_the_tokens_and_reads_nothing_else_again(
+    monkeypatch: Any,
+) -> None:
+    """An estimate that moves a step (what servers report calibrates it): the kept facts count
+    again from the characters they keep, equal to facts read afresh under the new figure, and
+    no message's entities are looked for again (they were most of a long chat's read)."""
+    from smart_context.budget import facts as module
+    from smart_context.budget.tokens import Estimate
+
+    messages = [*chat("uaua"), {"id": "e", "role": "user", "content": ""}]
+    estimate = Estimate()
+    facts = MessageFacts(estimate)
+    before = facts.update(History(messages))
+    moved = Estimate(chars_per_token=2.7)
+    fresh = MessageFacts(moved).update(History(messages))
+    first = before.tokens.tolist()
+    looked: list[str] = []
+    monkeypatch.setattr(module, "entities", lambda text: looked.append(text) or set())
+    after = facts.use(moved).update(History(messages))
+    assert after.tokens.tolist() == fresh.tokens.tolist() != before.tokens.tolist()
+    assert not looked and after.resets == before.resets and after.owner == before.owner
+    assert after.generation > before.generation  # memos over the old counts see the change
+    assert after.mentions("lisbon").tolist() == [0, 1, 2, 3]
+    assert before.tokens.tolist() == first  # a request's snapshot keeps its counts
+    grown = facts.update(History([*messages, *chat("uauaua")[5:]]))  # then messages are added
+    assert grown.n == 6 and looked == ["Message 5 names Lisbon and 42."]
+
+
+def test_another_counter_recounts_the_kept_messages_from_the_next_history() -> None:
+    """A model whose tokenizer ships after one estimated (or the other way): the next update
+    counts the kept messages with it, from its history's texts; a shorter history then is
+    read afresh."""
+    from smart_context.budget.tokens import Estimate
+
+    messages = chat("uauau")
+    facts = MessageFacts(Estimate())
+    facts.update(History(messages))
+    exact = counter_for("gpt-4o")
+    got = facts.use(exact).update(History(messages))
+    assert same_facts(got, MessageFacts(exact).update(History(messages)))
+    facts.use(Estimate(chars_per_token=3.3))
+    facts.use(exact)  # back before any update: counted from the history, not the estimate
+    assert same_facts(facts.update(History(messages)), got)
+    facts.use(Estimate())
+    facts.use(exact)
+    short = facts.update(History(messages[:2]))
+    assert same_facts(short, MessageFacts(exact).update(History(messages[:2])))
+    assert short.resets == got.resets + 1

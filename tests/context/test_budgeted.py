@@ -304,6 +304,34 @@ async def test_the_stored_summaries_are_read_once_while_messages_are_added(vault
     assert db.reads == 2
 
 
+async def test_a_calibration_step_keeps_the_chats_facts_and_recounts_its_spans(
+    vault: Path,
+) -> None:
+    """An estimated model's figure moving a step (the servers' reports calibrate it) neither
+    reads the chat's facts again (a 10,000-message chat: half a second of entities) nor keeps
+    the summaries' counts of the old figure."""
+    from smart_context.budget.budgeter import Budgeter
+    from smart_context.budget.tokens import Estimate
+    from smart_context.config import Settings
+    from smart_context.memory.refresh import summarize_chat
+    from smart_context.messages import History
+
+    messages = long_chat(200)
+    db = CountingDB(vault)
+    await summarize_chat(db, "long", messages, Settings(summarizer="offline"), None)
+    budgeter = Budgeter(Settings(), db)
+    first, moved = Estimate(), Estimate(chars_per_token=3.0)
+    kept = budgeter.facts("long", first)
+    before = kept.update(History(messages))
+    spans, _ = await budgeter._spans_of("long", before, first)
+    assert budgeter.facts("long", moved) is kept
+    after = kept.update(History(messages))
+    assert after.resets == before.resets and int(after.tokens.sum()) > int(before.tokens.sum())
+    recounted, _ = await budgeter._spans_of("long", after, moved)
+    assert [s.tokens for s in recounted] != [s.tokens for s in spans]
+    assert [(s.start, s.end) for s in recounted] == [(s.start, s.end) for s in spans]
+
+
 async def test_a_turn_the_background_pass_indexed_is_neither_indexed_nor_searched_again(
     start: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
