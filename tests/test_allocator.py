@@ -4,7 +4,10 @@ of its own, not more often than every few seconds."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
+import time
+from typing import Any
 
 import pytest
 
@@ -68,3 +71,44 @@ async def test_the_background_trims_when_its_last_run_is_done(
     release.set()
     await runs.drain()
     assert asked == [0]
+
+
+@pytest.fixture
+def quiet() -> Any:
+    """The collector kept quiet for the test, back to Python's own way after."""
+    allocator.quiet_collector()
+    yield
+    allocator.quiet_collector(False)
+
+
+def test_a_full_pass_leaves_what_survived_it_out_of_the_next(quiet: None) -> None:
+    held = [[n] for n in range(1000)]  # long-lived containers, as a long chat's lists
+    gc.collect()
+    assert gc.get_freeze_count() >= len(held)
+    allocator.quiet_collector(False)
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_cycle_frozen_while_alive_is_reclaimed_by_the_periodic_pass_over_all(
+    quiet: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import weakref
+
+    class Node:
+        pass
+
+    node = Node()
+    node.me = node  # type: ignore[attr-defined]  # a cycle: only the collector frees it
+    gone = weakref.ref(node)
+    gc.collect()  # survives, alive: frozen
+    del node
+    gc.collect()
+    assert gone() is not None  # garbage now, but left out of the passes
+    monkeypatch.setattr(allocator, "_unfrozen", time.monotonic() - allocator.FULL_PASS_EVERY)
+    gc.collect()
+    assert gone() is None
+
+
+def test_quiet_collector_is_registered_once(quiet: None) -> None:
+    allocator.quiet_collector()
+    assert gc.callbacks.count(allocator._after_full_pass) == 1

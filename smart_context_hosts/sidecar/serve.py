@@ -26,6 +26,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from smart_context.allocator import quiet_collector
 from smart_context.errors import SmartContextError
 from smart_context.resources import example_vault_dir
 
@@ -309,6 +310,7 @@ def run_until_stopped(command: str, run: Callable[[], None]) -> int:
     """Run a server command until Ctrl+C: 0, or 2 with the message when it cannot start."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
     sys.setswitchinterval(SWITCH_INTERVAL)  # this process is ours: a server command's
+    quiet_collector()  # and so is its cycle collector (smart_context/allocator.py)
     try:
         run()
     except SmartContextError as exc:  # a refused address, a bad setting or vault: said plainly
@@ -316,4 +318,6 @@ def run_until_stopped(command: str, run: Callable[[], None]) -> int:
         return 2
     except KeyboardInterrupt:
         pass
+    finally:
+        quiet_collector(False)
     return 0
