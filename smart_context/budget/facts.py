@@ -102,6 +102,7 @@ class _Run:
         start: int,
         counter: Counter,
     ) -> _Run:
+        counted = counter.key  # before counting: a calibration may move it meanwhile
         texts = [message_text(m) for m in messages]
         keys = [cache_key(str(m.get("id")), t) for m, t in zip(messages, texts, strict=True)]
         roles = [str(m.get("role")) for m in messages]
@@ -112,7 +113,7 @@ class _Run:
             for entity in entities(text):
                 found.setdefault(entity, []).append(start + offset)
         str_ids = [str(i) for i in ids]
-        return cls(start, ids, contents, str_ids, keys, roles, tokens, counter.key, lengths, found)
+        return cls(start, ids, contents, str_ids, keys, roles, tokens, counted, lengths, found)
 
     def follows(self, known: int, ids: list[Any], contents: list[Any]) -> bool:
         """Whether this run is exactly the messages of ``ids``/``contents`` past ``known``."""
@@ -137,6 +138,9 @@ class MessageFacts:
 
     def __init__(self, counter: Counter) -> None:
         self.counter = counter
+        # what the tokens were counted under: an estimate calibrates in place, so its key
+        # moves on the object this holds
+        self.counted = counter.key
         self.ids: list[Any] = []
         self.str_ids: list[str] = []  # the ids as text, as the store and the record use them
         self.position: dict[str, int] = {}  # text id -> its last position
@@ -165,9 +169,10 @@ class MessageFacts:
         kept messages' tokens are counted again (at once for an estimate, from the characters
         kept; else by the next :meth:`update`, from its history's texts); nothing else is
         read again."""
-        if counter.key == self.counter.key:
-            return self
         self.counter = counter
+        if counter.key == self.counted:
+            return self
+        self.counted = counter.key
         self._ahead = None  # counted by the last counter
         if isinstance(counter, Estimate):
             self.tokens = counter.count_lengths(self.lengths).sum(axis=0) + PER_MESSAGE
@@ -255,7 +260,7 @@ class MessageFacts:
         lists only grow: snapshots already handed out stay valid."""
         ids, contents = history.ids, history.contents
         run, self._ahead = self._ahead, None
-        if run is None or run.counted != self.counter.key or not run.follows(known, ids, contents):
+        if run is None or run.counted != self.counted or not run.follows(known, ids, contents):
             run = _Run.read(
                 history.messages[known:], ids[known:], contents[known:], known, self.counter
             )

@@ -151,9 +151,10 @@ async def test_two_requests_on_a_chat_met_first_read_ahead_at_once_and_get_own_f
 def test_a_calibration_step_recounts_the_tokens_and_reads_nothing_else_again(
     monkeypatch: Any,
 ) -> None:
-    """An estimate that moves a step (what servers report calibrates it): the kept facts count
-    again from the characters they keep, equal to facts read afresh under the new figure, and
-    no message's entities are looked for again (they were most of a long chat's read)."""
+    """An estimate that moves a step in place (what servers report calibrates it): the kept
+    facts count again from the characters they keep, equal to facts read afresh under the new
+    figure, and no message's entities are looked for again (they were most of a long chat's
+    read)."""
     from smart_context.budget import facts as module
     from smart_context.budget.tokens import Estimate
 
@@ -161,17 +162,20 @@ def test_a_calibration_step_recounts_the_tokens_and_reads_nothing_else_again(
     estimate = Estimate()
     facts = MessageFacts(estimate)
     before = facts.update(History(messages))
-    moved = Estimate(chars_per_token=2.7)
-    fresh = MessageFacts(moved).update(History(messages))
     first = before.tokens.tolist()
+    while not estimate.calibrate(2_000, 900):  # the server says: more tokens than estimated
+        pass
+    fresh = MessageFacts(Estimate(chars_per_token=estimate.chars_per_token))
+    expected = fresh.update(History(messages)).tokens.tolist()
     looked: list[str] = []
     monkeypatch.setattr(module, "entities", lambda text: looked.append(text) or set())
-    after = facts.use(moved).update(History(messages))
-    assert after.tokens.tolist() == fresh.tokens.tolist() != before.tokens.tolist()
+    after = facts.use(estimate).update(History(messages))
+    assert after.tokens.tolist() == expected != first
     assert not looked and after.resets == before.resets and after.owner == before.owner
     assert after.generation > before.generation  # memos over the old counts see the change
     assert after.mentions("lisbon").tolist() == [0, 1, 2, 3]
     assert before.tokens.tolist() == first  # a request's snapshot keeps its counts
+    assert facts.use(estimate).update(History(messages)) is after  # no step: nothing to do
     grown = facts.update(History([*messages, *chat("uauaua")[5:]]))  # then messages are added
     assert grown.n == 6 and looked == ["Message 5 names Lisbon and 42."]
 

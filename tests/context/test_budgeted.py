@@ -320,14 +320,16 @@ async def test_a_calibration_step_keeps_the_chats_facts_and_recounts_its_spans(
     db = CountingDB(vault)
     await summarize_chat(db, "long", messages, Settings(summarizer="offline"), None)
     budgeter = Budgeter(Settings(), db)
-    first, moved = Estimate(), Estimate(chars_per_token=3.0)
-    kept = budgeter.facts("long", first)
+    estimate = Estimate()  # a model no tokenizer ships for, calibrated in place
+    kept = budgeter.facts("long", estimate)
     before = kept.update(History(messages))
-    spans, _ = await budgeter._spans_of("long", before, first)
-    assert budgeter.facts("long", moved) is kept
+    spans, _ = await budgeter._spans_of("long", before, estimate)
+    while not estimate.calibrate(10_000, 4_000):
+        pass
+    assert budgeter.facts("long", estimate) is kept
     after = kept.update(History(messages))
     assert after.resets == before.resets and int(after.tokens.sum()) > int(before.tokens.sum())
-    recounted, _ = await budgeter._spans_of("long", after, moved)
+    recounted, _ = await budgeter._spans_of("long", after, estimate)
     assert [s.tokens for s in recounted] != [s.tokens for s in spans]
     assert [(s.start, s.end) for s in recounted] == [(s.start, s.end) for s in spans]
 
