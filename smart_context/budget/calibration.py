@@ -95,7 +95,9 @@ class Calibration:
                 for name, e in list(self.estimates.items())[-MAX_MODELS:]
                 if e.observed is not None
             }
-            text = json.dumps({"version": VERSION, "models": rows}, indent=1, sort_keys=True)
+            # no indent: json's C encoder (an indented file goes through its Python one, which
+            # leaves a cycle of closures to collect after each reply's save)
+            text = json.dumps({"version": VERSION, "models": rows}, sort_keys=True)
             try:
                 write_atomic(self.path, text + "\n")
             except OSError as exc:
