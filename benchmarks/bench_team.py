@@ -162,6 +162,8 @@ async def person(
                     "Content-Type": "application/json",
                 },
             ) as answer:
+                if answer.status_code != 200:  # the proxy's error, said in its body
+                    got = (await answer.aread()).decode("utf-8", "replace")
                 async for line in answer.aiter_lines():
                     if line.startswith("data: {"):
                         first = first or time.monotonic()
