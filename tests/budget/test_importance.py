@@ -43,3 +43,29 @@ def test_the_settings_defaults_are_the_weights_defaults() -> None:
     assert settings.importance_semantic_weight == weights.semantic
     assert settings.importance_entity_weight == weights.entity
     assert settings.importance_user_weight == weights.user
+
+
+def test_entities_are_found_as_the_pattern_tried_at_every_character_found_them() -> None:
+    """The entity pattern tries its kinds only where a word starts; it finds exactly what the
+    same kinds tried at every character found, on hand-picked texts and on random ones made of
+    the characters that decide (digits, separators, cases, underscores, non-ASCII)."""
+    import random
+    import re
+
+    from smart_context.budget.importance import _ENTITY, entities
+
+    everywhere = re.compile(
+        r"\b\d[\d.,:/-]*\d\b|\b\d+\b"
+        r"|\b\w+(?:[._]\w+)+\b"
+        r"|\b[a-z]+[A-Z]\w*\b"
+        r"|(?<=[a-z,;:] )[A-Z][a-zA-Z]+"
+    )
+    said = (
+        "Ana moved 10.4.2.17 to parse_config in app.main; the Jeep's getValue at 3:15, 2024-01-05"
+    )
+    found = {"10.4.2.17", "parse_config", "app.main", "jeep", "getvalue", "3:15", "2024-01-05"}
+    assert entities(said) == found  # "Ana" starts the sentence: not taken for a name
+    rng = random.Random(7)
+    characters = "aZbC_.,:/-90 ;Q\u00e9\u4e2d\n'"
+    texts = ["".join(rng.choices(characters, k=rng.randint(0, 50))) for _ in range(20_000)]
+    assert [_ENTITY.findall(t) for t in texts] == [everywhere.findall(t) for t in texts]
