@@ -81,7 +81,7 @@ def quiet_collector(on: bool = True) -> None:
 
 
 def _after_full_pass(phase: str, info: dict[str, Any]) -> None:
-    """The collector's callback: a full pass covers all again when the last one to did is
+    """The collector's callback: a full pass covers all again when the last that did is
     :data:`FULL_PASS_EVERY` seconds old; what survives it is left out of the next ones."""
     global _unfrozen
     if info.get("generation") != 2:
