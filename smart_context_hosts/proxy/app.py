@@ -391,14 +391,17 @@ class _Route:
         Sent once more when the upstream closed the connection without a word of answer: a
         kept-alive connection it closed as the request went out (a server that closes idle
         connections after a few seconds, as uvicorn does after 5, races the next request on
-        them); the pool has let that connection go and gives the request another."""
+        them); the pool has let that connection go and gives the request another. The close
+        shows as the connection's end before an answer, a write that failed, or a read that
+        failed (the system resets a connection closed with the request unread), each before
+        the response's head came: a server whose answer came is never asked twice."""
         content = body if isinstance(body, bytes) else encoded(body)
         try:
             return await self._send_once(content)
-        except (httpx.RemoteProtocolError, httpx.WriteError) as exc:
+        except (httpx.RemoteProtocolError, httpx.WriteError, httpx.ReadError) as exc:
             if isinstance(exc, httpx.RemoteProtocolError) and NO_ANSWER not in str(exc):
                 raise
-            log.info("The upstream closed a connection unanswered (%s): sent again.", exc)
+            log.info("The upstream closed a connection unanswered (%r): sent again.", exc)
         return await self._send_once(content)
 
     async def _send_once(self, content: bytes) -> httpx.Response:

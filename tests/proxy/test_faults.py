@@ -13,6 +13,7 @@ import itertools
 import json
 import signal
 import socket
+import struct
 import subprocess
 from asyncio.subprocess import Process
 from collections.abc import AsyncIterator, Iterator
@@ -298,11 +299,14 @@ async def test_an_upstream_answering_garbage_reaches_the_client_as_it_came(scene
 class ClosesReused:
     """A raw HTTP/1.1 upstream that answers the first request on each connection (a chat
     completion, the connection kept alive) and closes the connection, unanswered, at the
-    next request on it: a server closing an idle connection just as a request goes out."""
+    next request on it: a server closing an idle connection just as a request goes out.
+    ``reset``: closed with a reset (the system's answer to data sent to a socket already
+    closed), so the proxy's read fails instead of finding the connection's end."""
 
-    def __init__(self) -> None:
+    def __init__(self, reset: bool = False) -> None:
         self.requests: list[tuple[int, str]] = []  # (the connection's number, what was said)
         self.connections = 0
+        self.reset = reset
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -318,6 +322,12 @@ class ClosesReused:
                 said = json.loads(await reader.readexactly(length))["messages"][-1]["content"]
                 self.requests.append((number, said))
                 if answered:
+                    if self.reset:
+                        sock = writer.get_extra_info("socket")
+                        sock.setsockopt(
+                            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                        )
+                        writer.transport.abort()
                     return  # closed without a word
                 data = json.dumps(completion(f"echo {said}")).encode()
                 writer.write(
@@ -332,10 +342,11 @@ class ClosesReused:
             writer.close()
 
 
+@pytest.mark.parametrize("reset", [False, True], ids=["closed", "reset"])
 async def test_an_upstream_closing_a_kept_alive_connection_unanswered_costs_no_turn(
-    vault: Path,
+    vault: Path, reset: bool
 ) -> None:
-    upstream = ClosesReused()
+    upstream = ClosesReused(reset)
     server = await asyncio.start_server(upstream.serve, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     app = create_app(Sidecar(vault), ProxyOptions(f"http://127.0.0.1:{port}/v1"))
