@@ -71,9 +71,9 @@ def quiet_collector(on: bool = True) -> None:
     ``on=False``: back to Python's own way, all unfrozen."""
     global _unfrozen
     if not on:
-        with contextlib.suppress(ValueError):
+        if _after_full_pass in gc.callbacks:  # only what it did: a host's own freeze stays
             gc.callbacks.remove(_after_full_pass)
-        gc.unfreeze()
+            gc.unfreeze()
         return
     if _after_full_pass not in gc.callbacks:
         _unfrozen = time.monotonic()

@@ -112,6 +112,16 @@ def test_a_cycle_frozen_while_alive_is_reclaimed_by_the_periodic_pass_over_all(
     assert gone() is None
 
 
+def test_turning_it_off_leaves_a_freeze_it_did_not_make() -> None:
+    held = [[n] for n in range(100)]
+    gc.freeze()  # a host's own (as a server that forks does)
+    try:
+        allocator.quiet_collector(False)  # never turned on here
+        assert gc.get_freeze_count() >= len(held)
+    finally:
+        gc.unfreeze()
+
+
 def test_quiet_collector_is_registered_once(quiet: None) -> None:
     allocator.quiet_collector()
     assert gc.callbacks.count(allocator._after_full_pass) == 1

@@ -557,18 +557,22 @@ def _slimmed(data: ChatData, layout: chatfile.Layout, first: int) -> ChatData:
     messages = data["messages"]
     out: list[Any] | None = None
     for i in range(first, len(messages)):
-        slim = _slim(messages[i], layout.span(i))
-        if slim is not messages[i]:
+        figures = _figures(messages[i])
+        if figures is not None:  # the span only then: most messages have nothing to leave out
             if out is None:
                 out = list(messages)
-            out[i] = slim
+            out[i] = _held(messages[i], figures, layout.span(i))
     return data if out is None else {**data, "messages": out}
 
 
 def _slim(message: Any, span: tuple[int, int]) -> Any:
     """``message`` as this process holds it (:func:`_slimmed`); ``span``: where its line is."""
     figures = _figures(message)
-    return message if figures is None else {**message, "smart_context": Slim(figures, span)}
+    return message if figures is None else _held(message, figures, span)
+
+
+def _held(message: Mapping[str, Any], figures: dict[str, Any], span: tuple[int, int]) -> Any:
+    return {**message, "smart_context": Slim(figures, span)}
 
 
 def held_form(message: Mapping[str, Any]) -> dict[str, Any]:

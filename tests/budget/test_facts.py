@@ -200,3 +200,21 @@ def test_another_counter_recounts_the_kept_messages_from_the_next_history() -> N
     short = facts.update(History(messages[:2]))
     assert same_facts(short, MessageFacts(exact).update(History(messages[:2])))
     assert short.resets == got.resets + 1
+
+
+def test_two_requests_counting_with_two_counters_on_one_chat_each_keep_their_own_counts() -> None:
+    """Two models on one chat at once (two clients): each request's snapshot keeps the counts
+    of the counter it was taken under while the other recounts the kept facts, and each equals
+    the facts read afresh under its own counter; the chat is read once."""
+    from smart_context.budget.tokens import Estimate
+
+    messages = chat("uaua" * 3)
+    estimate, exact = Estimate(chars_per_token=3.1), counter_for("gpt-4o")
+    facts = MessageFacts(estimate)
+    first = facts.use(estimate).update(History(messages[:10]))  # A, before the last turn
+    second = facts.use(exact).update(History(messages))  # B, with its model, meanwhile
+    third = facts.use(estimate).update(History(messages))  # A's next turn
+    assert same_facts(first, MessageFacts(estimate).update(History(messages[:10])))
+    assert same_facts(second, MessageFacts(exact).update(History(messages)))
+    assert same_facts(third, MessageFacts(estimate).update(History(messages)))
+    assert first.resets == second.resets == third.resets
