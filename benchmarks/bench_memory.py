@@ -1,6 +1,7 @@
 """Where the reference sidecar's memory goes as one chat grows, message by message.
 
 Run: python benchmarks/bench_memory.py [--messages 1000] [--writers 4] [--long 10000] [--trace 12]
+[--quiet-collector]
 
 One vault on the embedded offline default (the real local model, no chat model), one chat:
 ``--writers`` clients post ``--messages`` messages to it in all through the page's HTTP app (in
@@ -13,6 +14,8 @@ chat's messages, which its file keeps), and the peak of each read; with ``--trac
 second run, the N Python allocations that grew most (tracemalloc, by line): what holds the
 memory. Tracing keeps a record of every allocation, so the first run's figures are measured
 without it. The target: growth per message at most 10x the message's own size plus its vector.
+The sidecar runs in this process, so Python's cycle collector runs its own way unless
+``--quiet-collector`` sets it as the server commands do.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import httpx
 from bench_server import family_rss_mb, rss_mb
 
+from smart_context.allocator import quiet_collector
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.sidecar import chatfile
 from smart_context_hosts.sidecar.app import create_app
@@ -196,7 +200,14 @@ def main() -> None:
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--trace", type=int, default=0, metavar="N")
     parser.add_argument("--long", type=int, default=10_000, metavar="N")
+    parser.add_argument(
+        "--quiet-collector",
+        action="store_true",
+        help="the cycle collector as `serve` and `proxy` run it (smart_context/allocator.py)",
+    )
     args = parser.parse_args()
+    if args.quiet_collector:
+        quiet_collector()
     stored = asyncio.run(run(args.messages, args.writers, 0))
     if args.long:
         reply = next(m for m in reversed(stored["messages"]) if m["role"] == "assistant")
