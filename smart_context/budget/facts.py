@@ -109,9 +109,9 @@ class _Run:
         tokens = _count(counter, texts, roles)
         lengths = np.array([list(map(len, texts)), list(map(len, roles))], dtype=np.int32)
         found: dict[str, list[int]] = {}
-        for offset, text in enumerate(texts):
-            for entity in entities(text):
-                found.setdefault(entity, []).append(start + offset)
+        for position, text in enumerate(texts, start):
+            for entity in entities(text):  # one int object a message, however many it names
+                found.setdefault(entity, []).append(position)
         str_ids = [str(i) for i in ids]
         return cls(start, ids, contents, str_ids, keys, roles, tokens, counted, lengths, found)
 
