@@ -1,15 +1,19 @@
 """Giving the allocator's free memory back: once all background passes are done, in a thread
 of its own, not more often than every few seconds; the cycle collector kept to what is new;
-background threads below the requests' priority."""
+background threads below the requests' priority; the threads of a server sharing glibc's
+arenas."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import os
+import platform
+import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -137,3 +141,60 @@ def test_a_background_thread_runs_below_the_requests_and_leaves_the_rest_as_it_w
     mine = niceness()
     seen = local._BACKGROUND.submit(niceness).result(5)  # the background runs' embeddings
     assert seen == min(mine + background.NICENESS, 19) and niceness() == mine
+
+
+_ARENAS_AFTER_SIX_THREADS = """
+import ctypes, os, re, sys, tempfile, threading
+from smart_context import allocator
+
+def arenas():
+    libc = ctypes.CDLL(None)
+    libc.fopen.restype = ctypes.c_void_p
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "malloc_info.xml")
+        stream = ctypes.c_void_p(libc.fopen(path.encode(), b"w"))
+        libc.malloc_info(0, stream)
+        libc.fclose(stream)
+        with open(path, encoding="utf-8") as info:
+            return len(re.findall(r'<heap nr="[0-9]+"', info.read()))
+
+if sys.argv[1] == "capped":
+    assert allocator.fewer_arenas()
+start = threading.Barrier(6)
+
+def allocate():
+    start.wait()  # all six at once, each with its first allocations in its own thread
+    held = [bytearray(200_000) for _ in range(5)]
+    start.wait()
+
+threads = [threading.Thread(target=allocate) for _ in range(6)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(arenas())
+"""
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+    reason="glibc's arenas",
+)
+def test_threads_started_after_fewer_arenas_share_the_arenas_there_are() -> None:
+    """In a fresh process (a test process's exited threads leave arenas to reuse): six threads
+    allocating at once make an arena each, and share :data:`allocator.ARENAS` after
+    ``fewer_arenas``."""
+
+    def arenas(how: str) -> int:
+        done = subprocess.run(
+            [sys.executable, "-c", _ARENAS_AFTER_SIX_THREADS, how],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        return int(done.stdout)
+
+    assert arenas("as Python runs") > allocator.ARENAS
+    assert arenas("capped") <= allocator.ARENAS

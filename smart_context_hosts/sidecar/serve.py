@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smart_context.allocator import quiet_collector
+from smart_context.allocator import fewer_arenas, quiet_collector
 from smart_context.errors import SmartContextError
 from smart_context.resources import example_vault_dir
 
@@ -311,6 +311,7 @@ def run_until_stopped(command: str, run: Callable[[], None]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
     sys.setswitchinterval(SWITCH_INTERVAL)  # this process is ours: a server command's
     quiet_collector()  # and so is its cycle collector (smart_context/allocator.py)
+    fewer_arenas()  # and its allocator, before the server's threads start
     try:
         run()
     except SmartContextError as exc:  # a refused address, a bad setting or vault: said plainly
