@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -73,6 +75,46 @@ def test_the_worker_maps_as_this_process_does_and_asks_here_for_phrase_vectors(
     pid = fresh._process.pid if fresh._process else None
     assert fresh.extract(messages, vectors, [], None) == extract_offline(messages, vectors, [])
     assert fresh._process is not None and fresh._process.pid == pid
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc: resident memory")
+def test_a_job_that_leaves_memory_behind_restarts_the_worker_in_its_process_and_pipes(
+    chat: tuple[list[dict[str, Any]], Matrix],
+    fresh: worker.Worker,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every job leaves more than no bytes at all, so each ends in a fresh interpreter: the same
+    process (pid, pipes, priority), whose next jobs answer as the first did."""
+    messages, vectors = chat
+    monkeypatch.setenv("SMART_CONTEXT_TOPIC_WORKER_LEFT_BEHIND", "0")
+    first = fresh.extract(messages, vectors, ["Bread"], embed)
+    assert fresh._process is not None
+    pid = fresh._process.pid
+    niceness = os.getpriority(os.PRIO_PROCESS, pid)
+
+    def restarted() -> bool:  # a restarted worker is given the argument that says so
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return worker.RESTARTED.encode() in cmdline.read().split(b"\0")
+
+    deadline = time.monotonic() + 30
+    while not restarted() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert restarted()
+    for _ in range(2):
+        assert fresh.extract(messages, vectors, ["Bread"], embed) == first
+        assert fresh._process.pid == pid and fresh._process.poll() is None
+        assert os.getpriority(os.PRIO_PROCESS, pid) == niceness  # lowered once, not again
+
+
+def test_a_worker_restarts_only_when_a_job_left_more_than_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    limit = worker.MAX_LEFT_BEHIND
+    assert not worker._left_behind(100, 100 + limit)
+    assert worker._left_behind(100, 101 + limit)
+    assert not worker._left_behind(None, 10 * limit)  # no /proc: never
+    monkeypatch.setenv("SMART_CONTEXT_TOPIC_WORKER_LEFT_BEHIND", "not a number")
+    assert not worker._left_behind(100, 100 + limit)  # the limit stands
 
 
 def test_phrases_that_cannot_be_embedded_leave_labels_from_key_words(
