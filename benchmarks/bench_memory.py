@@ -1,21 +1,22 @@
 """Where the reference sidecar's memory goes as one chat grows, message by message.
 
 Run: python benchmarks/bench_memory.py [--messages 1000] [--writers 4] [--long 10000] [--trace 12]
-[--quiet-collector]
+[--as-served]
 
 One vault on the embedded offline default (the real local model, no chat model), one chat:
 ``--writers`` clients post ``--messages`` messages to it in all through the page's HTTP app (in
 process), as people typing at once would; the background passes (embeddings, the topic map)
 run as they do. Printed: the resident memory (RSS, the topic worker's counted in) before and
-after, per message against the message's own size plus its vector; then, for a ``--long``
+after, per stored message (a posted text or its reply) against its own size (its text) plus its
+vector; then, for a ``--long``
 chat whose replies each carry the last reply's record, the Python memory of the chat parsed
 whole against the chat as the sidecar holds it (each reply's record without what names the
 chat's messages, which its file keeps), and the peak of each read; with ``--trace N``, in a
 second run, the N Python allocations that grew most (tracemalloc, by line): what holds the
 memory. Tracing keeps a record of every allocation, so the first run's figures are measured
 without it. The target: growth per message at most 10x the message's own size plus its vector.
-The sidecar runs in this process, so Python's cycle collector runs its own way unless
-``--quiet-collector`` sets it as the server commands do.
+The sidecar runs in this process, so Python's cycle collector and glibc's arenas are left as
+Python sets them unless ``--as-served`` sets them as the server commands do.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import httpx
 from bench_server import family_rss_mb, rss_mb
 
-from smart_context.allocator import quiet_collector
+from smart_context.allocator import fewer_arenas, quiet_collector
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.sidecar import chatfile
 from smart_context_hosts.sidecar.app import create_app
@@ -114,14 +115,18 @@ async def run(messages: int, writers: int, top: int) -> dict[str, Any]:
     if top:
         print_allocations(first, last, top, tracing)
         return stored
-    count = len(stored["messages"]) - 40  # this run's: each post stores the message and a reply
-    own = sent / messages + VECTOR_BYTES
+    mine = stored["messages"][40:]  # this run's: each post stores the message and a reply
+    count = len(mine)
+    # a stored message's own size: its text, a posted one or a reply (each has its vector)
+    own = sum(len(str(m.get("content", "")).encode()) for m in mine) / max(count, 1) + VECTOR_BYTES
+    posted = sent / messages + VECTOR_BYTES  # the divisor before: the posted texts only
     grew = (after - before) * 1024 * 1024 / max(count, 1)
     print(f"{platform.machine()}, {platform.processor() or platform.platform()}")
     print(
         f"{messages} messages by {writers} writers ({count} stored with the replies): RSS "
         f"{before:.0f} -> {after:.0f} MB, {grew / 1024:.1f} KB a stored message, "
-        f"{grew / own:.1f}x its own size plus its vector ({own:.0f} bytes)"
+        f"{grew / own:.1f}x its own size plus its vector ({own:.0f} bytes; "
+        f"{grew / posted:.1f}x a posted text's, {posted:.0f} bytes)"
     )
     print(
         f"    this process {own_before:.0f} -> {own_after:.0f} MB, its workers (topic maps) "
@@ -201,13 +206,15 @@ def main() -> None:
     parser.add_argument("--trace", type=int, default=0, metavar="N")
     parser.add_argument("--long", type=int, default=10_000, metavar="N")
     parser.add_argument(
-        "--quiet-collector",
+        "--as-served",
         action="store_true",
-        help="the cycle collector as `serve` and `proxy` run it (smart_context/allocator.py)",
+        help="the cycle collector and the allocator's arenas as `serve` and `proxy` set them "
+        "(smart_context/allocator.py)",
     )
     args = parser.parse_args()
-    if args.quiet_collector:
+    if args.as_served:
         quiet_collector()
+        fewer_arenas()
     stored = asyncio.run(run(args.messages, args.writers, 0))
     if args.long:
         reply = next(m for m in reversed(stored["messages"]) if m["role"] == "assistant")
