@@ -26,6 +26,11 @@ def test_an_edit_changes_the_key_and_a_keep_does_not() -> None:
     assert cache_key("a", "x") == cache_key("a", "x") != cache_key("a", "y")
 
 
+def test_every_holder_of_a_key_holds_one_string() -> None:
+    # the vectors, the budget's facts and the text index each keep every message's key
+    assert cache_key("a", "x" * 1000) is cache_key("a", "x" * 1000)
+
+
 def test_quantize_round_trip_and_size_check() -> None:
     m = np.array([[0.6, -0.8], [0.0, 0.0]], dtype=np.float32)
     encoded = quantize(m)
