@@ -29,6 +29,7 @@ import contextlib
 import logging
 import os
 import pickle
+import select
 import struct
 import subprocess
 import sys
@@ -60,6 +61,7 @@ PhraseVectors = Callable[[Sequence[str]], Matrix]
 # what a job may leave resident before the worker starts afresh (_restart); a new worker takes
 # about 0.2 s, a map that leaves this much (a long chat's) several times longer
 MAX_LEFT_BEHIND = 4 * 1024 * 1024
+IDLE_BEFORE_RESTART = 0.5  # seconds without a job after one that left that much
 RESTARTED = "restarted"  # the argument a restarted worker is given
 _LEFT_BEHIND_VARIABLE = "SMART_CONTEXT_TOPIC_WORKER_LEFT_BEHIND"
 
@@ -249,8 +251,18 @@ def serve() -> None:
         # vectors are tens of megabytes, which the allocator is asked to give back
         del job
         give_back()
-        if _left_behind(started, resident_bytes()):
+        if _left_behind(started, resident_bytes()) and not _job_within(stdin, IDLE_BEFORE_RESTART):
             _restart(stdout)
+
+
+def _job_within(stdin: IO[bytes], seconds: float) -> bool:
+    """Whether the next job (or the end of the pipe) comes within ``seconds``: a worker kept
+    busy by back-to-back maps (a team's chats) restarts in a pause, not after each. Nothing of
+    the next job is buffered yet: the serving process sends it only after this one's answer."""
+    try:
+        return bool(select.select([stdin.fileno()], [], [], seconds)[0])
+    except (OSError, ValueError):  # no select() on a pipe (Windows): no restart either
+        return True
 
 
 def _left_behind(started: int | None, now: int | None) -> bool:
@@ -263,7 +275,8 @@ def _left_behind(started: int | None, now: int | None) -> bool:
 
 
 def _restart(stdout: IO[bytes]) -> None:
-    """This worker again, as a fresh interpreter in the same process, pipes and priority.
+    """This worker again, as a fresh interpreter in the same process, pipes and priority
+    (after a job that left too much resident, once no other came for a moment).
 
     Python frees its small-object arenas only when no object is left in them, so a long
     chat's map leaves megabytes resident that ``malloc_trim`` cannot return (measured: 36 MB
