@@ -14,8 +14,8 @@ one thread freed serves only the threads of its arena: a server's worker threads
 turn on a chat, spread its pieces over as many arenas. :func:`fewer_arenas` (a server's choice,
 as :func:`quiet_collector`) caps them at :data:`ARENAS`; the interpreter's lock already lets one
 thread allocate Python objects at a time, so sharing an arena costs little. Measured, the
-reference sidecar posting 1,000 messages (``benchmarks/bench_memory.py``, two runs each way,
-same session): 13.9 and 9.3 KB a stored message against 16.5 and 15.5 KB.
+reference sidecar posting 1,000 messages (``benchmarks/bench_memory.py``, four runs each way,
+one session): 9.3-13.9 KB a stored message against 13.7-16.5 KB.
 
 Python's cycle collector, in a full pass, visits every reference every container holds: a
 server holding long chats (their messages, ids and content keys, ten thousand to a list) pays
@@ -52,7 +52,7 @@ _unfrozen = 0.0  # when a full pass last covered all (quiet_collector)
 
 def give_back() -> None:
     """Return the free memory the allocator holds to the system, now (glibc only)."""
-    with contextlib.suppress(AttributeError, OSError):
+    with contextlib.suppress(AttributeError, OSError, TypeError):  # TypeError: no CDLL(None)
         ctypes.CDLL(None).malloc_trim(0)
 
 
@@ -61,7 +61,7 @@ def fewer_arenas() -> bool:
     (module docstring); threads that already have one keep it. False where it is not glibc."""
     try:
         return bool(ctypes.CDLL(None).mallopt(_M_ARENA_MAX, ARENAS))
-    except (AttributeError, OSError):
+    except (AttributeError, OSError, TypeError):
         return False
 
 
