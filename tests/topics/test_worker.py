@@ -106,6 +106,23 @@ def test_a_job_that_leaves_memory_behind_restarts_the_worker_in_its_process_and_
         assert os.getpriority(os.PRIO_PROCESS, pid) == niceness  # lowered once, not again
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc: resident memory")
+@pytest.mark.parametrize("pause", [0.0, 0.45, 0.5, 0.55, 0.7])
+def test_a_job_sent_while_the_worker_restarts_is_answered(
+    chat: tuple[list[dict[str, Any]], Matrix],
+    fresh: worker.Worker,
+    monkeypatch: pytest.MonkeyPatch,
+    pause: float,
+) -> None:
+    """The next job sent before, as and after the pause that starts the restart ends: it waits
+    in the pipe for whichever interpreter reads it, and is answered as the first."""
+    messages, vectors = chat
+    monkeypatch.setenv("SMART_CONTEXT_TOPIC_WORKER_LEFT_BEHIND", "0")
+    first = fresh.extract(messages, vectors, ["Bread"], embed)
+    time.sleep(pause)
+    assert fresh.extract(messages, vectors, ["Bread"], embed) == first
+
+
 def test_a_worker_restarts_only_when_a_job_left_more_than_the_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
