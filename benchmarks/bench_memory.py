@@ -41,6 +41,7 @@ import httpx
 from bench_server import family_rss_mb, rss_mb
 
 from smart_context.allocator import fewer_arenas, quiet_collector
+from smart_context.messages import message_text
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.sidecar import chatfile
 from smart_context_hosts.sidecar.app import create_app
@@ -118,7 +119,7 @@ async def run(messages: int, writers: int, top: int) -> dict[str, Any]:
     mine = stored["messages"][40:]  # this run's: each post stores the message and a reply
     count = len(mine)
     # a stored message's own size: its text, a posted one or a reply (each has its vector)
-    own = sum(len(str(m.get("content", "")).encode()) for m in mine) / max(count, 1) + VECTOR_BYTES
+    own = sum(len(message_text(m).encode()) for m in mine) / max(count, 1) + VECTOR_BYTES
     posted = sent / messages + VECTOR_BYTES  # the divisor before: the posted texts only
     grew = (after - before) * 1024 * 1024 / max(count, 1)
     print(f"{platform.machine()}, {platform.processor() or platform.platform()}")

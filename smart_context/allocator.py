@@ -31,8 +31,8 @@ is freed when its last reference goes, frozen or not.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
+import functools
 import gc
 import os
 import threading
@@ -52,17 +52,30 @@ _unfrozen = 0.0  # when a full pass last covered all (quiet_collector)
 
 def give_back() -> None:
     """Return the free memory the allocator holds to the system, now (glibc only)."""
-    with contextlib.suppress(AttributeError, OSError, TypeError):  # TypeError: no CDLL(None)
-        ctypes.CDLL(None).malloc_trim(0)
+    _c_call("malloc_trim", 0)
 
 
 def fewer_arenas() -> bool:
     """Let the threads started from now on share :data:`ARENAS` arenas of glibc's ``malloc``
     (module docstring); threads that already have one keep it. False where it is not glibc."""
+    return bool(_c_call("mallopt", _M_ARENA_MAX, ARENAS))
+
+
+@functools.cache
+def _c_library() -> Any:
+    """This process's C library as ctypes opens it, once; ``None`` where it cannot (Windows:
+    ``CDLL(None)`` is a ``TypeError``)."""
     try:
-        return bool(ctypes.CDLL(None).mallopt(_M_ARENA_MAX, ARENAS))
-    except (AttributeError, OSError, TypeError):
-        return False
+        return ctypes.CDLL(None)
+    except (OSError, TypeError):
+        return None
+
+
+def _c_call(name: str, *args: int) -> int | None:
+    """The C library's function ``name`` called with ``args``; ``None`` where there is none
+    (not glibc: musl has no ``malloc_trim``, macOS no ``mallopt``)."""
+    function = getattr(_c_library(), name, None)
+    return None if function is None else int(function(*args))
 
 
 def resident_bytes() -> int | None:

@@ -198,3 +198,34 @@ def test_threads_started_after_fewer_arenas_share_the_arenas_there_are() -> None
 
     assert arenas("as Python runs") > allocator.ARENAS
     assert arenas("capped") <= allocator.ARENAS
+
+
+def test_without_a_c_library_to_call_nothing_is_done_and_nothing_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Windows (ctypes cannot open the process), musl or macOS (no ``malloc_trim``, no
+    ``mallopt``): the server commands start all the same."""
+    monkeypatch.setattr(allocator, "_c_library", lambda: None)
+    allocator.give_back()
+    assert allocator.fewer_arenas() is False
+
+    class NoGlibc:  # a C library without glibc's functions
+        pass
+
+    monkeypatch.setattr(allocator, "_c_library", NoGlibc)
+    allocator.give_back()
+    assert allocator.fewer_arenas() is False
+
+
+def test_resident_memory_is_read_here_and_unknown_without_proc(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if sys.platform.startswith("linux"):
+        held = allocator.resident_bytes()
+        assert held is not None and held > 1024 * 1024
+
+    def no_proc(*args: Any, **kwargs: Any) -> Any:
+        raise FileNotFoundError("/proc/self/statm")
+
+    monkeypatch.setattr(allocator, "open", no_proc, raising=False)
+    assert allocator.resident_bytes() is None

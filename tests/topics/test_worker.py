@@ -123,6 +123,26 @@ def test_a_job_sent_while_the_worker_restarts_is_answered(
     assert fresh.extract(messages, vectors, ["Bread"], embed) == first
 
 
+def test_a_restart_that_cannot_exec_leaves_the_worker_serving_with_its_output_on_stderr(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    moves: list[tuple[int, int]] = []
+
+    def cannot_exec(*args: Any) -> None:
+        raise OSError("no such interpreter")
+
+    monkeypatch.setattr(worker.os, "dup2", lambda old, new: moves.append((old, new)))
+    monkeypatch.setattr(worker.os, "execv", cannot_exec)
+
+    class Frames:  # the frames' pipe, as serve() holds it
+        def fileno(self) -> int:
+            return 7
+
+    worker._restart(Frames())  # type: ignore[arg-type]
+    # the frames' pipe put on stdout for the new interpreter, then stderr again for this one
+    assert moves == [(7, 1), (2, 1)]
+
+
 def test_a_worker_restarts_only_when_a_job_left_more_than_the_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
