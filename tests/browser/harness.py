@@ -6,14 +6,17 @@ record every call in ``window.__fake.calls`` and answer like the plugin; ``windo
 feeds the listeners registered with ``sidecar.on``; every DOM ``smart_context:filter_changed``
 is recorded in ``window.__fake.domEvents``. Without ``fake`` the page has no ``window.sidecar``,
 so the panel falls back to HTTP: the server then answers ``POST /api/commands/{name}`` with
-``command_handler`` and streams what ``publish`` queues on ``GET /api/events``.
+``command_handler`` and streams what ``publish`` sends to every open ``GET /api/events``.
 """
 
 from __future__ import annotations
 
 import json
 import queue
+import select
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -161,7 +164,9 @@ class HarnessServer:
         self.pages: dict[str, str] = {}
         self.command_calls: list[tuple[str, dict[str, Any]]] = []
         self.command_handler: CommandHandler = _unknown_command
-        self._events: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
+        self._streams: list[queue.Queue[tuple[str, dict[str, Any]]]] = []
+        self._unheard: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
@@ -179,14 +184,53 @@ class HarnessServer:
         return self.base_url + path
 
     def publish(self, event: str, payload: dict[str, Any]) -> None:
-        """Send one server-sent event to the (single) connected event stream."""
-        self._events.put((event, payload))
+        """Send one server-sent event to every open event stream, as a host does.
 
-    def next_event(self, timeout: float) -> tuple[str, dict[str, Any]] | None:
-        """The next queued event, or ``None`` when the server is stopping."""
-        while not self._stopping.is_set():
+        With none open, the event waits for the next stream, so a page that connects late
+        still hears it.
+        """
+        with self._lock:
+            if not self._streams:
+                self._unheard.append((event, payload))
+            for stream in self._streams:
+                stream.put((event, payload))
+
+    def open_stream(self) -> queue.Queue[tuple[str, dict[str, Any]]]:
+        """A new stream's own queue, holding any event published while none was open."""
+        stream: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
+        with self._lock:
+            for item in self._unheard:
+                stream.put(item)
+            self._unheard.clear()
+            self._streams.append(stream)
+        return stream
+
+    def close_stream(self, stream: queue.Queue[tuple[str, dict[str, Any]]]) -> None:
+        """Stop sending to a stream that ended."""
+        with self._lock:
+            self._streams.remove(stream)
+
+    def wait_for_stream(self, timeout: float = 5.0) -> None:
+        """Block until an event stream is open (a page's ``EventSource`` connected)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._streams:
+                    return
+            time.sleep(0.02)
+        raise TimeoutError("no event stream connected")
+
+    def next_event(
+        self,
+        stream: queue.Queue[tuple[str, dict[str, Any]]],
+        timeout: float,
+        gone: Callable[[], bool],
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The stream's next event; ``None`` when the server stops or ``gone()`` says the
+        page hung up."""
+        while not self._stopping.is_set() and not gone():
             try:
-                return self._events.get(timeout=timeout)
+                return stream.get(timeout=timeout)
             except queue.Empty:
                 continue
         return None
@@ -251,10 +295,27 @@ def _handler_for(server: HarnessServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(b"retry: 200\n\n")
             self.wfile.flush()
-            while (item := server.next_event(timeout=0.1)) is not None:
-                event, payload = item
-                self.wfile.write(f"event: {event}\ndata: {json.dumps(payload)}\n\n".encode())
-                self.wfile.flush()
+            stream = server.open_stream()
+            try:
+                while (item := server.next_event(stream, 0.1, self._hung_up)) is not None:
+                    event, payload = item
+                    body = f"event: {event}\ndata: {json.dumps(payload)}\n\n"
+                    self.wfile.write(body.encode())
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the page went away; the other streams go on
+            finally:
+                server.close_stream(stream)
+
+        def _hung_up(self) -> bool:
+            """Whether the page closed its end (a closed socket reads as empty at once)."""
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False
+            try:
+                return self.connection.recv(1, socket.MSG_PEEK) == b""
+            except OSError:
+                return True
 
     return Handler
 

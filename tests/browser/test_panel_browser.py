@@ -507,7 +507,7 @@ def test_without_a_host_bridge_the_panel_uses_http_and_server_sent_events(
     open_panel(page, server, chat_id="chat-2", fake=False)
     assert ("smart_context.get_topics", {"chat_id": "chat-2"}) in server.command_calls
     assert sorted(labels(page)) == ["Hydration", "Oven Spring", "Sourdough"]
-    page.wait_for_timeout(300)  # let the EventSource connect
+    server.wait_for_stream()  # the page's EventSource, an earlier page's gone
     server.publish(
         "smart_context.topics_updated",
         {"chat_id": "chat-2", "topics": [{"label": "Levain", "count": 4}], "total_messages": 9},

@@ -280,14 +280,9 @@ def test_the_section_follows_the_chat_and_updates_after_a_reply(
     loaded(page)
     assert page.locator("#sc-usage-chart g.sc-usage-reply").count() == 1
     host.usage["growing"] = stats([reply(0, 500, 500), reply(1, 800, 1300)], BUDGET)
-    bars = page.locator("#sc-usage-chart g.sc-usage-reply")
-    # the harness has one event queue: a stream left by an earlier page may take an event first
-    for _ in range(10):
-        server.publish("chat.updated", {"chat_id": "growing", "message_count": 4})
-        page.wait_for_timeout(300)
-        if bars.count() == 2:
-            break
-    expect(bars).to_have_count(2)
+    server.wait_for_stream()  # the page's EventSource, an earlier page's gone
+    server.publish("chat.updated", {"chat_id": "growing", "message_count": 4})
+    expect(page.locator("#sc-usage-chart g.sc-usage-reply")).to_have_count(2)
     page.evaluate(
         "() => document.dispatchEvent(new CustomEvent('sidecar:chat_selected', "
         "{detail: {chat_id: 'other'}}))"
