@@ -22,7 +22,7 @@ under a budget: a message whose partner does not fit is left out rather than sen
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -53,10 +53,16 @@ class Roles:
     """Where a history's user messages and answers sit (ascending positions): what
     :func:`partners` searches. Read once per history; a chat's
     :class:`~smart_context.history_index.HistoryIndex` keeps them as the chat grows, so a
-    request finds a few partners in O(few x log n) instead of scanning every role."""
+    request finds a few partners in O(few x log n) instead of scanning every role, and many
+    (a topic click keeps thousands) in one gather from :meth:`table`, made once per chat and
+    extended by what each request adds."""
 
     users: IntArray
     answers: IntArray
+    # the table of the roles these extend, and where its entries stop being final (the first
+    # user message with no answer after it can get one from what was added)
+    earlier: tuple[IntArray, int] | None = field(default=None, compare=False, repr=False)
+    _table: IntArray | None = field(default=None, compare=False, repr=False)  # made once
 
     @classmethod
     def of(cls, codes: Codes, start: int = 0) -> Roles:
@@ -66,9 +72,16 @@ class Roles:
         )
 
     def extended(self, more: Roles) -> Roles:
-        """These roles followed by ``more``'s (positions past these)."""
+        """These roles followed by ``more``'s (positions past these); a table of these made
+        already is carried on, to be completed for what was added only."""
+        earlier = None
+        if self._table is not None:
+            final = int(self.answers[-1]) + 1 if len(self.answers) else 0
+            earlier = (self._table, final)
         return Roles(
-            np.concatenate((self.users, more.users)), np.concatenate((self.answers, more.answers))
+            np.concatenate((self.users, more.users)),
+            np.concatenate((self.answers, more.answers)),
+            earlier,
         )
 
     def before(self, n: int) -> Roles:
@@ -77,26 +90,77 @@ class Roles:
         answers = self.answers[: int(np.searchsorted(self.answers, n))]
         return Roles(users, answers)
 
+    def table(self) -> IntArray:
+        """Every position's partner (module docstring), -1 for none, up to the last user
+        message or answer: made on first use, from the earlier roles' table when there is one
+        (only the positions past its last answer are searched again)."""
+        if self._table is None:
+            start, head = 0, np.zeros(0, dtype=np.intp)
+            if self.earlier is not None:
+                table, final = self.earlier
+                start, head = final, table[:final]
+            size = max(_last(self.users), _last(self.answers)) + 1
+            tail = np.full(max(size - start, 0), -1, dtype=np.intp)
+            users = self.users[int(np.searchsorted(self.users, start)) :]
+            answers = self.answers[int(np.searchsorted(self.answers, start)) :]
+            tail[users - start] = _answer_after(self.answers, users)
+            tail[answers - start] = _user_before(self.users, answers)
+            table = np.concatenate((head, tail))
+            object.__setattr__(self, "_table", table)  # a cache: the roles stay as they are
+            object.__setattr__(self, "earlier", None)  # the old table may go
+            return table
+        return self._table
+
+
+def _last(positions: IntArray) -> int:
+    return int(positions[-1]) if len(positions) else -1
+
+
+def _answer_after(answers: IntArray, at: IntArray) -> IntArray:
+    """The first answer after each position of ``at`` (-1: none)."""
+    if not len(answers):
+        return np.full(len(at), -1, dtype=np.intp)
+    after = np.searchsorted(answers, at, side="right")
+    found = answers[np.minimum(after, len(answers) - 1)]
+    return np.where(after < len(answers), found, -1)  # past the last answer: none
+
+
+def _user_before(users: IntArray, at: IntArray) -> IntArray:
+    """The last user message before each position of ``at`` (-1: none)."""
+    if not len(users):
+        return np.full(len(at), -1, dtype=np.intp)
+    before = np.searchsorted(users, at, side="left")
+    found = users[np.maximum(before - 1, 0)]
+    return np.where(before > 0, found, -1)  # before the first question: none
+
+
+# past this many positions, :func:`partners` gathers from the roles' table (made once per
+# chat) rather than searching: a budget's few hits search, a topic click's thousands gather
+MANY = 64
+
 
 def partners(codes: Codes, at: IntArray, roles: Roles | None = None) -> IntArray:
     """For the messages at ``at``: the position of each one's partner (module docstring), -1
     for none (a question not answered yet, an answer before any question, another role).
     ``roles``: :meth:`Roles.of` ``codes``, when the caller has them."""
+    if roles is not None and len(at) > MANY:
+        table = roles.table()
+        inside = at < len(table)  # past the table: other roles only
+        if inside.all():
+            return table[at]
+        out = np.full(len(at), -1, dtype=np.intp)
+        out[inside] = table[at[inside]]
+        return out
     out = np.full(len(at), -1, dtype=np.intp)
     is_user, is_answer = codes[at] == USER, codes[at] == ASSISTANT
     if not is_user.any() and not is_answer.any():
         return out
     roles = Roles.of(codes) if roles is None else roles
-    answers, users = roles.answers, roles.users
     # searched, never copied: a few lookups each in positions of the whole history
-    if is_user.any() and len(answers):
-        after = np.searchsorted(answers, at[is_user], side="right")
-        found = answers[np.minimum(after, len(answers) - 1)]
-        out[is_user] = np.where(after < len(answers), found, -1)  # past the last answer: none
-    if is_answer.any() and len(users):
-        before = np.searchsorted(users, at[is_answer], side="left")
-        found = users[np.maximum(before - 1, 0)]
-        out[is_answer] = np.where(before > 0, found, -1)  # before the first question: none
+    if is_user.any():
+        out[is_user] = _answer_after(roles.answers, at[is_user])
+    if is_answer.any():
+        out[is_answer] = _user_before(roles.users, at[is_answer])
     return out
 
 

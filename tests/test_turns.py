@@ -117,3 +117,46 @@ def test_partners_found_in_kept_roles_are_those_found_in_the_codes() -> None:
         shorter = at[at < cut]
         found = partners(chat[:cut], shorter, roles.before(cut)).tolist()
         assert found == partners(chat[:cut], shorter).tolist()
+
+
+def searched(codes_: np.ndarray, at: np.ndarray) -> list[int]:
+    """:func:`partners` by search, one position at a time (no table)."""
+    return [int(partners(codes_, np.array([i], dtype=np.intp))[0]) for i in at.tolist()]
+
+
+def test_a_roles_table_gives_each_position_the_partner_a_search_finds() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        chat = rng.choice([U, A, X], size=int(rng.integers(0, 200)), p=[0.45, 0.45, 0.1])
+        chat = chat.astype(np.int8)
+        at = np.arange(len(chat), dtype=np.intp)
+        assert partners(chat, at, Roles.of(chat)).tolist() == searched(chat, at)
+
+
+def test_a_table_carried_through_extensions_is_completed_for_what_was_added() -> None:
+    """As a chat's index grows: the table made at one length serves the next, and a question
+    that had no answer gets the one that came after."""
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        whole = rng.choice([U, A, X], size=300, p=[0.5, 0.4, 0.1]).astype(np.int8)
+        roles, n = Roles.of(whole[:0]), 0
+        while n < len(whole):
+            step = int(rng.integers(1, 40))
+            roles = roles.extended(Roles.of(whole[n : n + step], n))
+            n = min(n + step, len(whole))
+            if rng.random() < 0.7:  # a request that reads the table at this length
+                at = np.arange(n, dtype=np.intp)
+                assert partners(whole[:n], at, roles).tolist() == searched(whole[:n], at)
+        cut = roles.before(150)  # a request shorter than the index: no partner past its end
+        at = np.arange(150, dtype=np.intp)
+        assert partners(whole[:150], at, cut).tolist() == searched(whole[:150], at)
+
+
+def test_an_unanswered_question_gets_the_answer_that_comes_later() -> None:
+    first = codes(U, A, U)
+    roles = Roles.of(first)
+    many = np.array([0, 1, 2] * 30, dtype=np.intp)  # past MANY: the table
+    assert partners(first, many, roles)[:3].tolist() == [1, 0, -1]
+    more = roles.extended(Roles.of(codes(X, A), 3))
+    both = np.concatenate((first, codes(X, A)))
+    assert partners(both, many, more)[:3].tolist() == [1, 0, 4]

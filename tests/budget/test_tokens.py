@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from smart_context.budget.tokens import (
+    BATCH,
     CHARS_PER_TOKEN,
     Estimate,
     context_window,
@@ -46,6 +47,17 @@ def test_known_tokenizers_count_exactly_offline() -> None:
         counter = counter_for(model)
         assert counter.exact and counter.count(["hello world", ""]) == [2, 0]
     assert counter_for("gpt-4o").count(["naïve café 東京"])[0] > 3  # not one token per word
+
+
+def test_a_few_texts_and_a_batch_count_alike() -> None:
+    """A request's few texts are counted one call each, many in quicktok's threads: the same."""
+    texts = ["hello world", "", "naïve café 東京", "<|endoftext|> is text here", "x" * 5000]
+    many = texts * (BATCH // len(texts) + 1)
+    assert len(many) >= BATCH
+    for model in ("gpt-4o", "gpt-4", "llama3.2"):
+        counter = counter_for(model)
+        assert counter.count(many) == counter.count(texts) * (BATCH // len(texts) + 1)
+        assert counter.count(texts)[3] > 1  # a special token's text counts as text
 
 
 def test_an_unknown_model_is_estimated_and_learns_from_what_servers_report() -> None:
