@@ -46,7 +46,7 @@ from smart_context.budget.parts import Fitted, budget_record, messages_cost, sum
 from smart_context.budget.plan import Budget, Inputs, Span, choose_summaries, cut_start, recall
 from smart_context.budget.tokens import Counter, context_window, prompt_tokens
 from smart_context.memory.records import Summary
-from smart_context.messages import Message, message_text
+from smart_context.messages import Message, message_text, pick
 from smart_context.turns import Roles
 
 MAX_FRAMES = 1024  # chats whose frame is kept in memory
@@ -184,6 +184,11 @@ class Candidates:
     def name(self, i: int) -> str:
         return self.facts.str_ids[i if self.positions is None else int(self.positions[i])]
 
+    def names(self, at: Sequence[int]) -> list[str]:
+        """:meth:`name` of each candidate position of ``at``, in one C call."""
+        where = at if self.positions is None else self.positions[list(at)].tolist()
+        return pick(self.facts.str_ids, where)
+
     def at(self, message_id: str) -> int | None:
         """The candidate position of ``message_id``, if it is one."""
         found = self.facts.position(message_id)
@@ -309,7 +314,8 @@ def lay_out(
     elif chosen:
         message = f"<context>\n{chosen}\n</context>\n\n{parts.message}"
     system = [{"role": "system", "content": cut.stable}] if cut.stable else []
-    history = [*system, *(dict(found.messages[i]) for i in range(start, n)), *after]
+    # one slice of the kept part (a filter's picks it in one C call), each message copied
+    history = [*system, *map(dict, found.messages[start:n]), *after]
     keep = recalled.copy()
     keep[start:] = True
     prefix = cut.tools_cost + cut.stable_cost + int(found.tokens[start:].sum())
@@ -436,8 +442,9 @@ def _budget_record(
         "tools": cut.tools_cost,
         "message": cut.message_cost,
     }
-    recent = [found.name(i) for i in range(max(start, n - limits.recent), n)]
-    relevant = [found.name(i) for i in np.flatnonzero(recalled).tolist()]
+    recent = found.names(range(max(start, n - limits.recent), n))
+    at = np.flatnonzero(recalled).tolist()
+    relevant = found.names(at)
     history = int(found.tokens[keep].sum())
     record = budget_record(
         limits.budget,
@@ -454,8 +461,8 @@ def _budget_record(
         {}
         if scores is None
         else {
-            found.name(i): {"why": "relevant", "score": round(float(scores[i]), 3)}
-            for i in np.flatnonzero(recalled).tolist()
+            name: {"why": "relevant", "score": round(score, 3)}
+            for name, score in zip(relevant, scores[at].tolist(), strict=True)
         }
     )
     return record
@@ -524,6 +531,8 @@ class Costs:
 
     def __init__(self, counter: Counter, memo: dict[tuple[str, str, str], int]) -> None:
         self.counter, self.memo = counter, memo
+        # the tools' JSON by the list's identity, for this request (it asks up to four times)
+        self._tools_text: dict[int, tuple[Sequence[Mapping[str, Any]], str]] = {}
 
     def _known(self, kind: str, text: str, count: Callable[[], int]) -> int:
         key = (self.counter.key, kind, text)
@@ -548,7 +557,12 @@ class Costs:
     def tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         if not tools:
             return 0
-        text = json.dumps(list(tools), sort_keys=True, ensure_ascii=False)
+        seen = self._tools_text.get(id(tools))
+        if seen is None or seen[0] is not tools:
+            text = json.dumps(list(tools), sort_keys=True, ensure_ascii=False)
+            self._tools_text[id(tools)] = (tools, text)  # held: its id stays its own
+        else:
+            text = seen[1]
         return self._known(
             "tools", text, lambda: int(prompt_tokens(self.counter, [], list(tools))["tools"])
         )
