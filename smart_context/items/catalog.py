@@ -129,7 +129,7 @@ class ItemCatalog:
             if files is None:
                 files = await asyncio.to_thread(self.look)
             stamp = (files, self.servers.stamp())
-            self.servers.refresh_soon()
+            self.servers.refresh_soon(self.servers.as_read())  # the config stamp() read
             if stamp != self._stamp:
                 self._catalog = await asyncio.to_thread(self._load)
                 self._stamp = stamp

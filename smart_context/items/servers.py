@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -49,9 +50,9 @@ the index or the model's tool list."""
 FileStamp = tuple[int, int]  # (mtime_ns, size); (-1, -1) when missing
 
 
-def _file_stamp(path: Path) -> FileStamp:
+def _file_stamp(path: str | Path) -> FileStamp:
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return (-1, -1)
     return (st.st_mtime_ns, st.st_size)
@@ -127,6 +128,7 @@ class ToolServers:
 
     def __init__(self, vault: Path, environ: Mapping[str, str] | None = None) -> None:
         self.vault = Path(vault)
+        self._config_file = str(self.vault / CONFIG_FILE)  # stat'ed on every request
         self._environ = environ
         self._config_stamp: FileStamp | None = None
         self._config = McpConfig()
@@ -140,7 +142,7 @@ class ToolServers:
 
     def config(self) -> McpConfig:
         """The servers as ``.vault.toml`` declares them now (read again when it changed)."""
-        stamp = _file_stamp(self.vault / CONFIG_FILE)
+        stamp = _file_stamp(self._config_file)
         if stamp != self._config_stamp:
             old = {s.name: s for s in self._config.servers}
             self._config = read_mcp_config(self.vault, self._environ)
@@ -159,13 +161,17 @@ class ToolServers:
         lists = tuple(_file_stamp(tool_list_file(self.vault, s.name)) for s in config.servers)
         return (self._config_stamp, lists, self._version)
 
+    def as_read(self) -> McpConfig:
+        """The config as :meth:`config` or :meth:`stamp` last read it (no ``stat``)."""
+        return self._config if self._config_stamp is not None else self.config()
+
     def items(self) -> tuple[list[Item], list[ItemProblem]]:
         """The tools of every declared server from its last known list, and the problems.
 
         Uses the config as :meth:`stamp` (or :meth:`config`) last read it and changes no state:
         the catalog calls it from a worker thread, while the event loop may be reading the
         config again. Read once first if it never was."""
-        config = self._config if self._config_stamp is not None else self.config()
+        config = self.as_read()
         lists = {s.name: load_tool_list(self.vault, s.name) for s in config.servers}
         items, problems = tool_items(config.servers, lists)
         problems[:0] = [ItemProblem(CONFIG_FILE, error, skipped=True) for error in config.errors]
@@ -185,12 +191,13 @@ class ToolServers:
         """Why each failing server failed, by name."""
         return {name: message for name, (_, message) in self._failures.items()}
 
-    def refresh_soon(self) -> None:
+    def refresh_soon(self, config: McpConfig | None = None) -> None:
         """List, in the background, the servers that are new, changed, or failed a while ago.
+        ``config``: as the caller just read it (else read again).
 
         Cheap when there is nothing to do; needs a running event loop.
         """
-        config = self.config()
+        config = self.config() if config is None else config
         now = time.monotonic()
         due = {s.name for s in config.servers if s.name in self._pending} | {
             name
