@@ -166,8 +166,12 @@ def partners(codes: Codes, at: IntArray, roles: Roles | None = None) -> IntArray
 
 def closure(codes: Codes, keep: Flags, roles: Roles | None = None) -> Flags:
     """``keep`` with every kept message's partner (module docstring); no limit."""
-    at = np.flatnonzero(keep)
-    partner = partners(codes, at, roles)
+    if roles is not None and len(keep) > MANY:  # a click's thousands: masked from the table
+        table = roles.table()
+        size = min(len(table), len(keep))  # past the table: other roles only
+        partner = table[:size][keep[:size]]
+    else:
+        partner = partners(codes, np.flatnonzero(keep), roles)
     out = keep.copy()
     out[partner[partner >= 0]] = True
     return out

@@ -160,3 +160,13 @@ def test_an_unanswered_question_gets_the_answer_that_comes_later() -> None:
     more = roles.extended(Roles.of(codes(X, A), 3))
     both = np.concatenate((first, codes(X, A)))
     assert partners(both, many, more)[:3].tolist() == [1, 0, 4]
+
+
+def test_a_click_closed_from_the_table_keeps_what_a_search_keeps() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        chat = rng.choice([U, A, X], size=int(rng.integers(65, 300)), p=[0.45, 0.45, 0.1])
+        chat = chat.astype(np.int8)
+        keep = rng.random(len(chat)) < rng.random()
+        searched_keep = closure(chat, keep)  # no roles: each partner searched
+        assert closure(chat, keep, Roles.of(chat)).tolist() == searched_keep.tolist()

@@ -31,6 +31,7 @@ the frame is made again then: whole, unless the sitting it starts would pass the
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -98,6 +99,8 @@ class Frames:
     def __init__(self) -> None:
         self._frames: OrderedDict[str, Frame] = OrderedDict()
         self.costs: dict[tuple[str, str, str], int] = {}  # for :class:`Costs`
+        # the last tools counted and their JSON (:class:`Costs`): a chat's tools rarely change
+        self.tools_json: list[tuple[list[Mapping[str, Any]], str]] = []
 
     def get(self, chat_id: str) -> Frame | None:
         return self._frames.get(chat_id)
@@ -529,10 +532,18 @@ class Costs:
     after turn (its tools, its stable message) are counted once (``memo``, kept by
     :class:`Frames`)."""
 
-    def __init__(self, counter: Counter, memo: dict[tuple[str, str, str], int]) -> None:
+    def __init__(
+        self,
+        counter: Counter,
+        memo: dict[tuple[str, str, str], int],
+        tools_json: list[tuple[list[Mapping[str, Any]], str]] | None = None,
+    ) -> None:
         self.counter, self.memo = counter, memo
-        # the tools' JSON by the list's identity, for this request (it asks up to four times)
-        self._tools_text: dict[int, tuple[Sequence[Mapping[str, Any]], str]] = {}
+        # the last tools' JSON (:attr:`Frames.tools_json`): equal tools are compared in C, 2.6
+        # us where writing them out took 70 (a request asks up to four times, the next the
+        # same); equal as Python compares them, so a schema's 1 changed to 1.0 keeps the count
+        # of 1: a token at most, in an estimate
+        self._tools_json = [] if tools_json is None else tools_json
 
     def _known(self, kind: str, text: str, count: Callable[[], int]) -> int:
         key = (self.counter.key, kind, text)
@@ -557,12 +568,12 @@ class Costs:
     def tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         if not tools:
             return 0
-        seen = self._tools_text.get(id(tools))
-        if seen is None or seen[0] is not tools:
-            text = json.dumps(list(tools), sort_keys=True, ensure_ascii=False)
-            self._tools_text[id(tools)] = (tools, text)  # held: its id stays its own
+        listed = list(tools)
+        if self._tools_json and self._tools_json[0][0] == listed:
+            text = self._tools_json[0][1]
         else:
-            text = seen[1]
+            text = json.dumps(listed, sort_keys=True, ensure_ascii=False)
+            self._tools_json[:] = [(copy.deepcopy(listed), text)]  # the caller's may change
         return self._known(
             "tools", text, lambda: int(prompt_tokens(self.counter, [], list(tools))["tools"])
         )

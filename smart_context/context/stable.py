@@ -117,7 +117,7 @@ async def stable_request(
         recent=settings.recent_messages,
         search=settings.search_limit,
     )
-    costs = Costs(counter, services.frames.costs)
+    costs = Costs(counter, services.frames.costs, services.frames.tools_json)
     cut = decide(found, spans, parts, old, key, now, cache, costs, limits)
     scores = None
     if cut.recalls:  # the search runs only for a layout that left messages out

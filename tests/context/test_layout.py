@@ -15,7 +15,8 @@ import pytest
 
 from smart_context.budget.cache import cache_model, family_of
 from smart_context.budget.plan import Inputs, cut_start, recall
-from smart_context.context.layout import high_mark
+from smart_context.budget.tokens import counter_for
+from smart_context.context.layout import Costs, Frames, high_mark
 from tests.conftest import Ctx, call, write_chat
 from tests.context.test_budgeted import long_chat
 
@@ -270,3 +271,17 @@ async def test_a_host_word_on_the_placement_that_is_not_one_falls_back_to_the_se
         await call(running.pm.hook.pipeline_context, ctx=ctx)
         assert ctx.metadata["smart_context"]["layout"]["recalled_in"] == "user"
         assert ctx.message.endswith(chat[-1]["content"])
+
+
+def test_the_tools_cost_is_kept_for_equal_tools_and_counted_again_when_they_change() -> None:
+    frames, counter = Frames(), counter_for("gpt-4o")
+    tool = {"type": "function", "function": {"name": "f", "description": "short"}}
+    first = Costs(counter, frames.costs, frames.tools_json).tools([tool])
+    tool["function"]["description"] = "a much longer description, of many more tokens than before"
+    # the next request's tools, equal to what it counted last: the JSON kept is a copy, so the
+    # caller's change above is a change
+    changed = Costs(counter, frames.costs, frames.tools_json).tools([tool])
+    assert changed > first
+    again = Costs(counter, frames.costs, frames.tools_json).tools([dict(tool)])
+    assert again == changed
+    assert Costs(counter, {}, []).tools([tool]) == changed  # as counted afresh
