@@ -81,16 +81,18 @@ class HistoryIndex:
         if n > known:
             fresh = messages[known:]
             _check_messages(fresh, known)  # before the lists grow: they stay in step
-            self.ids.extend(map(_id, fresh))
-            self.contents.extend(map(_content, fresh))
+            # new lists, never grown in place: a history handed out holds the index's own
+            self.ids = [*self.ids, *map(_id, fresh)]
+            self.contents = [*self.contents, *map(_content, fresh)]
             codes = role_codes(fresh)
             self.codes = np.concatenate((self.codes, codes))
             self.roles = self.roles.extended(Roles.of(codes, known))
             self._place(known)
-        # copies cut to this request, as the index's lists grow with later requests (the codes
-        # and the roles views: those arrays are replaced as they grow, never changed in place)
-        roles = self.roles if n == len(self.ids) else self.roles.before(n)
-        ids, contents = self.ids[:n], self.contents[:n]
+        # the index's lists when the request has them all (they are replaced as they grow,
+        # never changed in place, as the codes and the roles are), else copies cut to it
+        whole = n == len(self.ids)
+        roles = self.roles if whole else self.roles.before(n)
+        ids, contents = (self.ids, self.contents) if whole else (self.ids[:n], self.contents[:n])
         history = History(messages, ids, contents, self.lineage, self.codes[:n], roles)
         if self.first is not None and (self.repeat is None or self.repeat >= n):
             history.first = self.first  # its ids are distinct: where each is, without a set

@@ -43,6 +43,16 @@ def test_a_shorter_history_is_a_cut_of_the_index() -> None:
     assert longer.roles.users.tolist() == list(range(50))
 
 
+def test_a_history_of_all_the_index_holds_shares_its_lists_and_keeps_them_as_it_grows() -> None:
+    index = HistoryIndex()
+    first = index.read(chat(50))
+    again = index.read(chat(50))  # the same history again: nothing copied
+    assert again.ids is first.ids and again.contents is first.contents
+    longer = index.read(chat(52))
+    assert len(first.ids) == 50 and len(first.contents) == 50  # never grown in place
+    assert longer.ids[-1] == "m51" and first.ids == longer.ids[:50]
+
+
 def test_the_roles_grow_with_appends_and_start_over_with_the_index() -> None:
     index = HistoryIndex()
     turns = [{"id": f"t{i}", "role": ("user", "assistant")[i % 2], "content": i} for i in range(9)]
