@@ -317,8 +317,9 @@ def lay_out(
     elif chosen:
         message = f"<context>\n{chosen}\n</context>\n\n{parts.message}"
     system = [{"role": "system", "content": cut.stable}] if cut.stable else []
-    # one slice of the kept part (a filter's picks it in one C call), each message copied
-    history = [*system, *map(dict, found.messages[start:n]), *after]
+    # the host's own messages, as a request without a layout sends them: one slice of the
+    # kept part (a filter's picks it in one C call)
+    history = [*system, *found.messages[start:n], *after]
     keep = recalled.copy()
     keep[start:] = True
     prefix = cut.tools_cost + cut.stable_cost + int(found.tokens[start:].sum())
