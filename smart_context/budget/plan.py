@@ -321,12 +321,14 @@ def recall(inputs: Inputs, before: int, room: int, limit: int) -> Plan:
     date and role, a recalled message breaks no turn order; on REALTALK's tune chats, hits
     alone kept 0.725 of the questions' evidence where hits with their partners kept 0.680, at
     the same prefill); a hit that does not fit is skipped and the next one tried."""
-    n = len(inputs.tokens)
-    why = np.zeros(n, dtype=np.int8)
-    why[before:] = WHOLE  # the kept history: sent already, never recalled
-    filler = _Filler(inputs.tokens, why, room)
-    for i in inputs.hits[:limit].tolist():
-        if i < before:
-            filler.take(i, RELEVANT)
-    why[before:] = LEFT_OUT
-    return Plan(why != LEFT_OUT, why, [], filler.used, 0)
+    why = np.zeros(len(inputs.tokens), dtype=np.int8)  # LEFT_OUT
+    hits = inputs.hits[:limit]
+    hits = hits[hits < before]  # the kept history: sent already, never recalled
+    taken, used = [], 0
+    # the hits are distinct positions: each is tried once, in plain ints
+    for i, cost in zip(hits.tolist(), inputs.tokens[hits].tolist(), strict=True):
+        if used + cost <= room:
+            used += cost
+            taken.append(i)
+    why[taken] = RELEVANT
+    return Plan(why != LEFT_OUT, why, [], used, 0)

@@ -36,6 +36,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -180,8 +181,9 @@ class Candidates:
     roles: Roles
     pinned: np.ndarray
 
-    @property
+    @cached_property
     def tokens(self) -> np.ndarray:
+        """Each candidate's tokens (a filter's part gathered once: read a dozen times)."""
         return self.facts.tokens if self.positions is None else self.facts.tokens[self.positions]
 
     def name(self, i: int) -> str:
@@ -319,7 +321,7 @@ def lay_out(
     system = [{"role": "system", "content": cut.stable}] if cut.stable else []
     # the host's own messages, as a request without a layout sends them: one slice of the
     # kept part (a filter's picks it in one C call)
-    history = [*system, *found.messages[start:n], *after]
+    history: list[Any] = [*system, *found.messages[start:n], *after]
     keep = recalled.copy()
     keep[start:] = True
     prefix = cut.tools_cost + cut.stable_cost + int(found.tokens[start:].sum())
