@@ -144,11 +144,19 @@ def _assignment(
     memoised until the chat grows: a warm click only gathers the history's rows of it."""
     key = "assign\x00" + "\x00".join(t.key for t in grouped)
     memo = vectors.derived.get(key)
-    if memo is None or memo[0] != len(vectors):
+    n = len(vectors)
+    if memo is None or memo[0] != n:
+        # a chat that grew: only its new rows are assigned (the scores and members of the
+        # rows before are as they were; a change there drops the memo with the scores)
+        start = memo[0] if memo is not None and memo[0] < n else 0
         members = [(flags, full) for flags, full in found.values() if flags is not None]
-        scores = np.stack([full for _, full in members])
-        flags = np.stack([flags for flags, _ in members])
-        memo = vectors.remember(key, (len(vectors), *assign(scores, flags)))
+        scores = np.stack([full[start:n] for _, full in members])
+        flags = np.stack([flags[start:n] for flags, _ in members])
+        closest, unassigned = assign(scores, flags)
+        if start:
+            closest = np.concatenate((memo[1], closest))
+            unassigned = np.concatenate((memo[2], unassigned))
+        memo = vectors.remember(key, (n, closest, unassigned))
     return memo[1], memo[2]
 
 

@@ -74,7 +74,17 @@ def _numpy_dots(codes: Codes, queries: Codes, exact32: bool) -> Matrix:
 def cosines(codes: Codes, scales: Scales, queries: Matrix) -> Matrix:
     """``(len(codes), len(queries))`` cosines of unit rows stored as ``codes * scales`` with the
     unit ``queries`` (float32), each query encoded to int8 as the rows are."""
-    query_scales, query_codes = encode(np.atleast_2d(np.asarray(queries, dtype=np.float32)))
+    return coded_cosines(codes, scales, *encode_queries(queries))
+
+
+def encode_queries(queries: Matrix) -> tuple[Scales, Codes]:
+    """Unit ``queries`` (one, or rows) as :func:`cosines` encodes them: kept by a caller that
+    scores the same query again (14 us a vector)."""
+    return encode(np.atleast_2d(np.asarray(queries, dtype=np.float32)))
+
+
+def coded_cosines(codes: Codes, scales: Scales, query_scales: Scales, query_codes: Codes) -> Matrix:
+    """:func:`cosines` of queries already encoded (:func:`encode_queries`)."""
     out = dots(codes, query_codes)
     out *= scales[: len(codes), None]
     out *= query_scales[None, :]

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from smart_context.vectors.codec import decode, encode
-from smart_context.vectors.int8 import Codes, Scales, cosines
+from smart_context.vectors.int8 import Codes, Scales, coded_cosines, cosines, encode_queries
 from smart_context.vectors.ops import Matrix, Scores
 
 Rows = npt.NDArray[np.intp]
@@ -67,6 +67,8 @@ class KeyedMatrix:
         # query -> its cosine score against rows [0, len(scores)): a selected topic's scores do
         # not change between requests, so a request only scores the rows added since.
         self._scores: dict[str, Scores] = {}
+        # each memoised query's vector and its encoding, for scoring the rows added since
+        self._coded: dict[str, tuple[npt.NDArray[np.float32], Scales, Codes]] = {}
         # what callers derive from existing rows (a topic's vector, its members' rows): valid
         # until a row changes in place or rows are renumbered, when both memos are cleared;
         # read with ``derived.get``, written with :meth:`remember` (which bounds it)
@@ -141,6 +143,7 @@ class KeyedMatrix:
     def forget(self) -> None:
         """Drop memoised scores and derived values: the rows they came from changed."""
         self._scores.clear()
+        self._coded.clear()
         self.derived.clear()
 
     def keep(self, rows: Rows) -> int:
@@ -161,9 +164,15 @@ class KeyedMatrix:
         if done is None or len(done) > rows:
             done = self.cosines(vector[None, :])[:, 0]
         elif len(done) < rows:
-            added = cosines(self._codes[len(done) : rows], self._scales[len(done) : rows], vector)
+            # a chat grows by a turn: its few rows scored with the query as encoded before
+            coded = self._coded.get(query)
+            if coded is None or coded[0] is not vector:
+                coded = self._coded[query] = (vector, *encode_queries(vector))
+            start = len(done)
+            added = coded_cosines(self._codes[start:rows], self._scales[start:rows], *coded[1:])
             done = np.concatenate((done, added[:, 0]))
         if len(self._scores) >= MAX_MEMO_SCORES and query not in self._scores:
             self._scores.clear()
+            self._coded.clear()
         self._scores[query] = done
         return done

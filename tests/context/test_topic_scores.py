@@ -49,6 +49,28 @@ def test_a_click_keeps_its_members_and_the_newcomers_closest_to_it() -> None:
     assert set(baking.cuts) == {"Baking"} and 0 < baking.cuts["Baking"] <= 1
 
 
+def test_a_chat_that_grows_turn_by_turn_is_assigned_as_a_fresh_click_assigns_it() -> None:
+    """A warm click assigns only the rows a turn added to the closest topic: the same as
+    assigning the whole chat with nothing memoised. (The members' cut is kept from the first
+    click by design, so the kept messages are compared through the assignment.)"""
+    rng = np.random.default_rng(3)
+    vectors, _, _ = chat()
+    for turn in range(6):
+        more = make_messages([f"later {turn} {k}" for k in range(2)], prefix=f"t{turn}-")
+        rows = normalize_rows(AXES[rng.integers(0, 3, size=2)] + rng.normal(0, 0.08, (2, 8)))
+        vectors.add_messages(more, rows)
+        located = np.arange(len(vectors), dtype=np.intp)
+        warm = score_topics(vectors, located, TOPICS, LABELS, ["Baking", "Asyncio"], None)
+        (memo,) = [v for k, v in vectors.derived.items() if k.startswith("assign")]
+        fresh = ChatVectors("m", 8)
+        fresh.add(list(vectors.keys), vectors.matrix)
+        cold = score_topics(fresh, located, TOPICS, LABELS, ["Baking", "Asyncio"], None)
+        (whole,) = [v for k, v in fresh.derived.items() if k.startswith("assign")]
+        assert memo[0] == whole[0] == len(vectors)
+        assert memo[1].tolist() == whole[1].tolist() and memo[2].tolist() == whole[2].tolist()
+        assert np.array_equal(warm.values, cold.values)
+
+
 def test_clicking_both_keeps_the_union() -> None:
     vectors, _, rows = chat()
     both = score_topics(vectors, rows, TOPICS, LABELS, ["Baking", "Asyncio"], None)

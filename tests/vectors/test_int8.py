@@ -85,6 +85,23 @@ def test_a_matrix_keeps_int8_rows_a_quarter_of_float32(kernel: str) -> None:
     assert np.allclose(matrix.rows_at(np.array([10, 3])), rows[[10, 3]], atol=0.005)
 
 
+def test_scores_extended_turn_by_turn_equal_scores_made_whole(kernel: str) -> None:
+    """A chat grows by a few rows a turn: the memoised query's scores are extended with its
+    encoding kept, bit for bit what scoring every row afresh gives; a new vector for the same
+    query is encoded again."""
+    rows = unit_rows(60, 384, 3)
+    matrix = KeyedMatrix("m", 384)
+    matrix.add([f"k{i}" for i in range(20)], rows[:20])
+    query = rows[59]
+    matrix.scores("q", query)
+    for start in range(20, 58, 2):
+        matrix.add([f"k{start}", f"k{start + 1}"], rows[start : start + 2])
+        assert np.array_equal(matrix.scores("q", query), matrix.cosines(query[None, :])[:, 0])
+    other = rows[0].copy()  # the same query key with another vector (a topic's members moved)
+    matrix.add(["k58"], rows[58:59])
+    assert matrix.scores("q", other)[-1] == matrix.cosines(other[None, :])[-1, 0]
+
+
 def test_items_and_notes_score_on_the_kernel_with_rows_as_read_from_their_files(
     kernel: str,
 ) -> None:
