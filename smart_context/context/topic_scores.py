@@ -148,14 +148,15 @@ def _assignment(
     if memo is None or memo[0] != n:
         # a chat that grew: only its new rows are assigned (the scores and members of the
         # rows before are as they were; a change there drops the memo with the scores)
-        start = memo[0] if memo is not None and memo[0] < n else 0
+        before = memo if memo is not None and memo[0] < n else None
+        start = before[0] if before is not None else 0
         members = [(flags, full) for flags, full in found.values() if flags is not None]
         scores = np.stack([full[start:n] for _, full in members])
         flags = np.stack([flags[start:n] for flags, _ in members])
         closest, unassigned = assign(scores, flags)
-        if start:
-            closest = np.concatenate((memo[1], closest))
-            unassigned = np.concatenate((memo[2], unassigned))
+        if before is not None:
+            closest = np.concatenate((before[1], closest))
+            unassigned = np.concatenate((before[2], unassigned))
         memo = vectors.remember(key, (n, closest, unassigned))
     return memo[1], memo[2]
 
