@@ -98,10 +98,11 @@ class History:
     """The messages of one request with their ids and contents, read once.
 
     A 10,000-message history is touched from Python on every request; reading each id once and
-    sharing the list between the sections keeps that cost down. A history read through the
-    chat's :class:`~smart_context.history_index.HistoryIndex` comes with its ids and contents
-    already known and with a ``lineage``: sections compare it with what they read before
-    without a step per message.
+    sharing the list between the sections keeps that cost down. Its lists are never changed in
+    place, by it or by a reader: sections keep them as they are, without a copy. A history
+    read through the chat's :class:`~smart_context.history_index.HistoryIndex` comes with its
+    ids and contents already known and with a ``lineage``: sections compare it with what they
+    read before without a step per message.
     """
 
     def __init__(

@@ -272,5 +272,7 @@ class MessageFacts:
         self.lengths = np.concatenate((self.lengths, run.lengths), axis=1)
         for entity, at in run.entities.items():
             self.entity_index.setdefault(entity, []).extend(at)
-        self.ids, self.contents = list(ids), list(contents)
+        # the history's own lists, no copy: a history's lists are never changed in place (its
+        # index replaces them as the chat grows)
+        self.ids, self.contents = ids, contents
         self.generation += 1
