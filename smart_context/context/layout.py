@@ -48,7 +48,7 @@ from smart_context.budget.parts import Fitted, budget_record, messages_cost, sum
 from smart_context.budget.plan import Budget, Inputs, Span, choose_summaries, cut_start, recall
 from smart_context.budget.tokens import Counter, context_window, prompt_tokens
 from smart_context.memory.records import Summary
-from smart_context.messages import Message, message_text, pick
+from smart_context.messages import History, Message, message_text, pick
 from smart_context.turns import Roles
 
 MAX_FRAMES = 1024  # chats whose frame is kept in memory
@@ -171,15 +171,21 @@ def high_mark(
 @dataclass(frozen=True)
 class Candidates:
     """The messages a request chooses from, as positions of the whole history's ``facts``
-    (``positions``: a topic filter's part of it, else ``None``), with their role codes and
-    roles, and which of them the user pinned."""
+    (``positions``: a topic filter's part of it, else ``None``), the ``whole`` history they
+    are of, and which of them the user pinned."""
 
     facts: Facts
     positions: np.ndarray | None
     messages: Sequence[Message]
-    codes: np.ndarray
-    roles: Roles
+    whole: History
     pinned: np.ndarray
+
+    @cached_property
+    def roles(self) -> Roles:
+        """Where the candidates' user messages and answers are (read only for a cut)."""
+        if self.positions is None:
+            return self.whole.roles
+        return Roles.of(self.whole.codes[self.positions])
 
     @cached_property
     def tokens(self) -> np.ndarray:

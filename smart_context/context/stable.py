@@ -38,7 +38,6 @@ from smart_context.memory.section import MemorySection
 from smart_context.messages import History
 from smart_context.record import FILTERED, MemoryPart, RequestRecord, shorter_ids
 from smart_context.services import Services
-from smart_context.turns import Roles
 
 SESSION_MODES = ("always", "manual")  # the session's items: the same on every request
 
@@ -78,8 +77,6 @@ async def stable_request(
     if whole is None or (positions is None and len(whole) != len(decision.history)):
         whole, positions = History(decision.history), None
     facts = services.budget.facts(chat_id, counter).update(whole)
-    codes = whole.codes if positions is None else whole.codes[positions]
-    roles = whole.roles if positions is None else Roles.of(codes)
     ids = {str(i) for i in looked.reads.marks} | {str(m.get("id")) for m in view.sticky}
     pinned = np.zeros(facts.n, dtype=bool)
     pinned[facts.positions(ids)] = True
@@ -87,8 +84,7 @@ async def stable_request(
         facts,
         positions,
         decision.history,
-        codes,
-        roles,
+        whole,
         pinned if positions is None else pinned[positions],
     )
     filtered = decision.record.mode == FILTERED or positions is not None
