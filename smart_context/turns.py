@@ -62,7 +62,7 @@ class Roles:
     # the table of the roles these extend, and where its entries stop being final (the first
     # user message with no answer after it can get one from what was added)
     earlier: tuple[IntArray, int] | None = field(default=None, compare=False, repr=False)
-    _table: IntArray | None = field(default=None, compare=False, repr=False)  # made once
+    _table: IntArray | None = field(default=None, init=False, compare=False, repr=False)
 
     @classmethod
     def of(cls, codes: Codes, start: int = 0) -> Roles:
