@@ -90,6 +90,11 @@ class Roles:
         answers = self.answers[: int(np.searchsorted(self.answers, n))]
         return Roles(users, answers)
 
+    @property
+    def has_table(self) -> bool:
+        """Whether :meth:`table` was made already (or is carried from the roles these extend)."""
+        return self._table is not None or self.earlier is not None
+
     def table(self) -> IntArray:
         """Every position's partner (module docstring), -1 for none, up to the last user
         message or answer: made on first use, from the earlier roles' table when there is one
@@ -135,15 +140,22 @@ def _user_before(users: IntArray, at: IntArray) -> IntArray:
 
 
 # past this many positions, :func:`partners` gathers from the roles' table (made once per
-# chat) rather than searching: a budget's few hits search, a topic click's thousands gather
+# chat) rather than searching, when the table is made already or they are a quarter of the
+# history or more (making it costs about what searching that many does): a budget's few
+# hits search, a topic click's thousands gather
 MANY = 64
+
+
+def _tabled(roles: Roles | None, asked: int, n: int) -> bool:
+    """Whether partners for ``asked`` positions of a history of ``n`` come from the table."""
+    return roles is not None and asked > MANY and (roles.has_table or 4 * asked >= n)
 
 
 def partners(codes: Codes, at: IntArray, roles: Roles | None = None) -> IntArray:
     """For the messages at ``at``: the position of each one's partner (module docstring), -1
     for none (a question not answered yet, an answer before any question, another role).
     ``roles``: :meth:`Roles.of` ``codes``, when the caller has them."""
-    if roles is not None and len(at) > MANY:
+    if roles is not None and _tabled(roles, len(at), len(codes)):
         table = roles.table()
         inside = at < len(table)  # past the table: other roles only
         if inside.all():
@@ -166,7 +178,7 @@ def partners(codes: Codes, at: IntArray, roles: Roles | None = None) -> IntArray
 
 def closure(codes: Codes, keep: Flags, roles: Roles | None = None) -> Flags:
     """``keep`` with every kept message's partner (module docstring); no limit."""
-    if roles is not None and len(keep) > MANY:  # a click's thousands: masked from the table
+    if roles is not None and _tabled(roles, len(keep), len(keep)):  # a click: masked
         table = roles.table()
         size = min(len(table), len(keep))  # past the table: other roles only
         partner = table[:size][keep[:size]]
