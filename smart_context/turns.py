@@ -74,7 +74,7 @@ class Roles:
     def extended(self, more: Roles) -> Roles:
         """These roles followed by ``more``'s (positions past these); a table of these made
         already is carried on, to be completed for what was added only."""
-        earlier = None
+        earlier = self.earlier  # a table not made since is carried on as it was
         if self._table is not None:
             final = int(self.answers[-1]) + 1 if len(self.answers) else 0
             earlier = (self._table, final)
@@ -146,9 +146,9 @@ def _user_before(users: IntArray, at: IntArray) -> IntArray:
 MANY = 64
 
 
-def _tabled(roles: Roles | None, asked: int, n: int) -> bool:
+def _tabled(roles: Roles, asked: int, n: int) -> bool:
     """Whether partners for ``asked`` positions of a history of ``n`` come from the table."""
-    return roles is not None and asked > MANY and (roles.has_table or 4 * asked >= n)
+    return asked > MANY and (roles.has_table or 4 * asked >= n)
 
 
 def partners(codes: Codes, at: IntArray, roles: Roles | None = None) -> IntArray:
@@ -157,11 +157,10 @@ def partners(codes: Codes, at: IntArray, roles: Roles | None = None) -> IntArray
     ``roles``: :meth:`Roles.of` ``codes``, when the caller has them."""
     if roles is not None and _tabled(roles, len(at), len(codes)):
         table = roles.table()
-        inside = at < len(table)  # past the table: other roles only
-        if inside.all():
-            return table[at]
-        out = np.full(len(at), -1, dtype=np.intp)
-        out[inside] = table[at[inside]]
+        if not len(table):  # no user message and no answer: nobody has a partner
+            return np.full(len(at), -1, dtype=np.intp)
+        found = table[np.minimum(at, len(table) - 1)]
+        out: IntArray = np.where(at < len(table), found, -1)  # past it: other roles only
         return out
     out = np.full(len(at), -1, dtype=np.intp)
     is_user, is_answer = codes[at] == USER, codes[at] == ASSISTANT
@@ -178,7 +177,7 @@ def partners(codes: Codes, at: IntArray, roles: Roles | None = None) -> IntArray
 
 def closure(codes: Codes, keep: Flags, roles: Roles | None = None) -> Flags:
     """``keep`` with every kept message's partner (module docstring); no limit."""
-    if roles is not None and _tabled(roles, len(keep), len(keep)):  # a click: masked
+    if roles is not None and len(keep) > MANY:  # a click reads every position: the table
         table = roles.table()
         size = min(len(table), len(keep))  # past the table: other roles only
         partner = table[:size][keep[:size]]

@@ -170,3 +170,10 @@ def test_a_click_closed_from_the_table_keeps_what_a_search_keeps() -> None:
         keep = rng.random(len(chat)) < rng.random()
         searched_keep = closure(chat, keep)  # no roles: each partner searched
         assert closure(chat, keep, Roles.of(chat)).tolist() == searched_keep.tolist()
+
+
+def test_a_history_of_other_roles_only_has_no_partner_from_the_table() -> None:
+    chat = codes(*([X] * 100))
+    at = np.arange(100, dtype=np.intp)
+    assert partners(chat, at, Roles.of(chat)).tolist() == [-1] * 100
+    assert closure(chat, np.ones(100, dtype=bool), Roles.of(chat)).all()

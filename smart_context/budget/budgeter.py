@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from smart_context.budget.facts import Facts, MessageFacts
+from smart_context.budget.facts import Facts, MessageFacts, Part
 from smart_context.budget.importance import (
     Weights,
     entities,
@@ -63,7 +63,7 @@ from smart_context.memory.db import MemoryDB
 from smart_context.memory.reads import ChatReads
 from smart_context.memory.records import Summary
 from smart_context.memory.tree import Node, Stored, plan_tree
-from smart_context.messages import History, message_text, pick
+from smart_context.messages import History, message_text
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.turns import Roles, partners
@@ -171,7 +171,7 @@ class Budgeter:
         # this request's own snapshot: other requests on the chat may update the facts while
         # this one waits below
         facts = self.facts(chat_id, counter).update(history)
-        part = _Part(facts, positions)
+        part = Part(facts, positions)
         total = int(part.tokens.sum())
         if total <= room:
             kept = np.ones(len(candidates), dtype=bool)
@@ -209,7 +209,7 @@ class Budgeter:
         chosen = in_turns(plan(inputs, spans, budget), codes, part.tokens, room, roles)
         out = interleave(candidates, chosen.keep, [(spans[s], rows[s]) for s in chosen.summaries])
         why, keep = chosen.why, chosen.keep
-        ids = part.names(np.flatnonzero(keep))  # the kept few, read in one call
+        ids = _Names(part, np.flatnonzero(keep))  # the kept few, read in one call
         record = budget_record(
             limit,
             costs,
@@ -470,36 +470,12 @@ def _lexical(
     return lexical
 
 
-class _Part:
-    """The candidates of a request as positions of the whole history's facts: their tokens,
-    their ids, and any per-message array cut to them."""
-
-    def __init__(self, facts: Facts, positions: np.ndarray | None) -> None:
-        self.positions = positions
-        self.str_ids = facts.str_ids
-        self.n = facts.n if positions is None else len(positions)
-        self.tokens = facts.tokens if positions is None else facts.tokens[positions]
-
-    def names(self, at: np.ndarray) -> _Names:
-        """The ids of the candidates at ``at``, read in one call, and of any other candidate
-        when asked."""
-        return _Names(self, at)
-
-    def name(self, i: int) -> str:
-        return self.str_ids[i if self.positions is None else int(self.positions[i])]
-
-    def of(self, values: np.ndarray) -> np.ndarray:
-        """``values`` (one per message of the whole history) for the candidates."""
-        return values if self.positions is None else values[self.positions]
-
-
 class _Names(dict[int, str]):
     """Candidate ids by position: those asked for first read at once (a record names the kept
     few of 60,000 candidates), any other read when asked."""
 
-    def __init__(self, part: _Part, at: np.ndarray) -> None:
-        where = at if part.positions is None else part.positions[at]
-        super().__init__(zip(at.tolist(), pick(part.str_ids, where.tolist()), strict=True))
+    def __init__(self, part: Part, at: np.ndarray) -> None:
+        super().__init__(zip(at.tolist(), part.names(at), strict=True))
         self._part = part
 
     def __missing__(self, i: int) -> str:

@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from smart_context.budget.importance import entities
 from smart_context.budget.tokens import PER_MESSAGE, Counter, Estimate
-from smart_context.messages import History, common_start, message_text
+from smart_context.messages import History, common_start, message_text, pick
 from smart_context.vectors.codec import cache_key
 
 IntArray = npt.NDArray[np.intp]
@@ -75,6 +75,34 @@ class Facts:
         at = np.asarray(self._entity_index.get(entity, ()), dtype=np.intp)
         out: IntArray = at[at < self.n]
         return out
+
+
+class Part:
+    """A request's candidates as positions of the whole history's :class:`Facts`
+    (``positions``: a topic filter's part of it, ``None``: all of it): their tokens, their
+    ids, and any per-message array cut to them. What the per-turn budget and the cache-stable
+    layout both choose from."""
+
+    def __init__(self, facts: Facts, positions: IntArray | None) -> None:
+        self.positions = positions
+        self.str_ids = facts.str_ids
+        self.n = facts.n if positions is None else len(positions)
+        self.tokens = facts.tokens if positions is None else facts.tokens[positions]
+
+    def name(self, i: int) -> str:
+        """The id of the candidate at ``i``."""
+        return self.str_ids[i if self.positions is None else int(self.positions[i])]
+
+    def names(self, at: Sequence[int] | IntArray) -> list[str]:
+        """The ids of the candidates at ``at``, read in one call."""
+        where = np.asarray(at, dtype=np.intp)
+        if self.positions is not None:
+            where = self.positions[where]
+        return pick(self.str_ids, where.tolist())
+
+    def of(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """``values`` (one per message of the whole history) for the candidates."""
+        return values if self.positions is None else values[self.positions]
 
 
 @dataclass(frozen=True, eq=False)

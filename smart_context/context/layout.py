@@ -42,13 +42,13 @@ from typing import Any
 import numpy as np
 
 from smart_context.budget.cache import CacheModel
-from smart_context.budget.facts import Facts
+from smart_context.budget.facts import Facts, Part
 from smart_context.budget.importance import top_hits
 from smart_context.budget.parts import Fitted, budget_record, messages_cost, summary_message
 from smart_context.budget.plan import Budget, Inputs, Span, choose_summaries, cut_start, recall
 from smart_context.budget.tokens import Counter, context_window, prompt_tokens
 from smart_context.memory.records import Summary
-from smart_context.messages import History, Message, message_text, pick
+from smart_context.messages import History, Message, message_text
 from smart_context.turns import Roles
 
 MAX_FRAMES = 1024  # chats whose frame is kept in memory
@@ -188,17 +188,19 @@ class Candidates:
         return Roles.of(self.whole.codes[self.positions])
 
     @cached_property
+    def part(self) -> Part:
+        """The candidates' tokens and ids (a filter's part gathered once: read a dozen times)."""
+        return Part(self.facts, self.positions)
+
+    @property
     def tokens(self) -> np.ndarray:
-        """Each candidate's tokens (a filter's part gathered once: read a dozen times)."""
-        return self.facts.tokens if self.positions is None else self.facts.tokens[self.positions]
+        return self.part.tokens
 
     def name(self, i: int) -> str:
-        return self.facts.str_ids[i if self.positions is None else int(self.positions[i])]
+        return self.part.name(i)
 
     def names(self, at: Sequence[int]) -> list[str]:
-        """:meth:`name` of each candidate position of ``at``, in one C call."""
-        where = at if self.positions is None else self.positions[list(at)].tolist()
-        return pick(self.facts.str_ids, where)
+        return self.part.names(at)
 
     def at(self, message_id: str) -> int | None:
         """The candidate position of ``message_id``, if it is one."""
@@ -584,7 +586,7 @@ class Costs:
             text = json.dumps(listed, sort_keys=True, ensure_ascii=False)
             self._tools_json[:] = [(copy.deepcopy(listed), text)]  # the caller's may change
         return self._known(
-            "tools", text, lambda: int(prompt_tokens(self.counter, [], list(tools))["tools"])
+            "tools", text, lambda: int(prompt_tokens(self.counter, [], listed)["tools"])
         )
 
 

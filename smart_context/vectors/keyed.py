@@ -66,9 +66,8 @@ class KeyedMatrix:
                 self._scales[:rows], self._codes[:rows] = stored
         # query -> its cosine score against rows [0, len(scores)): a selected topic's scores do
         # not change between requests, so a request only scores the rows added since.
-        self._scores: dict[str, Scores] = {}
-        # each memoised query's vector and its encoding, for scoring the rows added since
-        self._coded: dict[str, tuple[npt.NDArray[np.float32], Scales, Codes]] = {}
+        # Kept with the query's vector as given and as encoded, for scoring the rows added since.
+        self._scores: dict[str, tuple[Scores, npt.NDArray[np.float32], Scales, Codes]] = {}
         # what callers derive from existing rows (a topic's vector, its members' rows): valid
         # until a row changes in place or rows are renumbered, when both memos are cleared;
         # read with ``derived.get``, written with :meth:`remember` (which bounds it)
@@ -143,7 +142,6 @@ class KeyedMatrix:
     def forget(self) -> None:
         """Drop memoised scores and derived values: the rows they came from changed."""
         self._scores.clear()
-        self._coded.clear()
         self.derived.clear()
 
     def keep(self, rows: Rows) -> int:
@@ -159,20 +157,23 @@ class KeyedMatrix:
 
     def scores(self, query: str, vector: npt.NDArray[np.float32]) -> Scores:
         """Cosine score of every row against ``query``'s unit vector, extended incrementally."""
-        done = self._scores.get(query)
+        memo = self._scores.get(query)
         rows = len(self.keys)
-        if done is None or len(done) > rows:
-            done = self.cosines(vector[None, :])[:, 0]
-        elif len(done) < rows:
-            # a chat grows by a turn: its few rows scored with the query as encoded before
-            coded = self._coded.get(query)
-            if coded is None or coded[0] is not vector:
-                coded = self._coded[query] = (vector, *encode_queries(vector))
-            start = len(done)
-            added = coded_cosines(self._codes[start:rows], self._scales[start:rows], *coded[1:])
-            done = np.concatenate((done, added[:, 0]))
+        # the query as encoded before, unless another vector came under its name
+        if memo is not None and memo[1] is vector:
+            coded = (memo[2], memo[3])
+        else:
+            coded = encode_queries(vector)
+        if memo is None or len(memo[0]) > rows:
+            scales, codes = self.stored
+            done = coded_cosines(codes, scales, *coded)[:, 0]
+        elif len(memo[0]) < rows:  # a chat grows by a turn: only its few rows are scored
+            start = len(memo[0])
+            added = coded_cosines(self._codes[start:rows], self._scales[start:rows], *coded)
+            done = np.concatenate((memo[0], added[:, 0]))
+        else:
+            done = memo[0]
         if len(self._scores) >= MAX_MEMO_SCORES and query not in self._scores:
             self._scores.clear()
-            self._coded.clear()
-        self._scores[query] = done
+        self._scores[query] = (done, vector, *coded)
         return done

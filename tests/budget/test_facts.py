@@ -54,12 +54,14 @@ def test_snapshot_lists_are_cut_to_the_request() -> None:
 
 
 def test_a_filters_part_of_the_history_is_cut_from_the_whole_facts() -> None:
-    from smart_context.budget.budgeter import _Part
+    from smart_context.budget.budgeter import _Names
+    from smart_context.budget.facts import Part
 
     facts = MessageFacts(counter_for("gpt-4o")).update(History(chat("uaua")))
-    part = _Part(facts, np.array([0, 2, 3], dtype=np.intp))
+    part = Part(facts, np.array([0, 2, 3], dtype=np.intp))
     assert part.tokens.tolist() == facts.tokens[[0, 2, 3]].tolist()
-    names = part.names(np.array([2], dtype=np.intp))  # read at once; others when asked
+    assert part.names([2, 0]) == ["m3", "m0"] and part.names(range(0)) == []
+    names = _Names(part, np.array([2], dtype=np.intp))  # read at once; others when asked
     assert dict(names) == {2: "m3"}
     assert [names[i] for i in range(3)] == ["m0", "m2", "m3"] and names[1] == "m2"
     assert part.of(np.arange(4)).tolist() == [0, 2, 3]
