@@ -124,11 +124,7 @@ def chat_usage(chat_id: str, data: Mapping[str, Any]) -> ChatUsage:
     last: Mapping[str, Any] | None = None
     totals = usage.totals
     for message in messages if isinstance(messages, list) else []:
-        if not isinstance(message, Mapping) or message.get("role") != "assistant":
-            continue
-        if "notice" in message:
-            # the host's word that no model was called ("no_model", "aborted"): its record says
-            # what would have been sent, but nothing was, so it is no reply and costs nothing
+        if not is_reply(message):
             continue
         totals.replies += 1
         reply = _reply_usage(message)
@@ -144,6 +140,23 @@ def chat_usage(chat_id: str, data: Mapping[str, Any]) -> ChatUsage:
             "budget": _budget(record.get("budget")),
         }
     return usage
+
+
+def is_reply(message: Any) -> bool:
+    """Whether ``message`` is a model's reply: an assistant message that is no notice of the
+    host's that no model was called (``"no_model"``, ``"aborted"``: its record says what would
+    have been sent, but nothing was, so it is no reply and costs nothing)."""
+    return (
+        isinstance(message, Mapping)
+        and message.get("role") == "assistant"
+        and "notice" not in message
+    )
+
+
+def measured(message: Any) -> bool:
+    """Whether ``message`` is a reply with figures: one :func:`chat_usage` counts in its series
+    and whose record's ``budget`` it reads when it is the last."""
+    return is_reply(message) and _reply_usage(message) is not None
 
 
 def _reply_usage(message: Mapping[str, Any]) -> ReplyUsage | None:

@@ -37,6 +37,7 @@ from typing import Any
 from smart_context.messages import conversation
 from smart_context.paths import ChatId, chat_file, check_chat_id, memory_dir
 from smart_context.record import json_safe
+from smart_context.usage_stats import measured
 from smart_context_hosts.sidecar import chatfile, vault_check
 from smart_context_hosts.sidecar.chatfile import DamagedChatError, Parsed
 from smart_context_hosts.sidecar.turn_counts import TurnCounts
@@ -50,10 +51,13 @@ DEFAULT_TITLE = "New chat"
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 _ID_LENGTH = 10
 CACHED_CHATS = 8  # parsed chats kept in memory, the most recently used
-# What a stored reply's record names the chat's messages with (docs/contract.md §9): its id
-# lists and its scores and reasons by id, kilobytes a reply in a long chat and most of the
-# chat's memory. The file keeps them; the chat this process holds leaves them out, and
-# ``load_chat`` reads them back from the reply's line.
+# What the chat this process holds keeps of a stored reply's record (docs/contract.md §9):
+# the figures its readers use (the usage page: each reply's ``usage`` and ``cache``, the last
+# measured reply's ``budget``). The rest (its id lists, scores and reasons by id, its topics,
+# memory and layout parts) is kilobytes a reply in a long chat and most of the chat's memory:
+# the file keeps it, and ``load_chat`` reads it back from the reply's line.
+HELD = ("usage", "cache", "budget")
+# What a stored reply's record names the chat's messages with: never held.
 NAMING = frozenset(
     {
         "included_ids",
@@ -73,8 +77,9 @@ Stamp = tuple[int, int, int, int]
 
 
 class Slim(dict[str, Any]):
-    """A stored reply's record as the chat in memory holds it: without :data:`NAMING` (and its
-    layout's ``recalled_ids``). ``span``: where its message is in the chat file."""
+    """A stored reply's record as the chat in memory holds it: its :data:`HELD` members, the
+    ``budget`` on the chat's last measured reply only (:func:`_one_budget`). ``span``: where
+    its message is in the chat file."""
 
     __slots__ = ("span",)
 
@@ -167,8 +172,8 @@ class ChatMemory:
         pure function of the data it is given. It may change, add or remove messages and keys
         (each message it gets is its own copy, each reply's record whole), but not change
         values nested inside a message in place: replace the message instead. Returns the data
-        as stored, as :meth:`chat_snapshot` holds it (a copy; each reply's record without
-        what names the chat's messages, :data:`NAMING`: :meth:`load_chat` reads them).
+        as stored, as :meth:`chat_snapshot` holds it (a copy; each reply's record with its
+        figures only, :data:`HELD`: :meth:`load_chat` reads it whole).
         """
         checked = check_chat_id(chat_id)
         if asyncio.iscoroutinefunction(fn):
@@ -436,7 +441,9 @@ class ChatMemory:
             self._report_damage(chat_id, path, exc)
             return Parsed(empty_chat(), None)
         held = parsed
-        if whole and parsed.layout is not None:  # read whole for the caller, held slim
+        if not whole:
+            _one_budget(parsed.data["messages"], 0)
+        elif parsed.layout is not None:  # read whole for the caller, held slim
             held = Parsed(_slimmed(parsed.data, parsed.layout, 0), parsed.layout, parsed.odd_values)
         if parsed.odd_values:
             log.warning(
@@ -552,8 +559,9 @@ def _copy(data: ChatData) -> ChatData:
 
 
 def _slimmed(data: ChatData, layout: chatfile.Layout, first: int) -> ChatData:
-    """``data`` as this process holds it: each reply's record from message ``first`` on
-    without what names the chat's messages (:class:`Slim`), which its line in the file keeps."""
+    """``data`` as this process holds it: each reply's record from message ``first`` on with
+    its figures only (:class:`Slim`), which its line in the file keeps whole; the ``budget``
+    on the last measured reply only (:func:`_one_budget`)."""
     messages = data["messages"]
     out: list[Any] | None = None
     for i in range(first, len(messages)):
@@ -562,11 +570,15 @@ def _slimmed(data: ChatData, layout: chatfile.Layout, first: int) -> ChatData:
             if out is None:
                 out = list(messages)
             out[i] = _held(messages[i], figures, layout.span(i))
-    return data if out is None else {**data, "messages": out}
+    if out is None:
+        return data
+    _one_budget(out, first)
+    return {**data, "messages": out}
 
 
 def _slim(message: Any, span: tuple[int, int]) -> Any:
-    """``message`` as this process holds it (:func:`_slimmed`); ``span``: where its line is."""
+    """``message`` as this process holds it (:func:`_slimmed`); ``span``: where its line is.
+    Keeps its ``budget``: a chat read this way ends with :func:`_one_budget`."""
     figures = _figures(message)
     return message if figures is None else _held(message, figures, span)
 
@@ -575,27 +587,47 @@ def _held(message: Mapping[str, Any], figures: dict[str, Any], span: tuple[int, 
     return {**message, "smart_context": Slim(figures, span)}
 
 
+def _one_budget(messages: list[Any], first: int) -> None:
+    """Leave a held ``budget`` on the last measured reply only (the one the usage page reads;
+    about half a kilobyte a reply). ``messages[first:]`` were held just now and are changed in
+    place; the measured reply before them, which a snapshot may share, is replaced. Only a
+    :class:`Slim` loses it: its line in the file keeps it."""
+    last = next((i for i in range(len(messages) - 1, first - 1, -1) if measured(messages[i])), -1)
+    for i in range(first, len(messages)):
+        record = _slim_record(messages[i])
+        if record is not None and i != last:
+            record.pop("budget", None)
+    if last < 0:  # no new measured reply: the one that holds it still does
+        return
+    for i in range(first - 1, -1, -1):
+        if measured(messages[i]):  # the one that held it
+            record = _slim_record(messages[i])
+            if record is not None and "budget" in record:
+                kept = {k: v for k, v in record.items() if k != "budget"}
+                messages[i] = {**messages[i], "smart_context": Slim(kept, record.span)}
+            return
+
+
+def _slim_record(message: Any) -> Slim | None:
+    record = message.get("smart_context") if isinstance(message, dict) else None
+    return record if isinstance(record, Slim) else None
+
+
 def held_form(message: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``message`` as a chat in memory holds it (a reply's record without what names
-    the chat's messages), for a caller that keeps messages: the proxy keeps a chat's last
-    turn."""
+    """A copy of ``message`` as a chat in memory holds it (a reply's record with its figures
+    only), for a caller that keeps messages: the proxy keeps a chat's last turn."""
     figures = _figures(message)
     return dict(message) if figures is None else {**message, "smart_context": figures}
 
 
 def _figures(message: Any) -> dict[str, Any] | None:
-    """The members of ``message``'s record that do not name the chat's messages; ``None`` when
-    there is nothing to leave out."""
+    """The :data:`HELD` members of ``message``'s record; ``None`` when there is nothing to
+    leave out."""
     record = message.get("smart_context") if isinstance(message, Mapping) else None
     if not isinstance(record, dict) or isinstance(record, Slim):
         return None
-    members = {k: v for k, v in record.items() if k not in NAMING}
-    outline = members.get("layout")
-    if isinstance(outline, dict) and "recalled_ids" in outline:
-        members["layout"] = {k: v for k, v in outline.items() if k != "recalled_ids"}
-    elif len(members) == len(record):
-        return None
-    return members
+    members = {k: record[k] for k in HELD if k in record}
+    return None if len(members) == len(record) else members
 
 
 def _state_of(data: ChatData) -> ChatData:

@@ -13,6 +13,7 @@ import pytest
 
 from smart_context.errors import ChatIdError
 from smart_context.paths import check_chat_id
+from smart_context.usage_stats import chat_usage, usage_result
 from smart_context_hosts.sidecar import chatfile
 from smart_context_hosts.sidecar.memory import ChatMemory, new_chat_id
 
@@ -98,9 +99,7 @@ async def test_a_replys_record_is_held_without_what_names_messages_and_read_whol
         assert json.dumps(messages[3]) == json.dumps(whole(2))
 
     held = (await memory.chat_snapshot("c1"))["messages"][3]["smart_context"]
-    assert set(held) == {"mode", "layout", "usage", "odd"}
-    assert held["layout"] == {"kind": "stable", "cut": None}
-    assert held["usage"] == {"sent_tokens": 12, "full_tokens": 22}
+    assert held == {"usage": {"sent_tokens": 12, "full_tokens": 22}}
     check((await memory.load_chat("c1"))["messages"])
 
     seen: list[dict[str, Any]] = []
@@ -113,7 +112,7 @@ async def test_a_replys_record_is_held_without_what_names_messages_and_read_whol
     returned = await memory.update_chat("c1", edit)
     check(seen)
     assert returned["messages"][0]["content"] == "hello"  # as held: the figures only
-    assert set(returned["messages"][1]["smart_context"]) == {"mode", "layout", "usage", "odd"}
+    assert set(returned["messages"][1]["smart_context"]) == {"usage"}
     check((await memory.load_chat("c1"))["messages"], content="hello")
     on_disk = json.loads((vault / ".memory" / "c1.json").read_text(encoding="utf-8"))
     check(on_disk["messages"], content="hello")
@@ -125,6 +124,47 @@ async def test_a_replys_record_is_held_without_what_names_messages_and_read_whol
     messages = (await again.load_chat("c1"))["messages"]
     check(messages[:4], content="hello")
     assert json.dumps(messages[4]) == json.dumps(whole(3))
+
+
+def _measured(n: int, *, notice: bool = False) -> dict[str, Any]:
+    """A reply the usage page counts (or a notice that no model was called), with a budget."""
+    reply = _reply(n)
+    record = {
+        **reply["smart_context"],
+        "budget": {"limit": 100, "used": 10 + n},
+        "cache": {"kind": "none"},
+    }
+    return {**reply, "smart_context": record} | ({"notice": "no_model"} if notice else {})
+
+
+async def test_the_chat_held_keeps_a_budget_on_its_last_measured_reply_only(vault: Path) -> None:
+    """Each reply's ``usage`` and ``cache`` are held (the usage page sums them), its
+    ``budget`` only while it is the last measured reply (the page shows that one's): appended,
+    read cold, and with a notice after it; the usage page's answer is the same as from the
+    file, and the file keeps every budget."""
+    memory = ChatMemory(vault)
+    first = {"id": "m1", "role": "user", "content": "hi"}
+    await memory.save_chat("c1", {"messages": [first, _measured(1)]})
+    before = await memory.chat_snapshot("c1")  # shares the first reply's held record
+    await memory.append_messages("c1", [_measured(2), _measured(3)])
+    await memory.append_message("c1", _measured(4, notice=True))
+
+    def budgets(data: dict[str, Any]) -> list[Any]:
+        return [m["smart_context"].get("budget") for m in data["messages"][1:]]
+
+    assert budgets(before) == [{"limit": 100, "used": 11}]  # a snapshot is left as it was
+    held = await memory.chat_snapshot("c1")
+    assert budgets(held) == [None, None, {"limit": 100, "used": 13}, None]
+    assert all(
+        set(m["smart_context"]) <= {"usage", "cache", "budget"} for m in held["messages"][1:]
+    )
+    cold = await ChatMemory(vault).chat_snapshot("c1")
+    assert budgets(cold) == budgets(held)
+    whole = await memory.load_chat("c1")
+    assert [b["used"] for b in budgets(whole)] == [11, 12, 13, 14]
+    for data in (held, cold):
+        assert usage_result(chat_usage("c1", data)) == usage_result(chat_usage("c1", whole))
+    assert chat_usage("c1", held).last["budget"]["used"] == 13  # type: ignore[index]
 
 
 async def test_a_replys_line_that_does_not_read_back_is_a_clear_error_and_nothing_is_written(
