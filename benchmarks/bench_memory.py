@@ -1,7 +1,7 @@
 """Where the reference sidecar's memory goes as one chat grows, message by message.
 
 Run: python benchmarks/bench_memory.py [--messages 1000] [--writers 4] [--long 10000] [--trace 12]
-[--as-served]
+[--as-served] [--warm 1000]
 
 One vault on the embedded offline default (the real local model, no chat model), one chat:
 ``--writers`` clients post ``--messages`` messages to it in all through the page's HTTP app (in
@@ -16,7 +16,12 @@ second run, the N Python allocations that grew most (tracemalloc, by line): what
 memory. Tracing keeps a record of every allocation, so the first run's figures are measured
 without it. The target: growth per message at most 10x the message's own size plus its vector.
 The sidecar runs in this process, so Python's cycle collector and glibc's arenas are left as
-Python sets them unless ``--as-served`` sets them as the server commands do.
+Python sets them unless ``--as-served`` sets them as the server commands do. ``--warm N``: the
+same writers post N messages to another chat first, as a server that has served a while has:
+what fills once (numpy's cache of small buffers, up to 7 of each size under 1 KB, which one
+chat growing message by message fills size by size; SQLite's page caches, 2 MB a connection;
+the interpreter's table of interned strings doubling) is then filled before the measure, and
+the growth is the chat's own.
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ def message(i: int) -> str:
     return f"{TOPICS[i % len(TOPICS)]}, question {i}: what would you change first and why?"
 
 
-async def run(messages: int, writers: int, top: int) -> dict[str, Any]:
+async def run(messages: int, writers: int, top: int, warm: int = 0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / ".memory").mkdir()
@@ -74,8 +79,28 @@ async def run(messages: int, writers: int, top: int) -> dict[str, Any]:
         await sidecar.start()
         transport = httpx.ASGITransport(app=create_app(sidecar))
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
-            chat = (await client.post("/api/chats", json={"title": "memory"})).json()
-            chat_id = chat.get("id") or chat.get("chat", {}).get("id")
+
+            async def new_chat(title: str) -> str:
+                chat = (await client.post("/api/chats", json={"title": title})).json()
+                return str(chat.get("id") or chat.get("chat", {}).get("id"))
+
+            async def post(url: str, count: int) -> int:
+                """``count`` messages to ``url`` from ``writers`` at once; their bytes."""
+                sent = 0
+
+                async def writer(w: int) -> None:
+                    nonlocal sent
+                    for i in range(w, count, writers):
+                        answer = await client.post(url, json={"content": message(i)})
+                        assert answer.status_code == 200, answer.text
+                        sent += len(message(i).encode())
+
+                await asyncio.gather(*(writer(w) for w in range(writers)))
+                return sent
+
+            if warm:
+                await post(f"/api/chats/{await new_chat('served before')}/messages", warm)
+            chat_id = await new_chat("memory")
             url = f"/api/chats/{chat_id}/messages"
             for i in range(20):  # the model loaded, the caches warm
                 await client.post(url, json={"content": message(i)})
@@ -87,16 +112,7 @@ async def run(messages: int, writers: int, top: int) -> dict[str, Any]:
             if top:
                 tracemalloc.start(int(os.environ.get("TRACE_DEPTH", "8")))
                 first = tracemalloc.take_snapshot()
-            sent = 0
-
-            async def writer(w: int) -> None:
-                nonlocal sent
-                for i in range(w, messages, writers):
-                    answer = await client.post(url, json={"content": message(i)})
-                    assert answer.status_code == 200, answer.text
-                    sent += len(message(i).encode())
-
-            await asyncio.gather(*(writer(w) for w in range(writers)))
+            sent = await post(url, messages)
             await plugin.services.settle(600)
             await asyncio.sleep(1)  # as a server idles: the allocator's free memory given back
             gc.collect()
@@ -123,8 +139,9 @@ async def run(messages: int, writers: int, top: int) -> dict[str, Any]:
     posted = sent / messages + VECTOR_BYTES  # the divisor before: the posted texts only
     grew = (after - before) * 1024 * 1024 / max(count, 1)
     print(f"{platform.machine()}, {platform.processor() or platform.platform()}")
+    served = f", after {warm} to another chat" if warm else ""
     print(
-        f"{messages} messages by {writers} writers ({count} stored with the replies): RSS "
+        f"{messages} messages by {writers} writers{served} ({count} stored with the replies): RSS "
         f"{before:.0f} -> {after:.0f} MB, {grew / 1024:.1f} KB a stored message, "
         f"{grew / own:.1f}x its own size plus its vector ({own:.0f} bytes; "
         f"{grew / posted:.1f}x a posted text's, {posted:.0f} bytes)"
@@ -206,6 +223,7 @@ def main() -> None:
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--trace", type=int, default=0, metavar="N")
     parser.add_argument("--long", type=int, default=10_000, metavar="N")
+    parser.add_argument("--warm", type=int, default=0, metavar="N")
     parser.add_argument(
         "--as-served",
         action="store_true",
@@ -216,12 +234,12 @@ def main() -> None:
     if args.as_served:
         quiet_collector()
         fewer_arenas()
-    stored = asyncio.run(run(args.messages, args.writers, 0))
+    stored = asyncio.run(run(args.messages, args.writers, 0, args.warm))
     if args.long:
         reply = next(m for m in reversed(stored["messages"]) if m["role"] == "assistant")
         asyncio.run(long_chat(reply, args.long))
     if args.trace:
-        asyncio.run(run(args.messages, args.writers, args.trace))
+        asyncio.run(run(args.messages, args.writers, args.trace, args.warm))
 
 
 if __name__ == "__main__":
