@@ -10,8 +10,8 @@ run as they do. Printed: the resident memory (RSS, the topic worker's counted in
 after, per stored message (a posted text or its reply) against its own size (its text) plus its
 vector; then, for a ``--long``
 chat whose replies each carry the last reply's record, the Python memory of the chat parsed
-whole against the chat as the sidecar holds it (each reply's record without what names the
-chat's messages, which its file keeps), and the peak of each read; with ``--trace N``, in a
+whole against the chat as the sidecar holds it (each reply's record with its figures only,
+the file keeping it whole), and the peak of each read; with ``--trace N``, in a
 second run, the N Python allocations that grew most (tracemalloc, by line): what holds the
 memory. Tracing keeps a record of every allocation, so the first run's figures are measured
 without it. The target: growth per message at most 10x the message's own size plus its vector.

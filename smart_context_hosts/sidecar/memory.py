@@ -57,20 +57,6 @@ CACHED_CHATS = 8  # parsed chats kept in memory, the most recently used
 # memory and layout parts) is kilobytes a reply in a long chat and most of the chat's memory:
 # the file keeps it, and ``load_chat`` reads it back from the reply's line.
 HELD = ("usage", "cache", "budget")
-# What a stored reply's record names the chat's messages with: never held.
-NAMING = frozenset(
-    {
-        "included_ids",
-        "excluded_ids",
-        "sticky_ids",
-        "scores",
-        "recent_ids",
-        "relevant_ids",
-        "important_ids",
-        "summaries",
-        "reasons",
-    }
-)
 
 log = logging.getLogger(__name__)
 Stamp = tuple[int, int, int, int]

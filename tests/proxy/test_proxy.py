@@ -25,7 +25,7 @@ from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_
 from smart_context_hosts.proxy.relay import Relay, Turn
 from smart_context_hosts.proxy.vaults import OneVault
 from smart_context_hosts.sidecar.app import create_app as create_page_app
-from smart_context_hosts.sidecar.memory import NAMING
+from smart_context_hosts.sidecar.memory import HELD
 from smart_context_hosts.sidecar.runtime import Sidecar
 from tests.openai_server import OpenAIStub, tool_calls
 from tests.sidecar.conftest import (
@@ -843,8 +843,8 @@ async def test_the_proxy_keeps_a_chats_last_turn_with_each_replys_figures_only(
         m for m in chat_on_disk(running.vault, "trip")["messages"] if m["role"] == "assistant"
     ]
     assert len(held) == len(on_disk) == 2
-    assert all(not NAMING.isdisjoint(m["smart_context"]) for m in on_disk)
-    assert all(NAMING.isdisjoint(m["smart_context"]) for m in held)
+    assert all("relevant_ids" in m["smart_context"] for m in on_disk)
+    assert all(set(m["smart_context"]) <= set(HELD) for m in held)
     assert [m["smart_context"]["usage"] for m in held] == [
         m["smart_context"]["usage"] for m in on_disk
     ]
