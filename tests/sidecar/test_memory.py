@@ -165,6 +165,8 @@ async def test_the_chat_held_keeps_a_budget_on_its_last_measured_reply_only(vaul
     for data in (held, cold):
         assert usage_result(chat_usage("c1", data)) == usage_result(chat_usage("c1", whole))
     assert chat_usage("c1", held).last["budget"]["used"] == 13  # type: ignore[index]
+    await memory.update_chat("c1", lambda data: {**data, "title": "Renamed"})  # held anew
+    assert budgets(await memory.chat_snapshot("c1")) == budgets(held)
 
 
 async def test_a_replys_line_that_does_not_read_back_is_a_clear_error_and_nothing_is_written(
