@@ -124,7 +124,7 @@ def chat_usage(chat_id: str, data: Mapping[str, Any]) -> ChatUsage:
     last: Mapping[str, Any] | None = None
     totals = usage.totals
     for message in messages if isinstance(messages, list) else []:
-        if not is_reply(message):
+        if not _is_reply(message):
             continue
         totals.replies += 1
         reply = _reply_usage(message)
@@ -142,7 +142,7 @@ def chat_usage(chat_id: str, data: Mapping[str, Any]) -> ChatUsage:
     return usage
 
 
-def is_reply(message: Any) -> bool:
+def _is_reply(message: Any) -> bool:
     """Whether ``message`` is a model's reply: an assistant message that is no notice of the
     host's that no model was called (``"no_model"``, ``"aborted"``: its record says what would
     have been sent, but nothing was, so it is no reply and costs nothing)."""
@@ -156,7 +156,7 @@ def is_reply(message: Any) -> bool:
 def measured(message: Any) -> bool:
     """Whether ``message`` is a reply with figures: one :func:`chat_usage` counts in its series
     and whose record's ``budget`` it reads when it is the last."""
-    return is_reply(message) and _reply_usage(message) is not None
+    return _is_reply(message) and _reply_usage(message) is not None
 
 
 def _reply_usage(message: Mapping[str, Any]) -> ReplyUsage | None:
