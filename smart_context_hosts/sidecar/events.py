@@ -118,8 +118,11 @@ class EventHub:
         """Send ``event`` with ``data`` to every client; never blocks, never waits for one.
 
         Safe to call from a worker thread: delivery is handed to each client's event loop.
+        With no client listening (the proxy; a sidecar with no panel open) nothing is encoded: a
+        long chat's topics event is a hundred kilobytes of JSON, made on the event loop.
         """
-        self._deliver(ServerEvent(str(event), to_json(dict(data or {}))))
+        if self._subscribers:
+            self._deliver(ServerEvent(str(event), to_json(dict(data or {}))))
 
     def _deliver(self, message: ServerEvent) -> None:
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Iterator, Mapping
 
 from smart_context_hosts.sidecar.events import EventHub, format_sse
 
@@ -23,6 +24,36 @@ async def test_every_client_gets_every_event() -> None:
             assert json.loads(event.data)["chat_id"] == "c1"
     assert hub.client_count == 0
     hub.emit("nobody.listens", {})
+
+
+class _Counted(Mapping[str, object]):
+    """A payload that counts how often it is read whole (as encoding it does)."""
+
+    reads = 0
+
+    def __init__(self, **items: object) -> None:
+        self._items = items
+
+    def __getitem__(self, key: str) -> object:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        _Counted.reads += 1
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+async def test_an_event_no_one_listens_to_is_not_encoded() -> None:
+    hub = EventHub()
+    hub.emit("smart_context.topics_updated", _Counted(topics=list(range(10_000))))
+    assert _Counted.reads == 0
+    with hub.subscribe() as sub:
+        hub.emit("smart_context.topics_updated", _Counted(topics=[1, 2]))
+        event = await sub.next(timeout=1)
+    assert _Counted.reads == 1
+    assert event is not None and json.loads(event.data) == {"topics": [1, 2]}
 
 
 async def test_a_slow_client_drops_its_oldest_events() -> None:
