@@ -10,7 +10,9 @@ import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, Generic, ParamSpec, TypeVar
 
 from smart_context.allocator import give_back_soon
 
@@ -18,6 +20,7 @@ log = logging.getLogger(__name__)
 
 Key = TypeVar("Key", bound=str)
 T = TypeVar("T")
+P = ParamSpec("P")
 # set in a background run's task (and the tasks it starts): its heavy work, as embedding, goes
 # to threads of its own and never queues ahead of a request's (smart_context.embeddings.local)
 _IN_BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -47,6 +50,27 @@ def lower_this_thread() -> None:
 def in_background() -> bool:
     """Whether the running code is a background run's (:class:`Coalescer`), not a request's."""
     return _IN_BACKGROUND.get()
+
+
+# Background runs' work in threads (chat files, the text index, summaries, a map's join), all
+# chats' and all vaults' on one thread. The interpreter's lock lets one thread run Python at a
+# time, each for at most the switch interval while another waits: with asyncio's default pool
+# (six threads on two cores) a team's background passes held six of the turns the requests'
+# event loop waits in line for; one thread holds at most one. Not lowered (lower_this_thread):
+# this thread holds the lock for most of its work.
+_WORK = ThreadPoolExecutor(1, thread_name_prefix="smart-context-background")
+
+
+async def to_thread(func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """``asyncio.to_thread(func, *args)``, except that a background run's call
+    (:func:`in_background`) goes to the background's own thread (above), behind the other
+    background work. Nothing run there may wait for another call made through here from the
+    background: it would wait for itself."""
+    if not in_background():
+        return await asyncio.to_thread(func, *args, **kwargs)
+    context = contextvars.copy_context()
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_WORK, partial(context.run, func, *args, **kwargs))
 
 
 def read_outcome(future: asyncio.Future[Any]) -> None:

@@ -24,6 +24,7 @@ from typing import TypeVar
 import numpy as np
 
 from smart_context.atomic import write_atomic
+from smart_context.background import to_thread
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import EmbeddingError
 from smart_context.messages import History, Message, message_text
@@ -124,7 +125,7 @@ class VectorStore:
                 return None
             file = path()
             # a large file takes tens of milliseconds to read: not on the event loop
-            loaded = await asyncio.to_thread(files.load, file, kind, self.embedder.model_id)
+            loaded = await to_thread(files.load, file, kind, self.embedder.model_id)
             if loaded is None:
                 self._absent[name] = time.monotonic()
                 return None
@@ -160,7 +161,7 @@ class VectorStore:
         if text is None:
             return
         try:
-            await asyncio.to_thread(write_atomic, path, text)
+            await to_thread(write_atomic, path, text)
         except OSError as exc:
             vectors.dirty = True
             log.warning("Smart Context: could not save embeddings %s: %s", path.name, exc)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from smart_context.background import to_thread
 from smart_context.budget.facts import Facts, MessageFacts, Part
 from smart_context.budget.importance import (
     Weights,
@@ -410,7 +411,7 @@ class Budgeter:
             return spans, rows
 
         # the background pass plans them off the loop: the requests of other chats go on
-        spans, rows = await asyncio.to_thread(planned) if off_loop else planned()
+        spans, rows = await to_thread(planned) if off_loop else planned()
         ends = max((span.end for span in spans), default=0)
         self._spans[chat_id] = (version, spans, rows, ends)
         return spans, rows
@@ -426,7 +427,7 @@ class Budgeter:
         """A store call off the loop; when the store fails (locked by another process for
         longer than its timeout, damaged under us) the budget goes on without that part."""
         try:
-            return await asyncio.to_thread(call, *args)
+            return await to_thread(call, *args)
         except SmartContextError as exc:
             log.warning("Smart Context: the memory store failed, the budget goes on: %s", exc)
             return default

@@ -28,7 +28,6 @@ texts.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from smart_context.background import to_thread
 from smart_context.budget.importance import entities
 from smart_context.budget.tokens import PER_MESSAGE, Counter, Estimate
 from smart_context.messages import History, common_start, message_text, pick
@@ -243,7 +243,7 @@ class MessageFacts:
             return
         if self._ahead is not None and self._ahead.follows(known, ids, contents):
             return  # another request on the chat read them
-        run = await asyncio.to_thread(
+        run = await to_thread(
             _Run.read,
             history.messages[known:],
             ids[known:],

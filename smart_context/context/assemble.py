@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from smart_context.background import ahead
+from smart_context.background import ahead, to_thread
 from smart_context.budget.budgeter import LEXICAL_HITS
 from smart_context.budget.parts import (
     Fixed,
@@ -146,7 +146,7 @@ def plan_request(
     now = look_now(what) if quick and not side_by_side else None
     looked: asyncio.Future[Looked]
     if now is None:
-        looked = ahead(asyncio.to_thread(look, what))
+        looked = ahead(to_thread(look, what))
     else:
         looked = asyncio.get_running_loop().create_future()
         looked.set_result(now)

@@ -19,11 +19,11 @@ usage analytics, compression ratio), kept in the record as ``usage``:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from smart_context.background import to_thread
 from smart_context.budget.budgeter import Budgeter
 from smart_context.budget.cache_seen import CacheSeen
 from smart_context.budget.calibration import Calibration
@@ -145,4 +145,4 @@ async def take_report(
     )
     if figure is not None:
         usage["chars_per_token"] = round(figure, 3)
-        await asyncio.to_thread(calibration.save)
+        await to_thread(calibration.save)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-
+from smart_context.background import to_thread
 from smart_context.config import Settings
 from smart_context.embeddings.base import Embedder
 from smart_context.embeddings.host import HostEmbedder
@@ -15,7 +14,7 @@ async def make_embedder(settings: Settings, host: Host) -> Embedder:
     if settings.embedder == "local":
         from smart_context.embeddings.local import shared_local_model
 
-        return await asyncio.to_thread(shared_local_model)
+        return await to_thread(shared_local_model)
     if settings.embedder == "openai":
         from smart_context.embeddings.openai_api import OpenAIEmbedder
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from smart_context.background import to_thread
 from smart_context.items.chunks import chunk
 from smart_context.items.expand import expand, relationship_graph
 from smart_context.items.files import Stamp, folder_stamp, load_items
@@ -127,11 +128,11 @@ class ItemCatalog:
         :meth:`look` taken by the caller in its own trip off the loop (else taken here)."""
         async with self._lock:
             if files is None:
-                files = await asyncio.to_thread(self.look)
+                files = await to_thread(self.look)
             stamp = (files, self.servers.stamp())
             self.servers.refresh_soon(self.servers.as_read())  # the config stamp() read
             if stamp != self._stamp:
-                self._catalog = await asyncio.to_thread(self._load)
+                self._catalog = await to_thread(self._load)
                 self._stamp = stamp
             return self._catalog
 
@@ -214,14 +215,14 @@ class ItemCatalog:
 
     async def _keywords(self, catalog: Catalog) -> LexicalIndex:
         if self._lexical is None or self._lexical[0] is not catalog:
-            lexical = await asyncio.to_thread(LexicalIndex.build, catalog.chunks)
+            lexical = await to_thread(LexicalIndex.build, catalog.chunks)
             self._lexical = (catalog, lexical)
         return self._lexical[1]
 
     async def _links(self, catalog: Catalog, index: Matrix) -> Matrix:
         if self._graph is None or self._graph[0] is not index:
             n = len(catalog.items)
-            graph = await asyncio.to_thread(relationship_graph, index, catalog.owner, n)
+            graph = await to_thread(relationship_graph, index, catalog.owner, n)
             self._graph = (index, graph)
         return self._graph[1]
 

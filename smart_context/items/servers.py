@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from smart_context.background import to_thread
 from smart_context.errors import ToolServerError
 from smart_context.items.model import Item, ItemProblem
 from smart_context.items.pool import ServerPool
@@ -220,7 +221,7 @@ class ToolServers:
 
         try:
             tools = await self.pool.run(server, lambda session: session.list_tools())
-            await asyncio.to_thread(save_tool_list, self.vault, server.name, tools)
+            await to_thread(save_tool_list, self.vault, server.name, tools)
         except (ToolServerError, OSError) as exc:
             message = exc.problem if isinstance(exc, ToolServerError) else str(exc)
             previous = self._failures.get(server.name)

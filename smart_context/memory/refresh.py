@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from smart_context.background import to_thread
 from smart_context.budget.tokens import CHARS_PER_TOKEN
 from smart_context.config import Settings
 from smart_context.events import MEMORY_PROGRESS
@@ -148,7 +149,7 @@ async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False
     ``summarization_threshold`` too (the ``summarize_conversation`` command)."""
     # the index's last row before the chat is read: what a request indexes meanwhile is
     # newer than this pass's copy of the chat, and must not be dropped as deleted
-    bound = await asyncio.to_thread(parts.db.last_row)
+    bound = await to_thread(parts.db.last_row)
     data = await parts.chats.load(chat_id)
     messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     settings = parts.settings()
@@ -160,7 +161,7 @@ async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False
         # hashed once for both parts, and only what is new since the last pass
         return parts.seen.keys(chat_id, messages, read)
 
-    keyed, indexed = await asyncio.to_thread(checked_keys)
+    keyed, indexed = await to_thread(checked_keys)
     progress = _progress(parts.emit, chat_id, "index")
     await index_chat(parts.db, chat_id, messages, keyed, progress, indexed, bound)
     parts.seen.indexed(chat_id, len(messages))
@@ -248,17 +249,17 @@ async def index_chat(
         todo = [(ids[k], keys[k], message_text(messages[k])) for k in range(indexed, len(ids))]
         gone: list[str] = []
     else:
-        todo, gone = await asyncio.to_thread(index_changes, db, chat_id, messages, keyed)
+        todo, gone = await to_thread(index_changes, db, chat_id, messages, keyed)
     batches = [todo[k : k + INDEX_BATCH] for k in range(0, len(todo), INDEX_BATCH)]
     report = progress if len(batches) > 1 else None
     if report is not None:
         await report(0, len(todo))
     for n, batch in enumerate(batches, start=1):
-        await asyncio.to_thread(db.index_messages, chat_id, batch)
+        await to_thread(db.index_messages, chat_id, batch)
         if report is not None:
             await report(min(n * INDEX_BATCH, len(todo)), len(todo))
     if gone:
-        await asyncio.to_thread(db.unindex, chat_id, gone, up_to)
+        await to_thread(db.unindex, chat_id, gone, up_to)
 
 
 async def summarize_chat(
@@ -272,15 +273,15 @@ async def summarize_chat(
 ) -> int:
     """Make the chat's missing summaries and drop the broken ones; returns how many were made."""
     if keyed is None:
-        keyed = await asyncio.to_thread(message_keys, messages)
+        keyed = await to_thread(message_keys, messages)
     ids, keys = keyed
-    stored = await asyncio.to_thread(db.summaries, chat_id)
+    stored = await to_thread(db.summaries, chat_id)
     rows = [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored]
     settled = max(len(ids) - settings.recent_messages, 0)
-    tree = await asyncio.to_thread(plan_tree, ids, keys, rows, settled)
+    tree = await to_thread(plan_tree, ids, keys, rows, settled)
     if tree.invalid:
         drop = [(s.level, s.from_id, s.to_id) for s in tree.invalid]
-        await asyncio.to_thread(db.drop_summaries, chat_id, drop)
+        await to_thread(db.drop_summaries, chat_id, drop)
     if not tree.missing:
         return 0
     texts = {(s.level, s.from_id, s.to_id): s.text for s in stored}
@@ -296,7 +297,7 @@ async def summarize_chat(
             made = await writer.write(node, messages, ids, texts)
             texts[node.key(ids)] = made.text
             out.append(_row(chat_id, made, ids, messages))
-        await asyncio.to_thread(db.put_summaries, chat_id, out)
+        await to_thread(db.put_summaries, chat_id, out)
         done += len(batch)
         if progress is not None:
             await progress(done, total)
@@ -331,7 +332,7 @@ class _Writer:
             except Exception as exc:  # noqa: BLE001 - a host's model may fail any way: pick instead
                 log.info("Smart Context: summary by the fast model failed (%s); offline", exc)
                 self.llm = None  # do not wait on a failing model for every node of this pass
-        text = await asyncio.to_thread(summarize, lines, limit, node.level >= 3)
+        text = await to_thread(summarize, lines, limit, node.level >= 3)
         return Made(node, text, "offline")
 
 

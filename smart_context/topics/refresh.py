@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from smart_context.background import to_thread
 from smart_context.chats import STATE_KEY
 from smart_context.config import Settings
 from smart_context.errors import SmartContextError
@@ -79,7 +80,8 @@ async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None
     drifted: MapState | None = None  # the map that drifted, when that is why it is made again
     if grow and not needs_full_map(state, view.topics, turn_ids):
         assert usable is not None and state is not None
-        grown = join_new(view.topics, turns, turn_ids, usable, state)
+        # a 10,000-message chat's join reads thousands of rows: not on the requests' loop
+        grown = await to_thread(join_new, view.topics, turns, turn_ids, usable, state)
         if not grown.drifted:
             if grown.state != state or grown.topics != view.topics:
                 await _write(parts, chat_id, grown.topics, grown.state, everything, len(turns))
@@ -90,7 +92,7 @@ async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None
         parts.llm,
         parts.settings(),
         turns,
-        usable.whole() if usable is not None else None,
+        await to_thread(usable.whole) if usable is not None else None,
         view.topics,
         store.phrase_vectors if store is not None else None,
     )

@@ -14,12 +14,12 @@ product it replaces (over float32 rows, four times the memory) 20 ms (``benchmar
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from smart_context.background import to_thread
 from smart_context.vectors.codec import encode
 from smart_context.vectors.ops import Matrix
 
@@ -124,5 +124,5 @@ class CodedOnce:
 
     async def of(self, matrix: Matrix) -> Coded:
         if self._last is None or self._last[0] is not matrix:
-            self._last = (matrix, await asyncio.to_thread(Coded.of, matrix))
+            self._last = (matrix, await to_thread(Coded.of, matrix))
         return self._last[1]

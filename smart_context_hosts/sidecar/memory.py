@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from smart_context.background import to_thread
 from smart_context.messages import conversation
 from smart_context.paths import ChatId, chat_file, check_chat_id, memory_dir
 from smart_context.record import json_safe
@@ -144,7 +145,7 @@ class ChatMemory:
 
     async def load_chat(self, chat_id: str) -> ChatData:
         """The stored chat; ``{"messages": []}`` when it does not exist yet."""
-        return await asyncio.to_thread(self._load_sync, check_chat_id(chat_id))
+        return await to_thread(self._load_sync, check_chat_id(chat_id))
 
     async def save_chat(self, chat_id: str, data: ChatData) -> None:
         """Replace the stored chat with ``data`` (prefer :meth:`update_chat`: it loses nothing)."""
@@ -184,7 +185,7 @@ class ChatMemory:
         with self._known_lock:
             known = self._known.get(checked)
         if stamp is None or known is None or known.stamp != stamp:
-            return await asyncio.to_thread(self._snapshot_sync, checked)
+            return await to_thread(self._snapshot_sync, checked)
         return known.parsed.data
 
     def _snapshot_sync(self, chat_id: ChatId) -> ChatData:
@@ -290,16 +291,16 @@ class ChatMemory:
 
     async def list_chats(self) -> list[dict[str, Any]]:
         """``{"id", "title", "message_count", "updated_at"}`` per chat, most recent first."""
-        return await asyncio.to_thread(self._list_sync)
+        return await to_thread(self._list_sync)
 
     async def set_aside(self) -> list[dict[str, str]]:
         """The chat files set aside as damaged, ``{"chat_id", "file"}``, newest first."""
-        return await asyncio.to_thread(vault_check.set_aside_chats, self.vault)
+        return await to_thread(vault_check.set_aside_chats, self.vault)
 
     async def tidy(self) -> list[str]:
         """At start: finish the in-place writes a crash interrupted and tidy the temporary
         files it left (see :mod:`.vault_check`). Returns what was done, one line each."""
-        return await asyncio.to_thread(self._tidy_sync)
+        return await to_thread(self._tidy_sync)
 
     # -- internals --------------------------------------------------------------------
 
@@ -307,7 +308,7 @@ class ChatMemory:
         async with self._lock_for(chat_id):
             # If the caller is cancelled the thread still finishes and releases the file lock,
             # so an update is either fully stored or not started.
-            data, changed = await asyncio.to_thread(work)
+            data, changed = await to_thread(work)
         if changed and self.on_changed is not None:
             messages = data.get("messages")
             self.on_changed(chat_id, len(messages) if isinstance(messages, list) else 0)
