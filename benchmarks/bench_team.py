@@ -1,6 +1,6 @@
 """A team on one machine: what one ``smart-context proxy --vaults DIR`` gives 10, 50 and 200 people.
 
-Run: python benchmarks/bench_team.py [--teams 10,50,200] [--seconds 120] [--workers 4]
+Run: python benchmarks/bench_team.py [--teams 10,50,200] [--seconds 120] [--workers 4] [--settled]
 
 Three kinds of process, as a team runs them:
 
@@ -17,7 +17,11 @@ Three kinds of process, as a team runs them:
 Each person's vault holds their chat before the run, as after a team's first weeks: one person in
 ten has 10,000 messages, one 3,000, three 300 and five 30, with the vectors of those messages
 already stored (random unit vectors under the local model's name: the proxy embeds only what is
-new). Per team size, printed:
+new), and no topic map, text index or summaries yet: the proxy makes them during the run, as
+on the day a team's existing chats first reach it. ``--settled`` seeds the vaults as the
+proxy's own passes leave them (:func:`settled_vault`: embedded by the local model, mapped,
+indexed and summarized, a few minutes before the run), the team's steady state. Per team
+size, printed:
 
 - the time the proxy adds to the first byte, p50 and p99, over all turns but each person's first
   (their chat's first read, printed apart): the client's wait for the first piece, from the
@@ -38,6 +42,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -213,8 +218,18 @@ def seed_history(root: Path, name: str) -> list[dict[str, Any]]:
 # --- the vaults --------------------------------------------------------------------------------
 
 
-def seed_vaults(root: Path, count: int, model_id: str) -> None:
-    """Each person's vault with their chat and its vectors (module docstring)."""
+def seed_vaults(root: Path, count: int, model_id: str, settled: bool = False) -> None:
+    """Each person's vault with their chat and its vectors (module docstring); ``settled``: as
+    the proxy itself leaves a vault after weeks (:func:`settled_vault`), one per chat length,
+    copied to each person of that length."""
+    if settled:
+        made: dict[int, Path] = {}
+        for i in range(count):
+            size = SIZES[i % len(SIZES)]
+            if size not in made:
+                made[size] = settled_vault(root.parent / f"settled-{size}", size)
+            shutil.copytree(made[size], root / f"p{i:03d}")
+        return
     from smart_context.vectors import files
     from smart_context.vectors.chat import ChatVectors
     from smart_context.vectors.codec import cache_key
@@ -241,6 +256,47 @@ def seed_vaults(root: Path, count: int, model_id: str) -> None:
         matrix = ChatVectors(model_id, 384)
         matrix.add([cache_key(m["id"], m["content"]) for m in messages], vectors)
         files.save(memory / "c.embeddings.json", matrix)
+
+
+def settled_vault(folder: Path, size: int) -> Path:
+    """A vault whose chat of ``size`` messages the proxy's own passes have gone through, as
+    after a team's first weeks: every message embedded by the local model, the chat's topic
+    map made, its text index and summaries written. The messages cycle through
+    :data:`SUBJECTS` eight at a time, as the people's new turns do, so a new turn joins the map
+    as a real one would; random vectors (the default seeding) join nothing, and every long
+    chat's map is made again during the run."""
+    from smart_context.memory.refresh import refresh_memory
+    from smart_context.topics.refresh import refresh
+    from smart_context_hosts.sidecar.runtime import Sidecar
+
+    memory = folder / ".memory"
+    memory.mkdir(parents=True)
+    messages = [
+        {
+            "id": f"m{j:05d}",
+            "role": "user" if j % 2 == 0 else "assistant",
+            "content": f"{SUBJECTS[(j // 8) % len(SUBJECTS)]} (message {j})",
+            "created_at": "2026-11-01T00:00:00.000+00:00",
+        }
+        for j in range(size)
+    ]
+    chat = {"id": "c", "title": "a settled chat", "messages": messages, "topics": []}
+    (memory / "c.json").write_text(json.dumps(chat))
+
+    async def settle() -> None:
+        sidecar = Sidecar(folder)
+        await sidecar.start()
+        try:
+            services = sidecar.pm.get_plugin("smart_context").services
+            await refresh(services.topic_pass, "c")
+            await refresh_memory(services.memory_pass, "c")
+        finally:
+            await sidecar.stop()
+
+    start = time.monotonic()
+    asyncio.run(settle())
+    print(f"    a settled {size:,}-message vault made in {time.monotonic() - start:.0f} s")
+    return folder
 
 
 # --- measuring the proxy -----------------------------------------------------------------------
@@ -298,10 +354,11 @@ def run_team(
     model_id: str,
     log: Path | None = None,
     switch: float = 0.001,
+    settled: bool = False,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vaults"
-        seed_vaults(root, count, model_id)
+        seed_vaults(root, count, model_id, settled)
         up_port, proxy_port = free_port(), free_port()
         upstream = subprocess.Popen(
             [sys.executable, __file__, "--serve-upstream", str(up_port)], cwd=ROOT
@@ -467,6 +524,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument(
+        "--settled",
+        action="store_true",
+        help="vaults as the proxy leaves them after weeks (embedded, mapped, indexed, "
+        "summarized) rather than chats with random vectors and no map or index yet",
+    )
+    parser.add_argument(
         "--proxy-log",
         type=Path,
         help="the proxy's log here, with asyncio's debug mode (what held its loop over 100 ms)",
@@ -495,7 +558,15 @@ def main() -> None:
     print(f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}")
     model_id = proxy_model_id()
     for count in (int(t) for t in args.teams.split(",")):
-        run_team(count, args.seconds, args.workers, model_id, args.proxy_log, args.switch_interval)
+        run_team(
+            count,
+            args.seconds,
+            args.workers,
+            model_id,
+            args.proxy_log,
+            args.switch_interval,
+            args.settled,
+        )
 
 
 if __name__ == "__main__":
