@@ -27,6 +27,14 @@ it) moves what survives a full pass out of the later ones (``gc.freeze``), so ea
 was made since; every :data:`FULL_PASS_EVERY` seconds one covers all again (``gc.unfreeze``),
 so a cycle that became garbage after it was frozen is reclaimed then. Garbage without a cycle
 is freed when its last reference goes, frozen or not.
+
+It also runs the young passes every :data:`YOUNG_PASS` new containers rather than Python's
+700: a turn of a 10,000-message chat makes ten thousand short-lived ones (the history's copies
+for the plugins, the record), and at 700 each young pass found them still in use, passed them
+on to the next generation and traversed them again there, some 5 ms of a turn, on the event
+loop. Measured, a proxy's turns over a settled 10,000-message vault in one process (33 turns
+and their background passes): the collector's time 338 → 33 ms, the turn's storing of the new
+messages 8 → 2.5 ms at the median; the longest single young pass 5 → 12 ms.
 """
 
 from __future__ import annotations
@@ -43,11 +51,13 @@ MIN_GAP = 5.0  # seconds between two trims
 ARENAS = 2  # glibc's arenas at most, for the threads that start after fewer_arenas
 _M_ARENA_MAX = -8  # mallopt's parameter (malloc.h)
 FULL_PASS_EVERY = 600.0  # seconds between two full passes over all (quiet_collector)
+YOUNG_PASS = 20_000  # new containers between two young passes (quiet_collector; Python's: 700)
 
 _lock = threading.Lock()
 _last = -MIN_GAP
 _running = False
 _unfrozen = 0.0  # when a full pass last covered all (quiet_collector)
+_thresholds: tuple[int, ...] | None = None  # the collector's own, while quiet_collector is on
 
 
 def give_back() -> None:
@@ -111,15 +121,21 @@ def _trim() -> None:
 def quiet_collector(on: bool = True) -> None:
     """Keep the cycle collector's full passes to what is new since the last (module docstring);
     ``on=False``: back to Python's own way, all unfrozen."""
-    global _unfrozen
+    global _unfrozen, _thresholds
     if not on:
         if _after_full_pass in gc.callbacks:  # only what it did: a host's own freeze stays
             gc.callbacks.remove(_after_full_pass)
             gc.unfreeze()
+        if _thresholds is not None:
+            gc.set_threshold(*_thresholds)
+            _thresholds = None
         return
     if _after_full_pass not in gc.callbacks:
         _unfrozen = time.monotonic()
         gc.callbacks.append(_after_full_pass)
+    if _thresholds is None:
+        _thresholds = gc.get_threshold()
+        gc.set_threshold(YOUNG_PASS, *_thresholds[1:])
 
 
 def _after_full_pass(phase: str, info: dict[str, Any]) -> None:

@@ -131,6 +131,22 @@ def test_quiet_collector_is_registered_once(quiet: None) -> None:
     assert gc.callbacks.count(allocator._after_full_pass) == 1
 
 
+def test_young_passes_run_less_often_while_quiet_and_as_before_after() -> None:
+    before = gc.get_threshold()
+    allocator.quiet_collector()
+    try:
+        allocator.quiet_collector()  # twice: the collector's own thresholds are still kept
+        assert gc.get_threshold() == (allocator.YOUNG_PASS, *before[1:])
+        gc.collect()
+        passes = gc.get_stats()[0]["collections"]
+        held = [{"n": n} for n in range(5000)]  # a long chat's copies, made in one turn
+        assert len(held) == 5000
+        assert gc.get_stats()[0]["collections"] == passes  # no young pass ran meanwhile
+    finally:
+        allocator.quiet_collector(False)
+    assert gc.get_threshold() == before
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own niceness")
 def test_a_background_thread_runs_below_the_requests_and_leaves_the_rest_as_it_was() -> None:
     from smart_context.embeddings import local
