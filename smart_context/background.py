@@ -65,7 +65,9 @@ async def to_thread(func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) 
     """``asyncio.to_thread(func, *args)``, except that a background run's call
     (:func:`in_background`) goes to the background's own thread (above), behind the other
     background work. Nothing run there may wait for another call made through here from the
-    background: it would wait for itself."""
+    background: it would wait for itself. Work done while holding a lock a request may wait for
+    (a chat's write lock, a collection's) stays on asyncio's pool (``asyncio.to_thread``): queued
+    here, behind other chats' and vaults' passes, it would keep the request waiting for them."""
     if not in_background():
         return await asyncio.to_thread(func, *args, **kwargs)
     context = contextvars.copy_context()

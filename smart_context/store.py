@@ -124,8 +124,10 @@ class VectorStore:
             if absent is not None and time.monotonic() - absent < ABSENT_SECONDS:
                 return None
             file = path()
-            # a large file takes tens of milliseconds to read: not on the event loop
-            loaded = await to_thread(files.load, file, kind, self.embedder.model_id)
+            # a large file takes tens of milliseconds to read: not on the event loop; and,
+            # read under the collection's lock, which a request may wait for, never behind
+            # other background work (background.to_thread)
+            loaded = await asyncio.to_thread(files.load, file, kind, self.embedder.model_id)
             if loaded is None:
                 self._absent[name] = time.monotonic()
                 return None

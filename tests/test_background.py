@@ -7,6 +7,7 @@ import contextvars
 import threading
 import time
 from itertools import pairwise
+from pathlib import Path
 
 from smart_context.background import Coalescer, to_thread
 
@@ -56,6 +57,40 @@ async def test_a_request_s_call_never_queues_behind_background_work() -> None:
     try:
         name = await asyncio.wait_for(to_thread(_where), timeout=2)
         assert not name.startswith("smart-context-background")
+    finally:
+        release.set()
+        await coalescer.drain()
+
+
+async def test_a_background_write_under_a_chat_s_lock_does_not_wait_for_other_background_work(
+    tmp_path: Path,
+) -> None:
+    # a request may wait for the chat's lock: what holds it must not queue behind other chats'
+    # passes on the background's one thread
+    from smart_context_hosts.sidecar.memory import ChatMemory
+
+    (tmp_path / ".memory").mkdir()
+    memory = ChatMemory(tmp_path)
+    await memory.save_chat("c", {"id": "c", "messages": []})
+    release = threading.Event()
+
+    async def run(key: str) -> None:
+        if key == "busy":
+            await to_thread(release.wait, 5)
+        else:
+            await memory.update_state("c", lambda data: {**data, "title": "kept"})
+
+    coalescer: Coalescer[str] = Coalescer(run)
+    coalescer.request("busy")
+    await asyncio.sleep(0.01)  # the background thread is now held
+    try:
+        coalescer.request("c")
+        for _ in range(200):
+            if "c" not in coalescer.running:
+                break
+            await asyncio.sleep(0.01)
+        assert "c" not in coalescer.running  # written while the other pass still runs
+        assert (await memory.load_chat("c"))["title"] == "kept"
     finally:
         release.set()
         await coalescer.drain()

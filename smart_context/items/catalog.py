@@ -126,13 +126,15 @@ class ItemCatalog:
     async def current(self, files: Stamp | None = None) -> Catalog:
         """The items as the files are now: loaded again only when one changed. ``files``:
         :meth:`look` taken by the caller in its own trip off the loop (else taken here)."""
+        # under a lock a request may wait for: asyncio's pool, never behind other background
+        # work (background.to_thread)
         async with self._lock:
             if files is None:
-                files = await to_thread(self.look)
+                files = await asyncio.to_thread(self.look)
             stamp = (files, self.servers.stamp())
             self.servers.refresh_soon(self.servers.as_read())  # the config stamp() read
             if stamp != self._stamp:
-                self._catalog = await to_thread(self._load)
+                self._catalog = await asyncio.to_thread(self._load)
                 self._stamp = stamp
             return self._catalog
 

@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from smart_context.background import to_thread
 from smart_context.items.files import vault_root
 from smart_context.items.lexical import LexicalIndex
 from smart_context.knowledge.notes import Note, Scan, Stamp, read_note, scan
@@ -144,14 +143,16 @@ class KnowledgeIndex:
     async def rescan(self, found: Scan | None = None) -> Layout:
         """The notes as the files are now (``found``: as just looked at): only the changed
         ones read again."""
+        # under a lock a request may wait for: asyncio's pool, never behind other background
+        # work (background.to_thread)
         async with self._lock:
             if found is None:
-                found = await to_thread(scan, self.root, self.folders, self.excluded)
+                found = await asyncio.to_thread(scan, self.root, self.folders, self.excluded)
             for problem in set(found.problems) - self._problems:
                 log.warning("Smart Context: knowledge base: %s", problem)
             self._problems = set(found.problems)
             if found.stamps != self._stamps:
-                self._layout = await to_thread(self._update, found.stamps)
+                self._layout = await asyncio.to_thread(self._update, found.stamps)
                 self._stamps = found.stamps
             return self._layout
 

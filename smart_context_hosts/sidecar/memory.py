@@ -308,7 +308,9 @@ class ChatMemory:
         async with self._lock_for(chat_id):
             # If the caller is cancelled the thread still finishes and releases the file lock,
             # so an update is either fully stored or not started.
-            data, changed = await to_thread(work)
+            # under the chat's lock, which a request may wait for: never behind other
+            # background work (background.to_thread)
+            data, changed = await asyncio.to_thread(work)
         if changed and self.on_changed is not None:
             messages = data.get("messages")
             self.on_changed(chat_id, len(messages) if isinstance(messages, list) else 0)
