@@ -14,14 +14,13 @@ Three kinds of process, as a team runs them:
   (uniform, a fixed seed) in one chat of their own, sending the whole history with each turn as
   OpenAI clients do, and streams the reply.
 
-Each person's vault holds their chat before the run, as after a team's first weeks: one person in
-ten has 10,000 messages, one 3,000, three 300 and five 30, with the vectors of those messages
-already stored (random unit vectors under the local model's name: the proxy embeds only what is
-new), and no topic map, text index or summaries yet: the proxy makes them during the run, as
-on the day a team's existing chats first reach it. ``--settled`` seeds the vaults as the
-proxy's own passes leave them (:func:`settled_vault`: embedded by the local model, mapped,
-indexed and summarized, a few minutes before the run), the team's steady state. Per team
-size, printed:
+Each person's vault holds their chat before the run: one person in ten has 10,000 messages, one
+3,000, three 300 and five 30, with the vectors of those messages already stored (random unit
+vectors under the local model's name: the proxy embeds only what is new), and no topic map, text
+index or summaries yet: the proxy makes them during the run, as on the day a team's existing
+chats first reach it. ``--settled`` seeds the vaults as the proxy's own passes leave them
+(:func:`settled_vault`: embedded by the local model, mapped, indexed and summarized, about a
+minute before the run), the team's steady state. Per team size, printed:
 
 - the time the proxy adds to the first byte, p50 and p99, over all turns but each person's first
   (their chat's first read, printed apart): the client's wait for the first piece, from the
@@ -49,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -220,7 +220,7 @@ def seed_history(root: Path, name: str) -> list[dict[str, Any]]:
 
 def seed_vaults(root: Path, count: int, model_id: str, settled: bool = False) -> None:
     """Each person's vault with their chat and its vectors (module docstring); ``settled``: as
-    the proxy itself leaves a vault after weeks (:func:`settled_vault`), one per chat length,
+    the proxy itself leaves a vault (:func:`settled_vault`), one per chat length,
     copied to each person of that length."""
     if settled:
         made: dict[int, Path] = {}
@@ -240,17 +240,14 @@ def seed_vaults(root: Path, count: int, model_id: str, settled: bool = False) ->
         memory = root / name / ".memory"
         memory.mkdir(parents=True)
         size = SIZES[i % len(SIZES)]
-        messages = [
-            {
-                "id": f"m{j:05d}",
-                "role": "user" if j % 2 == 0 else "assistant",
-                "content": f"{SUBJECTS[(j // 8 + i) % len(SUBJECTS)]} (message {j} of {name})",
-                "created_at": "2026-11-01T00:00:00.000+00:00",
-            }
-            for j in range(size)
-        ]
-        chat = {"id": "c", "title": f"{name}'s chat", "messages": messages, "topics": []}
-        (memory / "c.json").write_text(json.dumps(chat))
+        messages = write_chat(
+            memory,
+            f"{name}'s chat",
+            [
+                f"{SUBJECTS[(j // 8 + i) % len(SUBJECTS)]} (message {j} of {name})"
+                for j in range(size)
+            ],
+        )
         vectors = rng.standard_normal((size, 384)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         matrix = ChatVectors(model_id, 384)
@@ -258,40 +255,56 @@ def seed_vaults(root: Path, count: int, model_id: str, settled: bool = False) ->
         files.save(memory / "c.embeddings.json", matrix)
 
 
+def write_chat(memory: Path, title: str, texts: list[str]) -> list[dict[str, Any]]:
+    """Chat ``c`` in the vault's ``memory`` folder: ``texts`` as its messages, the user's and
+    the assistant's in turn; its messages returned."""
+    messages = [
+        {
+            "id": f"m{j:05d}",
+            "role": "user" if j % 2 == 0 else "assistant",
+            "content": text,
+            "created_at": "2026-11-01T00:00:00.000+00:00",
+        }
+        for j, text in enumerate(texts)
+    ]
+    chat = {"id": "c", "title": title, "messages": messages, "topics": []}
+    (memory / "c.json").write_text(json.dumps(chat))
+    return messages
+
+
+@contextlib.asynccontextmanager
+async def plugin_services(folder: Path) -> AsyncIterator[Any]:
+    """The plugin's services over the vault at ``folder``, its sidecar started as the
+    proxy's is, and stopped after."""
+    from smart_context_hosts.sidecar.runtime import Sidecar
+
+    sidecar = Sidecar(folder)
+    await sidecar.start()
+    try:
+        yield sidecar.pm.get_plugin("smart_context").services
+    finally:
+        await sidecar.stop()
+
+
 def settled_vault(folder: Path, size: int) -> Path:
     """A vault whose chat of ``size`` messages the proxy's own passes have gone through, as
-    after a team's first weeks: every message embedded by the local model, the chat's topic
+    after a team's first day: every message embedded by the local model, the chat's topic
     map made, its text index and summaries written. The messages cycle through
     :data:`SUBJECTS` eight at a time, as the people's new turns do, so a new turn joins the map
     as a real one would; random vectors (the default seeding) join nothing, and every long
     chat's map is made again during the run."""
     from smart_context.memory.refresh import refresh_memory
     from smart_context.topics.refresh import refresh
-    from smart_context_hosts.sidecar.runtime import Sidecar
 
     memory = folder / ".memory"
     memory.mkdir(parents=True)
-    messages = [
-        {
-            "id": f"m{j:05d}",
-            "role": "user" if j % 2 == 0 else "assistant",
-            "content": f"{SUBJECTS[(j // 8) % len(SUBJECTS)]} (message {j})",
-            "created_at": "2026-11-01T00:00:00.000+00:00",
-        }
-        for j in range(size)
-    ]
-    chat = {"id": "c", "title": "a settled chat", "messages": messages, "topics": []}
-    (memory / "c.json").write_text(json.dumps(chat))
+    texts = [f"{SUBJECTS[(j // 8) % len(SUBJECTS)]} (message {j})" for j in range(size)]
+    write_chat(memory, "a settled chat", texts)
 
     async def settle() -> None:
-        sidecar = Sidecar(folder)
-        await sidecar.start()
-        try:
-            services = sidecar.pm.get_plugin("smart_context").services
+        async with plugin_services(folder) as services:
             await refresh(services.topic_pass, "c")
             await refresh_memory(services.memory_pass, "c")
-        finally:
-            await sidecar.stop()
 
     start = time.monotonic()
     asyncio.run(settle())
@@ -502,18 +515,12 @@ def report(
 def proxy_model_id() -> str:
     """The name the proxy's vaults keep their vectors under (a vault with no settings: the
     local model, through the host)."""
-    from smart_context_hosts.sidecar.runtime import Sidecar
 
     async def ask() -> str:
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / ".memory").mkdir()
-            sidecar = Sidecar(Path(tmp))
-            await sidecar.start()
-            try:
-                services = sidecar.pm.get_plugin("smart_context").services
+            async with plugin_services(Path(tmp)) as services:
                 return str((await services.store()).embedder.model_id)
-            finally:
-                await sidecar.stop()
 
     return asyncio.run(ask())
 
@@ -526,7 +533,7 @@ def main() -> None:
     parser.add_argument(
         "--settled",
         action="store_true",
-        help="vaults as the proxy leaves them after weeks (embedded, mapped, indexed, "
+        help="vaults as the proxy leaves them after its first day (embedded, mapped, indexed, "
         "summarized) rather than chats with random vectors and no map or index yet",
     )
     parser.add_argument(
