@@ -86,7 +86,7 @@ async def run_chat(
             answers = {position[a] for a in question["answers"] if a in position}
             dense = baselines.dense(ready.vectors, queries) if len(queries) else np.zeros(n)
             lexical = np.zeros(n)
-            for mid, score in ready.db.search(ready.chat_id, text, n):
+            for mid, score in ready.db.search(ready.chat_id, text, n, whole=True):
                 lexical[position[mid]] = score
             for share in SHARES:
                 # the baselines get the history's whole room: the budget less the question

@@ -53,6 +53,9 @@ MAX_VARIABLES = 500  # ids per statement, well under SQLite's limit on parameter
 WEIGHED_FROM = 1_000  # rows from which a search leaves out the words most rows hold
 HELD_DRIFT = 0.1  # ...each word's count kept while the index's size stays within this share
 MAX_HELD = 10_000  # ...for at most this many words
+# the rows a search of a long chat scores, about, at most: its rarest words are searched, while
+# the rows holding them add up to no more than this (scoring costs some 2 microseconds a row)
+SCORED_ROWS = 1_000
 _SELECT_MEMORIES = (
     "SELECT id, content, chat_id, importance, source, created_at, updated_at FROM memories"
 )
@@ -352,17 +355,22 @@ class MemoryDB:
         and a message indexed again in place keeps its row."""
         return int(self._read("SELECT coalesce(max(rowid), 0) FROM message_text")[0][0])
 
-    def search(self, chat_id: str, query: str, limit: int) -> list[tuple[str, float]]:
+    def search(
+        self, chat_id: str, query: str, limit: int, whole: bool = False
+    ) -> list[tuple[str, float]]:
         """The chat's messages matching any word of ``query``: ``(message_id, score)``, best first.
 
         ``score`` is minus FTS5's bm25 (larger is better). Any text is a safe query: only its
-        words are searched (see :mod:`smart_context.memory.search_query`).
+        words are searched (see :mod:`smart_context.memory.search_query`). A long chat searches
+        its rarest words (:meth:`_bounded`), unless ``whole`` (the benchmarks' plain BM25).
         """
         tokens = query_tokens(query)
         if not tokens or limit < 1:
             return []
         with self._lock:  # the counts and the search in one go
-            expression = words_expression(chat_id, self._weighed(tokens))
+            weighed = self._weighed(tokens)
+            words = [t for t, _ in weighed] if whole else self._bounded(chat_id, weighed)
+            expression = words_expression(chat_id, words)
             if expression is None:
                 return []
             # Weight 0 for the chat_key column: it is in every row of the chat and must not rank.
@@ -375,8 +383,40 @@ class MemoryDB:
             )
         return [(message_id, float(score)) for message_id, score in rows]
 
-    def _weighed(self, tokens: list[str]) -> list[str]:
-        """``tokens`` without those half the index's rows or more hold: FTS5's BM25 gives such
+    def _bounded(self, chat_id: str, weighed: list[tuple[str, int | None]]) -> list[str]:
+        """The words :meth:`_weighed` kept, cut to the rarest, in a chat of more than
+        :data:`SCORED_ROWS` messages, so that the rows holding them add up to at most that
+        (the rarest word is always kept). FTS5 scores every row that holds any searched word,
+        in time that grows with them: a message whose words a tenth of a 10,000-message chat
+        shares scored 3,300 rows (6 to 10 ms). The words left out are the commonest, the ones
+        BM25 weighs least; the dense search still reads every message.
+
+        A word's rows are counted over the whole index (its count from :meth:`_weighed`), an
+        upper bound of the chat's own: in a vault of many chats a long chat may leave out a
+        word it holds less often than that."""
+        tokens = [token for token, _ in weighed]
+        counted = [(n, k) for k, (_, n) in enumerate(weighed) if n is not None]
+        if len(counted) < len(tokens) or sum(n for n, _ in counted) <= SCORED_ROWS:
+            return tokens  # a small index (no counts), or few rows to score
+        chat_rows = self._read(
+            "SELECT count(*) FROM (SELECT 1 FROM message_text WHERE chat_id = ? LIMIT ?)",
+            (chat_id, SCORED_ROWS + 1),
+        )[0][0]
+        if chat_rows <= SCORED_ROWS:
+            return tokens
+        kept: list[int] = []
+        total = 0
+        for n, k in sorted(counted):
+            if kept and total + n > SCORED_ROWS:
+                break
+            kept.append(k)
+            total += n
+        return [tokens[k] for k in sorted(kept)]
+
+    def _weighed(self, tokens: list[str]) -> list[tuple[str, int | None]]:
+        """``tokens`` without those half the index's rows or more hold, each with the rows
+        that hold it (``None``: not counted, in an index of fewer than
+        :data:`WEIGHED_FROM` rows): FTS5's BM25 gives such
         a word the weight 1e-6 (its IDF is not positive), so it changes no ranking, but an OR
         over it makes FTS5 score every row holding it (30 ms at 10,000 messages against 1 ms).
         Counting a word's rows stops at half, so a common word costs a fraction of scoring.
@@ -391,10 +431,10 @@ class MemoryDB:
         rows = self.last_row()
         half = (rows + 1) // 2
         if rows < WEIGHED_FROM:
-            return tokens
+            return [(token, None) for token in tokens]
         if len(self._held) > MAX_HELD:
             self._held.clear()
-        kept = []
+        kept: list[tuple[str, int | None]] = []
         for token in tokens:
             memo = self._held.get(token)
             if memo is not None and abs(rows - memo[0]) <= HELD_DRIFT * memo[0]:
@@ -407,7 +447,7 @@ class MemoryDB:
                 )[0][0]
                 self._held[token] = (rows, held)
             if held < half:
-                kept.append(token)
+                kept.append((token, held))
         return kept
 
     # -- a whole chat -------------------------------------------------------------------------

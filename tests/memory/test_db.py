@@ -524,6 +524,46 @@ def test_a_word_most_rows_hold_is_left_out_of_the_search_and_the_ranking_stays(
     small.close()
 
 
+def test_a_long_chat_searches_its_rarest_words_within_the_rows_it_scores(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """FTS5 scores every row holding any searched word: in a chat of more than
+    ``SCORED_ROWS`` messages only the rarest words are searched, as long as the rows holding
+    them add up to at most that (the rarest always); a short chat in the same index, and a
+    search whose words few rows hold, are searched whole."""
+    import smart_context.memory.db as db_module
+
+    monkeypatch.setattr(db_module, "SCORED_ROWS", 100)
+    memory = MemoryDB(tmp_path)
+
+    def text(i: int) -> str:
+        words = ["note"]
+        if i % 4 == 0:
+            words.append("docker")  # 75 of 300 rows
+        if i % 10 == 0:
+            words.append("nginx")  # 30
+        if i in (7, 8):
+            words.append("certificate")  # 2
+        return " ".join(words)
+
+    memory.index_messages("long", [(f"m{i}", f"k{i}", text(i)) for i in range(300)])
+    memory.index_messages("short", [(f"s{i}", f"t{i}", text(i)) for i in range(80)])
+    memory.index_messages("other", [(f"o{i}", f"o{i}", "filler") for i in range(700)])
+    found = {m for m, _ in memory.search("long", "docker nginx certificate", 400)}
+    # certificate (2) and nginx (30) fit in 100 rows, docker (75) would not
+    assert found == {"m7", "m8", *(f"m{i}" for i in range(0, 300, 10))}
+    assert memory.search("long", "docker nginx certificate", 1)[0][0] == "m7"
+    assert len(memory.search("long", "docker", 400)) == 75  # the rarest word is always searched
+    whole = memory.search("long", "docker nginx certificate", 400, whole=True)
+    assert len(whole) == 91  # docker 75, nginx 30, 15 hold both, and m7
+    # few rows to score: every word, as before
+    assert len(memory.search("long", "nginx certificate", 400)) == 32
+    # a short chat of the same index scores few rows whatever its words
+    short = {m for m, _ in memory.search("short", "docker nginx certificate", 400)}
+    assert short == {f"s{i}" for i in range(80) if i % 4 == 0 or i % 10 == 0 or i in (7, 8)}
+    memory.close()
+
+
 def test_a_words_count_is_kept_until_the_index_changes_much_or_loses_rows(
     db: MemoryDB, monkeypatch: Any
 ) -> None:
