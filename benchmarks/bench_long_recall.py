@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.budget_recall import default_settings, ready_chat
+from benchmarks.budget_recall import SCORED_ROWS_HELP, default_settings, ready_chat, score_at_most
 from benchmarks.public import baselines
 from benchmarks.public.baselines import fill_by_rank, rank
 from smart_context.config import Settings
@@ -146,6 +146,8 @@ if __name__ == "__main__":
     parser.add_argument("--chats", type=int, default=None, help="only the first N chats")
     parser.add_argument("--kinds", action="store_true", help="also per kind of question")
     parser.add_argument("--cache", type=Path, default=CACHE, help="where chat vectors are kept")
+    parser.add_argument("--scored-rows", type=int, help=SCORED_ROWS_HELP)
     args = parser.parse_args()
+    score_at_most(args.scored_rows)
     args.cache.mkdir(parents=True, exist_ok=True)
     asyncio.run(main(args.set, args.chats, args.split, args.kinds, args.cache))

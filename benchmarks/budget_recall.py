@@ -30,6 +30,7 @@ from smart_context.budget.parts import Fixed
 from smart_context.budget.tokens import counter_for
 from smart_context.config import Settings, replace
 from smart_context.items.query import MessageQuery
+from smart_context.memory import db as memory_db
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.refresh import summarize_chat, sync_index
 from smart_context.messages import History
@@ -38,6 +39,10 @@ from smart_context.store import VectorStore
 from smart_context.vectors.ops import Matrix
 
 MODEL = "gpt-4o"  # whose tokenizer counts (exact, offline)
+SCORED_ROWS_HELP = (
+    "the text search's bound (SCORED_ROWS in smart_context/memory/db.py) lowered, to see it "
+    "bind on chats of fewer than 10,000 messages: a check, not a setting to tune"
+)
 
 
 def default_settings(**changes: Any) -> Settings:
@@ -45,6 +50,14 @@ def default_settings(**changes: Any) -> Settings:
     (there is no chat model in a benchmark); ``changes`` override any setting, checked as a
     vault's settings are (a mistyped one is an error, not a run on the defaults)."""
     return replace(Settings(), **{"token_model": MODEL, "summarizer": "offline", **changes})
+
+
+def score_at_most(rows: int | None) -> None:
+    """The text search of a chat of more than ``rows`` messages scores about ``rows`` rows at
+    most, in this process (``--scored-rows``; ``None``: the product's bound)."""
+    if rows is not None:
+        memory_db.SCORED_ROWS = rows
+        print(f"(the text search's bound lowered to {rows:,} rows)")
 
 
 @dataclass
