@@ -8,7 +8,6 @@ on 8765, which shows the proxied chats with the panel.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -19,6 +18,7 @@ from smart_context_hosts.sidecar.serve import (
     add_address_arguments,
     check_bind_host,
     resolve_vault,
+    run_server,
     run_until_stopped,
     server_on,
 )
@@ -119,7 +119,7 @@ def proxy(
         flush=True,
     )
     try:
-        asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+        run_server(uvicorn.Server(config).serve(sockets=[sock]))
     finally:
         sock.close()
 

@@ -21,7 +21,7 @@ import socket
 import sys
 import tempfile
 import webbrowser
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -214,7 +214,7 @@ def serve(
     url = url_for(host, sock)
     server = uvicorn.Server(config)
     print(f"Smart Context sidecar: vault {folder}\nOpen {url} (Ctrl+C to stop)", flush=True)
-    asyncio.run(_run_server(server, sock, sidecar, url if open_browser else None))
+    run_server(_run_server(server, sock, sidecar, url if open_browser else None))
 
 
 async def _run_server(
@@ -304,6 +304,28 @@ def run_serve(args: argparse.Namespace) -> int:
 # people through one proxy: p99 added to the first byte 1.24 s against 1.66 s, 0.42 s against
 # 0.81 s after the first minute (benchmarks/bench_team.py, one run each, same session).
 SWITCH_INTERVAL = 0.001
+
+
+# Set to "asyncio" to run the servers on asyncio's own event loop where uvloop is installed
+# (a comparison, or a suspected difference between the two)
+LOOP_ENV = "SMART_CONTEXT_LOOP"
+
+
+def run_server(main: Coroutine[Any, Any, None]) -> None:
+    """Run a server command's ``main`` on uvloop's event loop where it is installed (the
+    ``serve`` extra brings it on Linux and macOS), else on asyncio's. A server's event loop
+    serves every request and relays every stream: asyncio's own loop, in Python, was about a
+    quarter of the interpreter's time in a proxy serving 50 people (py-spy, ``--gil``)."""
+    loop_factory = None
+    if os.environ.get(LOOP_ENV) != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            loop_factory = uvloop.new_event_loop
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(main)
 
 
 def run_until_stopped(command: str, run: Callable[[], None]) -> int:

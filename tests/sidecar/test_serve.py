@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import signal
 import subprocess
@@ -15,12 +16,14 @@ import pytest
 
 from smart_context.resources import example_vault_dir
 from smart_context_hosts.sidecar.serve import (
+    LOOP_ENV,
     ServeError,
     add_serve_arguments,
     bind_socket,
     check_bind_host,
     prepare_example_vault,
     run_serve,
+    run_server,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -168,3 +171,19 @@ def test_serve_runs_the_example_vault_until_interrupted(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert (tmp_path / "example-vault" / ".vault.toml").exists()
     assert sorted(str(p) for p in example_vault_dir().rglob("*")) == before
+
+
+def test_the_servers_run_on_uvloop_where_it_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvloop's event loop where the serve extra installed it (not on Windows), asyncio's own
+    when ``SMART_CONTEXT_LOOP=asyncio`` says so."""
+    pytest.importorskip("uvloop")
+    loops: list[str] = []
+
+    async def main() -> None:
+        loops.append(type(asyncio.get_running_loop()).__module__.split(".")[0])
+
+    monkeypatch.delenv(LOOP_ENV, raising=False)
+    run_server(main())
+    monkeypatch.setenv(LOOP_ENV, "asyncio")
+    run_server(main())
+    assert loops == ["uvloop", "asyncio"]
