@@ -387,9 +387,9 @@ class MemoryDB:
         """The words :meth:`_weighed` kept, cut to the rarest, in a chat of more than
         :data:`SCORED_ROWS` messages, so that the rows holding them add up to at most that
         (the rarest word is always kept). FTS5 scores every row that holds any searched word,
-        in time that grows with them: a message whose words a tenth of a 10,000-message chat
-        shares scored 3,300 rows (6 to 10 ms). The words left out are the commonest, the ones
-        BM25 weighs least; the dense search still reads every message.
+        in time that grows with them: a message sharing its words with a sixth of a
+        10,000-message chat scored 3,300 rows (6 to 10 ms). The words left out are the
+        commonest, the ones BM25 weighs least; the dense search still reads every message.
 
         A word's rows are counted over the whole index (its count from :meth:`_weighed`), an
         upper bound of the chat's own: in a vault of many chats a long chat may leave out a
@@ -414,14 +414,14 @@ class MemoryDB:
         return [tokens[k] for k in sorted(kept)]
 
     def _weighed(self, tokens: list[str]) -> list[tuple[str, int | None]]:
-        """``tokens`` without those half the index's rows or more hold, each with the rows
-        that hold it (``None``: not counted, in an index of fewer than
-        :data:`WEIGHED_FROM` rows): FTS5's BM25 gives such
-        a word the weight 1e-6 (its IDF is not positive), so it changes no ranking, but an OR
-        over it makes FTS5 score every row holding it (30 ms at 10,000 messages against 1 ms).
-        Counting a word's rows stops at half, so a common word costs a fraction of scoring.
-        The rows are bounded by the largest row id (a lookup, where counting them reads the
-        whole table of a large vault): a bound at least the count only leaves out fewer words.
+        """``tokens`` without those half the index's rows or more hold, each with the rows that
+        hold it (``None``: not counted, in an index of fewer than :data:`WEIGHED_FROM` rows).
+        FTS5's BM25 gives such a word the weight 1e-6 (its IDF is not positive), so it changes
+        no ranking, but an OR over it makes FTS5 score every row holding it (30 ms at 10,000
+        messages against 1 ms). Counting a word's rows stops at half, so a common word costs a
+        fraction of scoring. The rows are bounded by the largest row id (a lookup, where
+        counting them reads the whole table of a large vault): a bound at least the count only
+        leaves out fewer words.
 
         A word's count is kept while the bound stays within :data:`HELD_DRIFT` of the one it was
         counted under, and until this process deletes from the index: counting a common word
