@@ -96,6 +96,28 @@ async def test_a_client_that_never_finishes_its_headers_is_cut_off(
     assert elapsed >= HEADER_TIMEOUT * 0.9
 
 
+def test_the_deadline_holds_on_uvloop_too(vault: Path) -> None:
+    """The server commands run on uvloop's event loop where it is installed
+    (``sidecar/serve.py``'s ``run_server``): a client that never finishes its headers is cut
+    off there too, and a whole request is answered."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def scene() -> tuple[float, int]:
+        async with serving(vault) as (url, _):
+            async with raw_connection(url) as (reader, writer):
+                writer.write(REQUEST_LINE)
+                elapsed = await seconds_until_hang_up(reader)
+            async with raw_connection(url) as (reader, writer):
+                writer.write(REQUEST_LINE + b"\r\n")
+                status, _ = await read_response(reader)
+        assert type(asyncio.get_running_loop()).__module__.startswith("uvloop")
+        return elapsed, status
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        elapsed, status = runner.run(scene())
+    assert elapsed >= HEADER_TIMEOUT * 0.9 and status == 200
+
+
 async def test_headers_trickled_byte_by_byte_do_not_move_the_deadline(vault: Path) -> None:
     async with serving(vault) as (url, _), raw_connection(url) as (reader, writer):
         sender = asyncio.create_task(trickle(writer, REQUEST_LINE * 20, pause=0.05))
