@@ -38,7 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.budget_recall import SCORED_ROWS_HELP, default_settings, ready_chat, score_at_most
+from benchmarks.budget_recall import (
+    SCORED_ROWS_HELP,
+    default_settings,
+    ready_chat,
+    score_at_most,
+    scored_rows,
+)
 from benchmarks.public import baselines
 from benchmarks.public.baselines import fill_by_rank, rank
 from smart_context.config import Settings
@@ -146,7 +152,7 @@ if __name__ == "__main__":
     parser.add_argument("--chats", type=int, default=None, help="only the first N chats")
     parser.add_argument("--kinds", action="store_true", help="also per kind of question")
     parser.add_argument("--cache", type=Path, default=CACHE, help="where chat vectors are kept")
-    parser.add_argument("--scored-rows", type=int, help=SCORED_ROWS_HELP)
+    parser.add_argument("--scored-rows", type=scored_rows, help=SCORED_ROWS_HELP)
     args = parser.parse_args()
     score_at_most(args.scored_rows)
     args.cache.mkdir(parents=True, exist_ok=True)

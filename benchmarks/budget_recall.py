@@ -15,6 +15,7 @@ Used by ``bench_long_recall.py`` (our own sets) and ``public/bench_history.py`` 
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -50,6 +51,17 @@ def default_settings(**changes: Any) -> Settings:
     (there is no chat model in a benchmark); ``changes`` override any setting, checked as a
     vault's settings are (a mistyped one is an error, not a run on the defaults)."""
     return replace(Settings(), **{"token_model": MODEL, "summarizer": "offline", **changes})
+
+
+def scored_rows(text: str) -> int:
+    """``--scored-rows``: a whole number of rows above 0, else the command refuses it."""
+    try:
+        rows = int(text)
+    except ValueError:
+        rows = 0
+    if rows < 1:
+        raise argparse.ArgumentTypeError(f"a number of rows above 0, not {text!r}")
+    return rows
 
 
 def score_at_most(rows: int | None) -> None:

@@ -64,6 +64,7 @@ from benchmarks.budget_recall import (
     default_settings,
     ready_chat,
     score_at_most,
+    scored_rows,
 )
 from benchmarks.public import baselines
 from benchmarks.public.baselines import fill_by_rank, fill_with_partners
@@ -250,7 +251,7 @@ if __name__ == "__main__":
     parser.add_argument("--cache", type=Path, default=CACHE, help="where vectors are kept")
     parser.add_argument("--part", choices=("tune", "report", "both"), default="both")
     parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--scored-rows", type=int, help=SCORED_ROWS_HELP)
+    parser.add_argument("--scored-rows", type=scored_rows, help=SCORED_ROWS_HELP)
     args = parser.parse_args()
     if args.setting and args.part != "tune":
         parser.error("a --setting is tried on the tune part only: add --part tune")

@@ -306,22 +306,37 @@ def run_serve(args: argparse.Namespace) -> int:
 SWITCH_INTERVAL = 0.001
 
 
-# Set to "asyncio" to run the servers on asyncio's own event loop where uvloop is installed
-# (a comparison, or a suspected difference between the two)
+# "asyncio" runs the servers on asyncio's own event loop where uvloop is installed (a
+# comparison, or a suspected difference between the two); unset or "uvloop": uvloop's
 LOOP_ENV = "SMART_CONTEXT_LOOP"
+LOOPS = ("uvloop", "asyncio")
 
 
 def run_server(main: Coroutine[Any, Any, None]) -> None:
     """Run a server command's ``main`` on uvloop's event loop where it is installed (the
     ``serve`` extra brings it on Linux and macOS), else on asyncio's. A server's event loop
     serves every request and relays every stream: asyncio's own loop, in Python, was about a
-    quarter of the interpreter's time in a proxy serving 50 people (py-spy, ``--gil``)."""
+    quarter of the interpreter's time in a proxy serving 50 people (py-spy, ``--gil``).
+    :data:`LOOP_ENV` names the loop; a name it does not know, or uvloop where it is not
+    installed, is said in a log line and the server runs on the loop it can."""
+    asked = os.environ.get(LOOP_ENV) or "uvloop"
+    if asked not in LOOPS:
+        log.warning(
+            "%s=%r is not one of %s: the default event loop is used.",
+            LOOP_ENV,
+            asked,
+            ", ".join(LOOPS),
+        )
+        asked = "uvloop"
     loop_factory = None
-    if os.environ.get(LOOP_ENV) != "asyncio":
+    if asked == "uvloop":
         try:
             import uvloop
         except ImportError:
-            pass
+            if os.environ.get(LOOP_ENV):  # asked for by name: say why it is not used
+                log.warning(
+                    "%s=uvloop, but uvloop is not installed: asyncio's loop is used.", LOOP_ENV
+                )
         else:
             loop_factory = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=loop_factory) as runner:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
+import logging
 import os
 import signal
 import subprocess
@@ -187,3 +189,21 @@ def test_the_servers_run_on_uvloop_where_it_is_installed(monkeypatch: pytest.Mon
     monkeypatch.setenv(LOOP_ENV, "asyncio")
     run_server(main())
     assert loops == ["uvloop", "asyncio"]
+
+
+def test_a_loop_it_does_not_know_is_said_and_the_default_runs(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A mistyped ``SMART_CONTEXT_LOOP`` never stops a server: a log line names it and the
+    servers' default loop runs (uvloop where installed, else asyncio's)."""
+    default = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    loops: list[str] = []
+
+    async def main() -> None:
+        loops.append(type(asyncio.get_running_loop()).__module__.split(".")[0])
+
+    monkeypatch.setenv(LOOP_ENV, "uv-loop")
+    with caplog.at_level(logging.WARNING):
+        run_server(main())
+    assert loops == [default]
+    assert "SMART_CONTEXT_LOOP='uv-loop' is not one of uvloop, asyncio" in caplog.text
