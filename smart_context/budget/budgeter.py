@@ -398,9 +398,9 @@ class Budgeter:
         by_key = {(s.level, s.from_id, s.to_id): s for s in stored}
 
         def planned() -> tuple[list[Span], list[Summary]]:
-            ids = facts.str_ids
+            ids, keys = facts.str_ids[: facts.n], facts.keys[: facts.n]
             marks = [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored]
-            nodes = sorted(plan_tree(ids, facts.keys, marks, 0).valid, key=_level_start)
+            nodes = sorted(plan_tree(ids, keys, marks, 0).valid, key=_level_start)
             index = {(n.level, n.start): k for k, n in enumerate(nodes)}
             rows = [by_key[n.key(ids)] for n in nodes]
             counts = self._count_summaries(counter, [summary_message(r)["content"] for r in rows])

@@ -27,7 +27,7 @@ def test_a_request_keeps_its_snapshot_while_another_extends_the_chat() -> None:
     mine = facts.update(History(messages[:11]))
     tokens, ids = mine.tokens.copy(), list(mine.str_ids)
     facts.update(History(messages))  # another request, nine messages later
-    assert mine.n == 11 and mine.str_ids == ids and mine.tokens.tolist() == tokens.tolist()
+    assert mine.n == 11 and mine.str_ids[:11] == ids and mine.tokens.tolist() == tokens.tolist()
     assert mine.position("m15") is None and mine.position("m10") == 10
     assert mine.mentions("lisbon").tolist() == list(range(11))
 
@@ -43,14 +43,20 @@ def test_a_shorter_history_is_served_from_the_kept_facts_without_reading_it_agai
     assert facts.update(History(edited)).resets == whole.resets + 1
 
 
-def test_snapshot_lists_are_cut_to_the_request() -> None:
+def test_a_snapshot_shares_the_kept_lists_and_reads_its_own_messages_only() -> None:
     messages = chat("uauau")
     facts = MessageFacts(counter_for("gpt-4o"))
-    facts.update(History(messages))
+    whole = facts.update(History(messages))
     short = facts.update(History(messages[:2]))
-    assert short.str_ids == ["m0", "m1"] and len(short.keys) == 2
+    # no copy of a long chat's lists per request: the snapshot holds the kept ones
+    assert short.str_ids is whole.str_ids and short.keys is whole.keys
+    assert short.n == 2 and short.str_ids[: short.n] == ["m0", "m1"]
     assert short.positions(["m0", "m4", "nope"]) == [0]
     assert isinstance(short.tokens, np.ndarray) and len(short.tokens) == 2
+    # an edit reads the history afresh into new lists: the snapshots handed out keep theirs
+    edited = facts.update(History([{**messages[0], "content": "changed"}, *messages[1:]]))
+    assert edited.str_ids is not whole.str_ids and whole.keys[0] != edited.keys[0]
+    assert whole.str_ids == ["m0", "m1", "m2", "m3", "m4"]
 
 
 def test_a_filters_part_of_the_history_is_cut_from_the_whole_facts() -> None:
@@ -84,8 +90,9 @@ class ThreadNoting:
 
 def same_facts(a: Any, b: Any) -> bool:
     return (
-        a.str_ids == b.str_ids
-        and a.keys == b.keys
+        a.n == b.n
+        and a.str_ids[: a.n] == b.str_ids[: b.n]
+        and a.keys[: a.n] == b.keys[: b.n]
         and a.tokens.tolist() == b.tokens.tolist()
         and all(a.mentions(e).tolist() == b.mentions(e).tolist() for e in ("lisbon", "42"))
     )
