@@ -59,6 +59,22 @@ def test_a_snapshot_shares_the_kept_lists_and_reads_its_own_messages_only() -> N
     assert whole.str_ids == ["m0", "m1", "m2", "m3", "m4"]
 
 
+def test_a_turn_writes_its_counts_into_spare_room_and_snapshots_stay_as_they_were() -> None:
+    messages = chat("ua" * 40)
+    facts = MessageFacts(counter_for("gpt-4o"))
+    first = facts.update(History(messages[:10]))
+    counts = first.tokens.copy()
+    shorter = facts.update(History(messages[:4]))  # a request that began before the last turn
+    later = facts.update(History(messages[:12]))  # a turn: written past every snapshot's end
+    assert np.shares_memory(first.tokens, later.tokens)  # no copy of the chat's counts
+    grown = facts.update(History(messages))  # past the spare room: made again, with more
+    assert first.tokens.tolist() == counts.tolist()
+    assert shorter.tokens.tolist() == counts[:4].tolist()
+    read_whole = MessageFacts(counter_for("gpt-4o"))
+    assert grown.tokens.tolist() == read_whole.update(History(messages)).tokens.tolist()
+    assert facts.lengths.tolist() == read_whole.lengths.tolist()
+
+
 def test_a_filters_part_of_the_history_is_cut_from_the_whole_facts() -> None:
     from smart_context.budget.budgeter import _Names
     from smart_context.budget.facts import Part
