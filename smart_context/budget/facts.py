@@ -40,6 +40,7 @@ from smart_context.budget.importance import entities
 from smart_context.budget.tokens import PER_MESSAGE, Counter, Estimate
 from smart_context.messages import History, common_start, message_text, pick
 from smart_context.vectors.codec import cache_key
+from smart_context.vectors.ops import appended
 
 IntArray = npt.NDArray[np.intp]
 Lengths = npt.NDArray[np.int32]
@@ -160,30 +161,6 @@ def _count(counter: Counter, texts: Sequence[str], roles: Sequence[str]) -> IntA
     framing, as ``prompt_tokens`` counts them."""
     both = counter.count([*texts, *roles])
     return np.add(both[: len(texts)], both[len(texts) :], dtype=np.intp) + PER_MESSAGE
-
-
-def _appended(kept: npt.NDArray[Any], new: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """``kept`` with ``new`` after it along the last axis, as the start of an array with room
-    to spare: later messages are written into that room, past the end of every view handed
-    out (which stays as it was), and the array is made again, with room for as many more,
-    only when the room runs out. A turn then costs O(its messages), not a copy of the chat's
-    array (copying and freeing a 100,000-message chat's two took a twentieth of its turn)."""
-    n, k = kept.shape[-1], new.shape[-1]
-    room = kept.base
-    if (
-        isinstance(room, np.ndarray)
-        and room.dtype == kept.dtype
-        and room.shape[:-1] == kept.shape[:-1]
-        and room.strides == kept.strides
-        and room.ctypes.data == kept.ctypes.data
-        and room.shape[-1] >= n + k
-    ):
-        room[..., n : n + k] = new
-        return room[..., : n + k]
-    room = np.empty((*kept.shape[:-1], max(2 * (n + k), 64)), dtype=kept.dtype)
-    room[..., :n] = kept
-    room[..., n : n + k] = new
-    return room[..., : n + k]
 
 
 class MessageFacts:
@@ -324,8 +301,8 @@ class MessageFacts:
         self.str_ids.extend(run.str_ids)
         self.keys.extend(run.keys)
         self.roles.extend(run.roles)
-        self.tokens = _appended(self.tokens, run.tokens)
-        self.lengths = _appended(self.lengths, run.lengths)
+        self.tokens = appended(self.tokens, run.tokens)
+        self.lengths = appended(self.lengths, run.lengths)
         for entity, at in run.entities.items():
             self.entity_index.setdefault(entity, []).extend(at)
         # the history's own lists, no copy: a history's lists are never changed in place (its

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from smart_context.vectors.chat import ChatVectors
 from smart_context.vectors.keyed import Rows
-from smart_context.vectors.ops import Matrix, Scores, max_pool, normalize_rows
+from smart_context.vectors.ops import Matrix, Scores, appended, max_pool, normalize_rows
 
 Flags = npt.NDArray[np.bool_]
 Vector = npt.NDArray[np.float32]
@@ -155,8 +155,8 @@ def _assignment(
         flags = np.stack([flags[start:n] for flags, _ in members])
         closest, unassigned = assign(scores, flags)
         if before is not None:
-            closest = np.concatenate((before[1], closest))
-            unassigned = np.concatenate((before[2], unassigned))
+            closest = appended(before[1], closest)
+            unassigned = appended(before[2], unassigned)
         memo = vectors.remember(key, (n, closest, unassigned))
     return memo[1], memo[2]
 
@@ -180,7 +180,7 @@ def _topic(vectors: ChatVectors, topic: TopicQuery, label_vector: Vector) -> Top
         memo = vectors.remember(key, (is_member if len(member_rows) else None, vector))
     flags, vector = memo
     if flags is not None and len(flags) < len(vectors):  # rows added since: none is a member
-        flags = np.concatenate((flags, np.zeros(len(vectors) - len(flags), dtype=bool)))
+        flags = appended(flags, np.zeros(len(vectors) - len(flags), dtype=bool))
         vectors.remember(key, (flags, vector))
     return flags, vectors.scores(topic.key, vector)
 

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from smart_context.vectors.codec import decode, encode
 from smart_context.vectors.int8 import Codes, Scales, coded_cosines, cosines, encode_queries
-from smart_context.vectors.ops import Matrix, Scores
+from smart_context.vectors.ops import Matrix, Scores, appended
 
 Rows = npt.NDArray[np.intp]
 MAX_MEMO_SCORES = 64  # queries whose scores a matrix keeps (each is 4 bytes per row)
@@ -170,7 +170,7 @@ class KeyedMatrix:
         elif len(memo[0]) < rows:  # a chat grows by a turn: only its few rows are scored
             start = len(memo[0])
             added = coded_cosines(self._codes[start:rows], self._scales[start:rows], *coded)
-            done = np.concatenate((memo[0], added[:, 0]))
+            done = appended(memo[0], added[:, 0])  # into the memo's spare room
         else:
             done = memo[0]
         if len(self._scores) >= MAX_MEMO_SCORES and query not in self._scores:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,3 +32,28 @@ def max_pool(columns: Sequence[Scores]) -> Scores:
     for column in columns[1:]:
         best = np.maximum(best, column)
     return best
+
+
+def appended(kept: npt.NDArray[Any], new: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``kept`` with ``new`` after it along the last axis, as the start of an array with room
+    to spare: later messages are written into that room, past the end of every view handed
+    out (which stays as it was), and the array is made again, with room for as many more,
+    only when the room runs out. A chat's turn then costs O(its messages), not a copy of each
+    array over the chat (a 100,000-message chat's token counts and lengths alone took a
+    twentieth of its turn). Callers only read what it hands out."""
+    n, k = kept.shape[-1], new.shape[-1]
+    room = kept.base
+    if (
+        isinstance(room, np.ndarray)
+        and room.dtype == kept.dtype
+        and room.shape[:-1] == kept.shape[:-1]
+        and room.strides == kept.strides
+        and room.ctypes.data == kept.ctypes.data
+        and room.shape[-1] >= n + k
+    ):
+        room[..., n : n + k] = new
+        return room[..., : n + k]
+    room = np.empty((*kept.shape[:-1], max(2 * (n + k), 64)), dtype=kept.dtype)
+    room[..., :n] = kept
+    room[..., n : n + k] = new
+    return room[..., : n + k]
