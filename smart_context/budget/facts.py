@@ -49,7 +49,8 @@ READ_AHEAD = 1_000  # new messages read in a worker thread (MessageFacts.read_ah
 
 @dataclass(frozen=True)
 class Facts:
-    """The facts of one request's history of ``n`` messages, unchanged by later updates."""
+    """The facts of one request's history of ``n`` messages: later updates only add past
+    ``n``, so what it reads below ``n`` stays as it was."""
 
     n: int
     # the kept facts' own lists, not copies: they only grow (a history read afresh gets new

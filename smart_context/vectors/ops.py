@@ -36,11 +36,16 @@ def max_pool(columns: Sequence[Scores]) -> Scores:
 
 def appended(kept: npt.NDArray[Any], new: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """``kept`` with ``new`` after it along the last axis, as the start of an array with room
-    to spare: later messages are written into that room, past the end of every view handed
-    out (which stays as it was), and the array is made again, with room for as many more,
-    only when the room runs out. A chat's turn then costs O(its messages), not a copy of each
-    array over the chat (a 100,000-message chat's token counts and lengths alone took a
-    twentieth of its turn). Callers only read what it hands out."""
+    to spare: the next call writes into that room, past the end of every view handed out
+    (which stays as it was), and the array is made again, with room for as many more, only
+    when the room runs out. An array that grows by a chat's turn then costs O(the turn), not
+    a copy of the whole (a 100,000-message chat's token counts and lengths alone took a
+    twentieth of its turn).
+
+    The contract: ``kept`` is the longest view of its array anyone holds (the caller's latest
+    result, kept in one place and replaced by this call's), appends to one array come one at a
+    time (the callers run on the event loop), and what it hands out is only read. A view
+    that is not the start of its own array (a column, an array of another owner's) is copied."""
     n, k = kept.shape[-1], new.shape[-1]
     room = kept.base
     if (
