@@ -159,11 +159,12 @@ class KeyedMatrix:
         """Cosine score of every row against ``query``'s unit vector, extended incrementally."""
         memo = self._scores.get(query)
         rows = len(self.keys)
-        # the query as encoded before, unless another vector came under its name
-        if memo is not None and memo[1] is vector:
-            coded = (memo[2], memo[3])
-        else:
-            coded = encode_queries(vector)
+        # another vector under the name (a topic whose members changed, say) scores every row
+        # anew: extending its old scores would mix two queries' in one array
+        if memo is not None and memo[1] is not vector and not np.array_equal(memo[1], vector):
+            memo = None
+        # the query as encoded before
+        coded = (memo[2], memo[3]) if memo is not None else encode_queries(vector)
         if memo is None or len(memo[0]) > rows:
             scales, codes = self.stored
             done = coded_cosines(codes, scales, *coded)[:, 0]

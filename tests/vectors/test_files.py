@@ -146,6 +146,15 @@ def test_label_scores_are_extended_not_recomputed() -> None:
     assert vectors.scores("L", label)[0] == pytest.approx(-1.0)
 
 
+def test_another_vector_under_a_name_scores_every_row_anew() -> None:
+    vectors = filled()
+    vectors.scores("L", normalize_rows(np.ones((1, 8)))[0])
+    vectors.add_messages(make_messages(["delta"], prefix="n"), normalize_rows(np.ones((1, 8))))
+    other = normalize_rows(np.arange(8.0)[None, :])[0]
+    # the old scores are not extended: every row is the new vector's
+    assert np.array_equal(vectors.scores("L", other), vectors.cosines(other[None, :])[:, 0])
+
+
 def test_add_grows_beyond_initial_capacity() -> None:
     vectors = ChatVectors("m", 4)
     many = make_messages([f"t{i}" for i in range(100)])
