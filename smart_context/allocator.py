@@ -35,16 +35,28 @@ on to the next generation and traversed them again there, some 5 ms of a turn, o
 loop. Measured, a proxy's turns over a settled 10,000-message vault in one process (33 turns
 and their background passes): the collector's time 338 → 33 ms, the turn's storing of the new
 messages 8 → 2.5 ms at the median; the longest single young pass 5 → 12 ms.
+
+A pass holds the interpreter's lock: a request that is being prepared waits for it. Python
+runs a pass when the count of new containers crosses its threshold, which is when something
+allocates, most often a request being prepared (a long chat's turn makes thousands). So a
+server marks the part of a request a person waits on (:func:`urgent`: a proxy's turn, from its
+arrival until it goes upstream), and its event loop runs :func:`collect_between`, which makes
+the passes that are due between those parts, looking every :data:`LOOK_EVERY` seconds.
+Python's own passes still run, past :data:`BACKSTOP` times the count, should the loop never
+find a moment (a server busy without pause).
 """
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import functools
 import gc
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 MIN_GAP = 5.0  # seconds between two trims
@@ -52,12 +64,15 @@ ARENAS = 2  # glibc's arenas at most, for the threads that start after fewer_are
 _M_ARENA_MAX = -8  # mallopt's parameter (malloc.h)
 FULL_PASS_EVERY = 600.0  # seconds between two full passes over all (quiet_collector)
 YOUNG_PASS = 20_000  # new containers between two young passes (quiet_collector; Python's: 700)
+BACKSTOP = 5  # Python's own young pass after this many YOUNG_PASS, when none ran between requests
+LOOK_EVERY = 0.05  # seconds between two looks of collect_between
 
 _lock = threading.Lock()
 _last = -MIN_GAP
 _running = False
 _unfrozen = 0.0  # when a full pass last covered all (quiet_collector)
 _thresholds: tuple[int, ...] | None = None  # the collector's own, while quiet_collector is on
+_urgent = 0  # parts of requests a person waits on, under way (urgent)
 
 
 def give_back() -> None:
@@ -135,7 +150,7 @@ def quiet_collector(on: bool = True) -> None:
         gc.callbacks.append(_after_full_pass)
     if _thresholds is None:
         _thresholds = gc.get_threshold()
-        gc.set_threshold(YOUNG_PASS, *_thresholds[1:])
+        gc.set_threshold(YOUNG_PASS * BACKSTOP, *_thresholds[1:])
 
 
 def _after_full_pass(phase: str, info: dict[str, Any]) -> None:
@@ -151,3 +166,46 @@ def _after_full_pass(phase: str, info: dict[str, Any]) -> None:
             _unfrozen = now
     elif phase == "stop":
         gc.freeze()
+
+
+@contextmanager
+def urgent() -> Iterator[None]:
+    """A part of a request a person waits on: :func:`collect_between` makes no pass while one
+    is under way. On the event loop's thread only (a plain count)."""
+    global _urgent
+    _urgent += 1
+    try:
+        yield
+    finally:
+        _urgent -= 1
+
+
+def due() -> int | None:
+    """The generation a pass would cover now, as Python chooses it but at :data:`YOUNG_PASS`
+    new containers (the older generations by their counts of passes, Python's thresholds);
+    ``None`` when no pass is due, or while :func:`quiet_collector` is off."""
+    if _thresholds is None:
+        return None
+    young, middle, old = gc.get_count()
+    if young < YOUNG_PASS:
+        return None
+    if old > _thresholds[2]:
+        return 2
+    return 1 if middle > _thresholds[1] else 0
+
+
+def collect_due() -> int | None:
+    """Make the pass that is :func:`due`, unless a request's :func:`urgent` part is under way:
+    the generation it covered, or ``None``."""
+    generation = due() if _urgent == 0 else None
+    if generation is not None:
+        gc.collect(generation)
+    return generation
+
+
+async def collect_between(every: float = LOOK_EVERY) -> None:
+    """Run on a server's event loop while it serves: every ``every`` seconds, the pass that is
+    due, between the requests' :func:`urgent` parts (module docstring). Until cancelled."""
+    while True:
+        await asyncio.sleep(every)
+        collect_due()

@@ -136,7 +136,7 @@ def test_young_passes_run_less_often_while_quiet_and_as_before_after() -> None:
     allocator.quiet_collector()
     try:
         allocator.quiet_collector()  # twice: the collector's own thresholds are still kept
-        assert gc.get_threshold() == (allocator.YOUNG_PASS, *before[1:])
+        assert gc.get_threshold() == (allocator.YOUNG_PASS * allocator.BACKSTOP, *before[1:])
         gc.collect()
         passes = gc.get_stats()[0]["collections"]
         held = [{"n": n} for n in range(5000)]  # a long chat's copies, made in one turn
@@ -145,6 +145,76 @@ def test_young_passes_run_less_often_while_quiet_and_as_before_after() -> None:
     finally:
         allocator.quiet_collector(False)
     assert gc.get_threshold() == before
+
+
+def young_passes() -> int:
+    return int(gc.get_stats()[0]["collections"])
+
+
+@pytest.fixture
+def small_passes(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The collector kept quiet, a young pass due after a hundred new containers (Python's own
+    passes after five hundred, the backstop)."""
+    monkeypatch.setattr(allocator, "YOUNG_PASS", 100)
+    allocator.quiet_collector()
+    gc.collect()
+    yield
+    allocator.quiet_collector(False)
+
+
+def test_no_pass_is_due_while_the_collector_is_python_s_own() -> None:
+    held = [[n] for n in range(allocator.YOUNG_PASS + 10)]
+    assert len(held) > allocator.YOUNG_PASS
+    assert allocator.due() is None and allocator.collect_due() is None
+
+
+def test_a_pass_is_due_as_python_would_choose_its_generation(small_passes: None) -> None:
+    assert allocator.due() is None  # nothing new since the last pass
+    held = [[n] for n in range(150)]
+    assert allocator.due() == 0
+    for _ in range(gc.get_threshold()[1] + 1):  # young passes enough for the middle one's turn
+        gc.collect(0)
+    held += [[n] for n in range(150)]
+    assert allocator.due() == 1
+    for _ in range(gc.get_threshold()[2] + 1):  # middle passes enough for a full one's turn
+        gc.collect(1)
+    held += [[n] for n in range(150)]
+    assert allocator.due() == 2 and len(held) == 450
+
+
+def test_no_pass_is_made_while_a_request_is_urgent_and_the_due_one_after(
+    small_passes: None,
+) -> None:
+    held = [[n] for n in range(150)]
+    passes = young_passes()
+    with allocator.urgent(), allocator.urgent():  # two requests under way
+        assert allocator.collect_due() is None
+    assert young_passes() == passes
+    assert allocator.collect_due() == 0 and young_passes() == passes + 1
+    assert allocator.due() is None and len(held) == 150
+
+
+def test_an_urgent_part_that_fails_still_ends() -> None:
+    with pytest.raises(ValueError), allocator.urgent():
+        raise ValueError("a request's preparation failed")
+    assert allocator._urgent == 0
+
+
+async def test_the_loop_makes_the_due_passes_between_urgent_parts(small_passes: None) -> None:
+    collector = asyncio.ensure_future(allocator.collect_between(every=0.005))
+    try:
+        with allocator.urgent():
+            held = [[n] for n in range(150)]
+            passes = young_passes()
+            await asyncio.sleep(0.05)  # ten looks: none while the request is urgent
+            assert young_passes() == passes
+        for _ in range(200):
+            await asyncio.sleep(0.005)
+            if young_passes() > passes:
+                break
+        assert young_passes() > passes and allocator.due() is None and len(held) == 150
+    finally:
+        collector.cancel()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own niceness")

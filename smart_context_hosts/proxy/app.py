@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from smart_context.allocator import urgent
 from smart_context.background import held
 from smart_context.paths import chat_file, check_chat_id
 from smart_context_hosts.proxy.body import read_body
@@ -308,6 +309,14 @@ def returned_headers(headers: httpx.Headers, note: str, *, decoded: bool = False
 
 
 async def chat_completions(request: Request) -> Response:
+    with urgent():  # the cycle collector's passes wait until the request goes upstream
+        send = await _prepared(request)
+    return send if isinstance(send, Response) else await send()
+
+
+async def _prepared(request: Request) -> Response | Callable[[], Awaitable[Response]]:
+    """A chat request read and shaped by the vault's plugins, to send upstream; or to send as
+    it came, with why; or the proxy's own error answer."""
     proxy = _proxy(request)
     raw = await _body(request)
     if raw is None:
@@ -319,16 +328,16 @@ async def chat_completions(request: Request) -> Response:
     read = read_body(raw, known)
     body = read.data if read is not None else None  # None: not JSON, or nested past the limit
     if not isinstance(body, dict):
-        return await _pass(request, raw, "off; the body is not a JSON object")
+        return partial(_pass, request, raw, "off; the body is not a JSON object")
     task = background_task(headers, body)
     if task is not None:
         titles = None  # Open WebUI's title for the chat, taken for the vault chat
         if named is not None and asks_title(body):
             titles = partial(_take_title, proxy, headers, named.chat_id)
-        return await _pass(request, raw, header_safe(f"off; {task}"), titles)
+        return partial(_pass, request, raw, header_safe(f"off; {task}"), titles)
     parts = split(body.get("messages"))
     if parts is None:
-        return await _pass(request, raw, "off; no user message with text")
+        return partial(_pass, request, raw, "off; no user message with text")
     chat = which_chat(headers, body, proxy.options.chat_headers, proxy.options.user_chats)
     if chat is None and proxy.options.prefix_chats:
         chat = prefix_chat(parts)
@@ -339,12 +348,12 @@ async def chat_completions(request: Request) -> Response:
             "metadata.chat_id); Open WebUI sends its chat id only when it runs with "
             "ENABLE_FORWARD_USER_INFO_HEADERS=true."
         )
-        return await _pass(request, raw, NO_CHAT_ID)
+        return partial(_pass, request, raw, NO_CHAT_ID)
     future: asyncio.Future[None] | None = None
     try:
         vault = await proxy.vaults.of(headers)
         if isinstance(vault, str):
-            return await _pass(request, raw, header_safe(f"off; {vault}"))
+            return partial(_pass, request, raw, header_safe(f"off; {vault}"))
         if read is not None and read.known is not None and named is not None:
             vault.relay.bodies.put(named.chat_id, read.known)  # a turn: the next continues it
         future = await proxy.before_turn(vault.relay, chat.chat_id)
@@ -363,13 +372,15 @@ async def chat_completions(request: Request) -> Response:
         log.exception("Chat %s: Smart Context failed; the request goes as it came.", chat.chat_id)
         if future is not None:
             future.set_result(None)  # nothing of this turn will be stored
-        return await _pass(request, raw, header_safe(f"off; failed: {type(exc).__name__}: {exc}"))
+        return partial(
+            _pass, request, raw, header_safe(f"off; failed: {type(exc).__name__}: {exc}")
+        )
     if not finished:
-        return await _pass(request, raw, proxy.shaped_late(preparing, future, chat.chat_id))
+        return partial(_pass, request, raw, proxy.shaped_late(preparing, future, chat.chat_id))
     headers = proxy.forwarded(request.headers.items(), ours=True)
     headers["content-type"] = "application/json"
     url = proxy.url(request.url.path, request.url.query)
-    return await _send_turn(_Route(proxy, vault.relay, turn, url, headers, future), content)
+    return partial(_send_turn, _Route(proxy, vault.relay, turn, url, headers, future), content)
 
 
 @dataclass(frozen=True)

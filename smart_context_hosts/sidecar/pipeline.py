@@ -27,6 +27,7 @@ from typing import Any
 
 import pluggy
 
+from smart_context.allocator import urgent
 from smart_context.record import json_safe
 from smart_context_hosts.sidecar.llm import LLMError, LLMService, TurnUsage
 from smart_context_hosts.sidecar.memory import ChatMemory, now_iso
@@ -145,17 +146,18 @@ class Pipeline:
 
     async def run(self, chat_id: str, content: str) -> AsyncIterator[PipelineEvent]:
         """Store the message, run the phases, stream the reply, store it; see the module doc."""
-        user_message, history = await self._store_user_message(chat_id, content)
-        ctx = PipelineContext(
-            message=content,
-            original_message=content,
-            history=history,
-            metadata=self._metadata(chat_id),
-        )
-        for phase in BEFORE_MODEL:
-            await call_hook(self.pm, phase, ctx=ctx)
-            if ctx.should_abort:
-                break
+        with urgent():  # the cycle collector's passes wait until the model is asked
+            user_message, history = await self._store_user_message(chat_id, content)
+            ctx = PipelineContext(
+                message=content,
+                original_message=content,
+                history=history,
+                metadata=self._metadata(chat_id),
+            )
+            for phase in BEFORE_MODEL:
+                await call_hook(self.pm, phase, ctx=ctx)
+                if ctx.should_abort:
+                    break
         reply = Reply()
         if ctx.should_abort:
             reply = self._aborted(ctx)

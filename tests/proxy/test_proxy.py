@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
+from smart_context import allocator
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.cli_reports import show_stats
 from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_of
@@ -166,6 +167,29 @@ async def test_a_streamed_reply_passes_through_and_is_stored(running: Running) -
     stored = chat_on_disk(running.vault, "trip")["messages"]
     assert stored[-1]["content"] == "Start at Fushimi Inari at dawn, then Tofuku-ji."
     assert stored[-1]["usage"]["completion_tokens"] == 8 and "error" not in stored[-1]
+
+
+async def test_a_turn_is_urgent_until_it_goes_upstream(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cycle collector's passes wait while a turn is prepared (``allocator.urgent``), and
+    not while the upstream works on it: the part of a request a person waits on is ours."""
+    seen: list[int] = []
+    prepare = Relay.prepare
+
+    async def watched(self: Relay, *args: Any, **kwargs: Any) -> Turn:
+        seen.append(allocator._urgent)
+        return await prepare(self, *args, **kwargs)
+
+    monkeypatch.setattr(Relay, "prepare", watched)
+    running.stub.delay = 0.3
+    asked = asyncio.ensure_future(turn(running, [], "Temples?"))
+    while not running.chat_bodies():  # the upstream has it, and sleeps on it
+        await asyncio.sleep(0.01)
+    at_upstream = allocator._urgent
+    reply, note = await asked
+    assert seen == [1] and at_upstream == 0 and allocator._urgent == 0
+    assert reply == "echo: Temples?" and note is not None and note.startswith("sent ")
 
 
 async def test_other_paths_and_the_key_pass_through_untouched(running: Running) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from smart_context import allocator
 from smart_context.hookspecs import hookimpl
 from smart_context_hosts.sidecar.pipeline import (
     TITLE_LENGTH,
@@ -129,6 +130,35 @@ async def test_a_raising_plugin_loses_no_message(
     ]
     assert "input broke" in caplog.text and "context broke" in caplog.text
     assert "pipeline_output" in recorder.calls
+
+
+class SeesUrgent:
+    """Notes, in two phases, how many parts of requests a person waits on are under way."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    @hookimpl
+    def pipeline_context(self, ctx: Any) -> None:
+        self.seen["context"] = allocator._urgent
+
+    @hookimpl
+    def pipeline_output(self, ctx: Any) -> None:
+        self.seen["output"] = allocator._urgent
+
+
+async def test_a_message_is_urgent_until_the_model_is_asked(
+    vault: Path, openai_server: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cycle collector's passes wait while the phases before the model run
+    (``allocator.urgent``), not while the reply streams."""
+    with_model(vault, openai_server, monkeypatch)
+    sees = SeesUrgent()
+    sidecar = await started(vault, sees, Breaks())
+    events = await send(sidecar, "c1", "still here?")
+    await sidecar.stop()
+    assert events[-1].name == "done" and sees.seen == {"context": 1, "output": 0}
+    assert allocator._urgent == 0  # a phase that raised ended it too
 
 
 class Answers:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -189,6 +190,23 @@ def test_the_servers_run_on_uvloop_where_it_is_installed(monkeypatch: pytest.Mon
     monkeypatch.setenv(LOOP_ENV, "asyncio")
     run_server(main())
     assert loops == ["uvloop", "asyncio"]
+
+
+def test_the_servers_make_the_collector_s_passes_between_requests() -> None:
+    """A server command's loop runs ``allocator.collect_between`` while it serves, and
+    stops it when the server ends."""
+    running: list[str] = []
+    collectors: list[asyncio.Task[Any]] = []
+
+    async def main() -> None:
+        await asyncio.sleep(0)
+        for task in asyncio.all_tasks():
+            running.append(getattr(task.get_coro(), "__qualname__", ""))
+            if running[-1] == "collect_between":
+                collectors.append(task)
+
+    run_server(main())
+    assert "collect_between" in running and all(task.cancelled() for task in collectors)
 
 
 def test_a_loop_it_does_not_know_is_said_and_the_default_runs(
