@@ -22,6 +22,7 @@ from starlette.routing import Route
 from smart_context import allocator
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.cli_reports import show_stats
+from smart_context_hosts.proxy import relay as relay_module
 from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app, note_of
 from smart_context_hosts.proxy.relay import Relay, Turn
 from smart_context_hosts.proxy.vaults import OneVault
@@ -190,6 +191,63 @@ async def test_a_turn_is_urgent_until_it_goes_upstream(
     reply, note = await asked
     assert seen == [1] and at_upstream == 0 and allocator._urgent == 0
     assert reply == "echo: Temples?" and note is not None and note.startswith("sent ")
+
+
+async def test_a_long_chat_s_next_turn_gets_copies_made_ahead_and_keeps_its_own(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a long chat's reply, copies of its messages for the next turn's plugins are made
+    off the event loop; the turn gets those very copies, and a plugin that changes them
+    changes nothing the relay keeps: the turn after gets the messages as stored."""
+    monkeypatch.setattr(relay_module, "SPARE_FROM", 2)  # a long chat: two messages here
+    handed: list[list[dict[str, Any]]] = []  # the messages each turn's plugins were given
+    read: list[list[str]] = []  # and their text, as given
+    call_hook = relay_module.call_hook
+
+    async def changing(pm: Any, phase: str, *, ctx: Any) -> None:
+        if phase == "pipeline_input":  # a plugin that edits the messages it is given
+            handed.append(list(ctx.history))
+            read.append([m["content"] for m in ctx.history])
+            for message in ctx.history:
+                message["content"] = "changed by a plugin"
+        await call_hook(pm, phase, ctx=ctx)
+
+    monkeypatch.setattr(relay_module, "call_hook", changing)
+    relay = running.proxy.vaults.vault.relay  # type: ignore[attr-defined]
+    history: list[dict[str, Any]] = []
+    await turn(running, history, "Plan four days in Kyoto")
+    await running_settle(running)
+    await relay.settle()
+    memo = relay._memos["trip"]
+    assert memo.spare is not None and memo.spare == memo.stored
+    spare = list(memo.spare)
+    assert all(copy is not kept for copy, kept in zip(spare, memo.stored, strict=True))
+    await turn(running, history, "Which temples first?")
+    assert len(handed[1]) == 2 and all(a is b for a, b in zip(handed[1], spare, strict=True))
+    await running_settle(running)
+    await relay.settle()
+    await turn(running, history, "And where to eat?")
+    assert read[2] == [
+        "Plan four days in Kyoto",
+        "echo: Plan four days in Kyoto",
+        "Which temples first?",
+        "echo: Which temples first?",
+    ]
+    assert relay._memos["trip"].spare is None  # taken by that turn; the next reply makes more
+
+
+def test_copies_are_the_spare_ones_taken_then_the_rest_made_now() -> None:
+    stored = [{"id": f"m{k}", "role": "user", "content": f"text {k}"} for k in range(5)]
+    spare = relay_module._copies(stored[:3])
+    assert spare == stored[:3] and all(c is not m for c, m in zip(spare, stored, strict=False))
+    made = list(spare)
+    memo = relay_module._Memo([], stored, spare)
+    first = memo.copies()
+    assert first == stored and all(f is m for f, m in zip(first, made, strict=False))
+    assert first[4] is not stored[4] and memo.spare is None
+    again = memo.copies()  # the spare went to one turn: the next makes its own
+    assert again == stored and all(c is not f for c, f in zip(again, first, strict=True))
+    assert relay_module._copies([]) == []
 
 
 async def test_other_paths_and_the_key_pass_through_untouched(running: Running) -> None:
