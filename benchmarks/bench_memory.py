@@ -16,7 +16,8 @@ second run, the N Python allocations that grew most (tracemalloc, by line): what
 memory. Tracing keeps a record of every allocation, so the first run's figures are measured
 without it. The target: growth per message at most 10x the message's own size plus its vector.
 The sidecar runs in this process, so Python's cycle collector and glibc's arenas are left as
-Python sets them unless ``--as-served`` sets them as the server commands do. ``--warm N``: the
+Python sets them unless ``--as-served`` sets them as the server commands do (and collects between
+requests as their loops do). ``--warm N``: the
 same writers post N messages to another chat first, as a server that has served a while has:
 what fills once (numpy's cache of small buffers, up to 7 of each size under 1 KB, which one
 chat growing message by message fills size by size; SQLite's page caches, 2 MB a connection;
@@ -37,15 +38,16 @@ import platform
 import sys
 import tempfile
 import tracemalloc
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
 from bench_server import family_rss_mb, rss_mb
 
-from smart_context.allocator import fewer_arenas, quiet_collector
+from smart_context.allocator import collecting_between, fewer_arenas, quiet_collector
 from smart_context.messages import message_text
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.sidecar import chatfile
@@ -168,6 +170,13 @@ async def run(messages: int, writers: int, top: int, warm: int = 0) -> dict[str,
     return stored
 
 
+T = TypeVar("T")
+
+
+async def _as_it_is(work: Awaitable[T]) -> T:
+    return await work
+
+
 async def long_chat(reply: dict[str, Any], count: int) -> None:
     """A ``count``-message chat, each reply with ``reply``'s record, read from its file: the
     Python memory of the chat parsed whole against the chat as the sidecar holds it."""
@@ -234,7 +243,8 @@ def main() -> None:
     if args.as_served:
         quiet_collector()
         fewer_arenas()
-    stored = asyncio.run(run(args.messages, args.writers, 0, args.warm))
+    served = collecting_between if args.as_served else _as_it_is
+    stored = asyncio.run(served(run(args.messages, args.writers, 0, args.warm)))
     if args.long:
         reply = next(m for m in reversed(stored["messages"]) if m["role"] == "assistant")
         asyncio.run(long_chat(reply, args.long))

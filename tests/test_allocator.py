@@ -6,6 +6,7 @@ arenas."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import platform
@@ -136,7 +137,7 @@ def test_young_passes_run_less_often_while_quiet_and_as_before_after() -> None:
     allocator.quiet_collector()
     try:
         allocator.quiet_collector()  # twice: the collector's own thresholds are still kept
-        assert gc.get_threshold() == (allocator.YOUNG_PASS * allocator.BACKSTOP, *before[1:])
+        assert gc.get_threshold() == (allocator.YOUNG_PASS, *before[1:])
         gc.collect()
         passes = gc.get_stats()[0]["collections"]
         held = [{"n": n} for n in range(5000)]  # a long chat's copies, made in one turn
@@ -162,13 +163,20 @@ def small_passes(monkeypatch: pytest.MonkeyPatch) -> Any:
     allocator.quiet_collector(False)
 
 
+@pytest.fixture
+def collecting(small_passes: None) -> None:
+    """:func:`small_passes`, with Python's own passes at the backstop, as while a server's loop
+    collects between requests."""
+    gc.set_threshold(100 * allocator.BACKSTOP, *gc.get_threshold()[1:])
+
+
 def test_no_pass_is_due_while_the_collector_is_python_s_own() -> None:
     held = [[n] for n in range(allocator.YOUNG_PASS + 10)]
     assert len(held) > allocator.YOUNG_PASS
     assert allocator.due() is None and allocator.collect_due() is None
 
 
-def test_a_pass_is_due_as_python_would_choose_its_generation(small_passes: None) -> None:
+def test_a_pass_is_due_as_python_would_choose_its_generation(collecting: None) -> None:
     assert allocator.due() is None  # nothing new since the last pass
     held = [[n] for n in range(150)]
     assert allocator.due() == 0
@@ -183,7 +191,7 @@ def test_a_pass_is_due_as_python_would_choose_its_generation(small_passes: None)
 
 
 def test_no_pass_is_made_while_a_request_is_urgent_and_the_due_one_after(
-    small_passes: None,
+    collecting: None,
 ) -> None:
     held = [[n] for n in range(150)]
     passes = young_passes()
@@ -200,8 +208,21 @@ def test_an_urgent_part_that_fails_still_ends() -> None:
     assert allocator._urgent == 0
 
 
+async def test_python_s_own_passes_wait_longer_only_while_the_loop_collects(
+    small_passes: None,
+) -> None:
+    collector = asyncio.ensure_future(allocator.collect_between(every=0.005))
+    await asyncio.sleep(0)
+    assert gc.get_threshold()[0] == 100 * allocator.BACKSTOP
+    collector.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await collector
+    assert gc.get_threshold()[0] == 100  # nothing collects between requests now
+
+
 async def test_the_loop_makes_the_due_passes_between_urgent_parts(small_passes: None) -> None:
     collector = asyncio.ensure_future(allocator.collect_between(every=0.005))
+    await asyncio.sleep(0)  # it runs: Python's own passes wait for the backstop
     try:
         with allocator.urgent():
             held = [[n] for n in range(150)]

@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smart_context.allocator import collect_between, fewer_arenas, quiet_collector
+from smart_context.allocator import collecting_between, fewer_arenas, quiet_collector
 from smart_context.errors import SmartContextError
 from smart_context.resources import example_vault_dir
 
@@ -340,17 +340,7 @@ def run_server(main: Coroutine[Any, Any, None]) -> None:
         else:
             loop_factory = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(_collecting_between(main))
-
-
-async def _collecting_between(main: Coroutine[Any, Any, None]) -> None:
-    """``main``, with the cycle collector's passes made between requests meanwhile
-    (:func:`~smart_context.allocator.collect_between`)."""
-    collector = asyncio.ensure_future(collect_between())
-    try:
-        await main
-    finally:
-        collector.cancel()
+        runner.run(collecting_between(main))  # the collector's passes between requests
 
 
 def run_until_stopped(command: str, run: Callable[[], None]) -> int:
