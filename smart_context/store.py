@@ -7,7 +7,11 @@ asks it, so a text is embedded once per model and content:
   most recently used ones); chat ``c1`` is the collection ``chat:c1`` in
   ``.memory/c1.embeddings.json``, located by message (:class:`ChatVectors`); other systems name
   their own collection and file, and key their own rows;
-- **phrases** (topic labels, candidate labels) are short texts embedded once per process.
+- **phrases** (topic labels, candidate labels) are short texts embedded once per process;
+- a text embedded moments ago is not embedded again (:data:`RECENT_TEXTS`): a request's
+  message, embedded for its searches, is stored with its chat's vectors after the reply from
+  the same vector, without a second call (a second run of the local model, or a second paid
+  call to an embedding API).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=KeyedMatrix)
 MAX_PHRASES = 20_000  # phrase vectors kept in memory (about 30 MB at 384 dimensions)
+RECENT_TEXTS = 64  # the last texts embedded whose vectors embed() keeps (module docstring)
+RECENT_CHARS = 4_000  # kept only for a text this long at most (a key holds the text)
 
 
 # a collection with no usable file (a chat not embedded yet) is looked for again after this
@@ -93,9 +99,39 @@ class VectorStore:
         self._locks: dict[str, asyncio.Lock] = {}
         self._phrases: dict[str, np.ndarray] = {}
         self._last_phrases: tuple[tuple[str, ...], Matrix] = ((), np.zeros((0, 0), np.float32))
+        self._recent: OrderedDict[tuple[str, str], Matrix] = OrderedDict()  # (model, text)
 
     async def embed(self, texts: Sequence[str]) -> Matrix:
-        """Unit vectors of ``texts`` in one call, checked: a bad reply never reaches a file."""
+        """Unit vectors of ``texts`` in one call, checked: a bad reply never reaches a file.
+        Those of the last :data:`RECENT_TEXTS` texts embedded are not asked for again."""
+        model = self.embedder.model_id
+        keys = [(model, text) for text in texts]
+        known = [self._recent.get(key) for key in keys]
+        missing = [i for i, vector in enumerate(known) if vector is None]
+        if len(missing) == len(keys):
+            out = await self._embedded(texts)
+        else:
+            dim = next(len(vector) for vector in known if vector is not None)
+            out = np.empty((len(keys), dim), dtype=np.float32)
+            for i, vector in enumerate(known):
+                if vector is not None:
+                    out[i] = vector
+            if missing:
+                fresh = await self._embedded([texts[i] for i in missing])
+                if fresh.shape[1] == dim:
+                    out[missing] = fresh
+                else:  # the model's vectors changed size: all of them anew
+                    self._recent.clear()
+                    out = await self._embedded(texts)
+        for key, row in zip(keys[-RECENT_TEXTS:], out[-RECENT_TEXTS:], strict=True):
+            if len(key[1]) <= RECENT_CHARS:
+                self._recent[key] = row.copy()
+                self._recent.move_to_end(key)
+        while len(self._recent) > RECENT_TEXTS:
+            self._recent.popitem(last=False)
+        return out
+
+    async def _embedded(self, texts: Sequence[str]) -> Matrix:
         vectors = np.asarray(await self.embedder.embed(list(texts)), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise EmbeddingError(

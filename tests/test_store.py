@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
+from smart_context.errors import EmbeddingError
 from smart_context.messages import History
 from smart_context.paths import check_chat_id
 from smart_context.store import VectorStore
@@ -105,3 +107,59 @@ async def test_synced_rows_stay_those_of_their_sync_while_the_chat_changes(tmp_p
     await store.sync_rows(chat, later)
     np.testing.assert_allclose(synced.whole(), expected, atol=1e-6)  # the earlier view holds
     np.testing.assert_allclose(turns[np.array([0, 1])], expected[[1, 3]], atol=1e-6)
+
+
+async def test_a_request_s_message_is_stored_with_its_chat_from_the_vector_of_its_search(
+    tmp_path: Path,
+) -> None:
+    """Embedded for the request's searches, then stored with the chat's vectors after the
+    reply: the embedder (a paid API, or the local model's time) is asked for it once."""
+    embedder = FakeEmbedder()
+    store = VectorStore(tmp_path, embedder)
+    query = await store.embed(["how do I keep the starter alive"])
+    messages = [
+        {"id": "m1", "role": "user", "content": "how do I keep the starter alive"},
+        {"id": "m2", "role": "assistant", "content": "feed it flour and water daily"},
+    ]
+    stored = await store.sync_chat(check_chat_id("c1"), messages)
+    assert embedder.calls == [
+        ["how do I keep the starter alive"],
+        ["feed it flour and water daily"],
+    ]
+    np.testing.assert_allclose(stored[0], query[0], atol=1 / 127)  # (stored as int8)
+
+
+async def test_texts_embedded_moments_ago_only_and_only_under_their_model(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    import smart_context.store as store_module
+
+    monkeypatch.setattr(store_module, "RECENT_TEXTS", 2)
+    monkeypatch.setattr(store_module, "RECENT_CHARS", 20)
+    embedder = FakeEmbedder()
+    store = VectorStore(tmp_path, embedder)
+    first = await store.embed(["alpha", "beta", "gamma"])
+    again = await store.embed(["gamma", "beta", "alpha"])  # alpha: three texts ago, forgotten
+    assert embedder.calls[-1] == ["alpha"]
+    np.testing.assert_array_equal(again, first[::-1])
+    long = "a text longer than twenty characters"
+    await store.embed([long])
+    await store.embed([long])
+    assert embedder.calls[-2:] == [[long], [long]]
+    embedder.model_id = "another-model"  # the vault now embeds with another model
+    await store.embed(["alpha"])
+    assert embedder.calls[-1] == ["alpha"]
+
+
+async def test_a_failed_call_keeps_nothing_and_a_new_size_asks_for_all(tmp_path: Path) -> None:
+    embedder = FakeEmbedder()
+    store = VectorStore(tmp_path, embedder)
+    embedder.fail_with = "the embedding server is down"
+    with pytest.raises(EmbeddingError, match="down"):
+        await store.embed(["alpha"])
+    embedder.fail_with = None
+    await store.embed(["alpha"])
+    assert embedder.calls == [["alpha"], ["alpha"]]
+    embedder.dim = 64  # same model name, vectors of another size
+    out = await store.embed(["alpha", "beta"])
+    assert out.shape == (2, 64) and embedder.calls[-2:] == [["beta"], ["alpha", "beta"]]
