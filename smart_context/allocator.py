@@ -187,8 +187,10 @@ def urgent() -> Iterator[None]:
 
 def due() -> int | None:
     """The generation a pass would cover now, as Python chooses it but at :data:`YOUNG_PASS`
-    new containers (the older generations by their counts of passes, Python's thresholds);
-    ``None`` when no pass is due, or while :func:`quiet_collector` is off."""
+    new containers (the older generations by their counts of passes, Python's thresholds;
+    without its wait for a quarter of the oldest generation to be new before a full pass: each
+    full pass freezes what survived it, so the next covers only what came since); ``None`` when
+    no pass is due, or while :func:`quiet_collector` is off."""
     if _thresholds is None:
         return None
     young, middle, old = gc.get_count()

@@ -44,7 +44,9 @@ log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=KeyedMatrix)
 MAX_PHRASES = 20_000  # phrase vectors kept in memory (about 30 MB at 384 dimensions)
-RECENT_TEXTS = 64  # the last texts embedded whose vectors embed() keeps (module docstring)
+# the last texts embedded whose vectors embed() keeps (module docstring): some 50 KB a vault at
+# 384 dimensions, 200 KB at 1,536
+RECENT_TEXTS = 32
 RECENT_CHARS = 4_000  # kept only for a text this long at most (a key holds the text)
 
 
@@ -102,8 +104,8 @@ class VectorStore:
         self._recent: OrderedDict[tuple[str, str], Matrix] = OrderedDict()  # (model, text)
 
     async def embed(self, texts: Sequence[str]) -> Matrix:
-        """Unit vectors of ``texts`` in one call, checked: a bad reply never reaches a file.
-        Those of the last :data:`RECENT_TEXTS` texts embedded are not asked for again."""
+        """Unit vectors of ``texts`` in one call at most, checked: a bad reply never reaches a
+        file. Those of the last :data:`RECENT_TEXTS` texts embedded are not asked for again."""
         model = self.embedder.model_id
         keys = [(model, text) for text in texts]
         known = [self._recent.get(key) for key in keys]
@@ -132,6 +134,7 @@ class VectorStore:
         return out
 
     async def _embedded(self, texts: Sequence[str]) -> Matrix:
+        """The embedder's unit vectors of ``texts``, checked."""
         vectors = np.asarray(await self.embedder.embed(list(texts)), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise EmbeddingError(
