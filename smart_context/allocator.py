@@ -41,7 +41,8 @@ runs a pass when the count of new containers crosses its threshold, which is whe
 allocates, most often a request being prepared (a long chat's turn makes thousands). So a
 server marks the part of a request a person waits on (:func:`urgent`: a proxy's turn, from its
 arrival until it goes upstream), and its event loop runs :func:`collect_between`, which makes
-the passes that are due between those parts, looking every :data:`LOOK_EVERY` seconds.
+the passes that are due between those parts, looking every :data:`LOOK_EVERY` seconds (every
+:data:`LOOK_IDLE` while few containers are new).
 Python's own passes still run, past :data:`BACKSTOP` times the count, should the loop never
 find a moment (a server busy without pause), and at the count itself when nothing collects
 between requests (a process that made the collector quiet but runs no such loop: left to
@@ -71,6 +72,7 @@ FULL_PASS_EVERY = 600.0  # seconds between two full passes over all (quiet_colle
 YOUNG_PASS = 20_000  # new containers between two young passes (quiet_collector; Python's: 700)
 BACKSTOP = 5  # Python's own young pass after this many YOUNG_PASS, when none ran between requests
 LOOK_EVERY = 0.05  # seconds between two looks of collect_between
+LOOK_IDLE = 0.5  # and while fewer than half of YOUNG_PASS are new (an idle server's wake-ups)
 
 _lock = threading.Lock()
 _last = -MIN_GAP
@@ -210,15 +212,16 @@ def collect_due() -> int | None:
     return generation
 
 
-async def collect_between(every: float = LOOK_EVERY) -> None:
+async def collect_between(every: float = LOOK_EVERY, idle: float = LOOK_IDLE) -> None:
     """Run on a server's event loop while it serves: every ``every`` seconds, the pass that is
-    due, between the requests' :func:`urgent` parts (module docstring). Until cancelled;
-    meanwhile Python's own young passes wait for :data:`BACKSTOP` times the count."""
+    due, between the requests' :func:`urgent` parts (module docstring); every ``idle`` seconds
+    while fewer than half of :data:`YOUNG_PASS` containers are new. Until cancelled; meanwhile
+    Python's own young passes wait for :data:`BACKSTOP` times the count."""
     if _thresholds is not None:
         gc.set_threshold(YOUNG_PASS * BACKSTOP, *_thresholds[1:])
     try:
         while True:
-            await asyncio.sleep(every)
+            await asyncio.sleep(every if gc.get_count()[0] >= YOUNG_PASS // 2 else idle)
             collect_due()
     finally:
         if _thresholds is not None:  # (still quiet: else Python's own are back already)

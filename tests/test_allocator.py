@@ -211,7 +211,7 @@ def test_an_urgent_part_that_fails_still_ends() -> None:
 async def test_python_s_own_passes_wait_longer_only_while_the_loop_collects(
     small_passes: None,
 ) -> None:
-    collector = asyncio.ensure_future(allocator.collect_between(every=0.005))
+    collector = asyncio.ensure_future(allocator.collect_between(every=0.005, idle=0.005))
     await asyncio.sleep(0)
     assert gc.get_threshold()[0] == 100 * allocator.BACKSTOP
     collector.cancel()
@@ -220,8 +220,33 @@ async def test_python_s_own_passes_wait_longer_only_while_the_loop_collects(
     assert gc.get_threshold()[0] == 100  # nothing collects between requests now
 
 
+async def test_an_idle_loop_looks_seldom_and_a_busy_one_often(
+    quiet: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(allocator, "YOUNG_PASS", 2000)
+    gc.collect()
+    slept: list[float] = []
+    sleep = asyncio.sleep
+
+    async def noted(seconds: float) -> None:
+        slept.append(seconds)
+        await sleep(0)
+
+    monkeypatch.setattr(allocator.asyncio, "sleep", noted)
+    collector = asyncio.ensure_future(allocator.collect_between(every=0.01, idle=1.0))
+    try:
+        await sleep(0)
+        await sleep(0)
+        held = [[n] for n in range(1500)]  # over half a pass's containers: a request's work
+        await sleep(0)
+        await sleep(0)
+    finally:
+        collector.cancel()
+    assert slept[:2] == [1.0, 1.0] and set(slept[2:]) == {0.01} and len(held) == 1500
+
+
 async def test_the_loop_makes_the_due_passes_between_urgent_parts(small_passes: None) -> None:
-    collector = asyncio.ensure_future(allocator.collect_between(every=0.005))
+    collector = asyncio.ensure_future(allocator.collect_between(every=0.005, idle=0.005))
     await asyncio.sleep(0)  # it runs: Python's own passes wait for the backstop
     try:
         with allocator.urgent():
