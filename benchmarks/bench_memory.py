@@ -38,9 +38,8 @@ import platform
 import sys
 import tempfile
 import tracemalloc
-from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -170,13 +169,6 @@ async def run(messages: int, writers: int, top: int, warm: int = 0) -> dict[str,
     return stored
 
 
-T = TypeVar("T")
-
-
-async def _as_it_is(work: Awaitable[T]) -> T:
-    return await work
-
-
 async def long_chat(reply: dict[str, Any], count: int) -> None:
     """A ``count``-message chat, each reply with ``reply``'s record, read from its file: the
     Python memory of the chat parsed whole against the chat as the sidecar holds it."""
@@ -243,8 +235,8 @@ def main() -> None:
     if args.as_served:
         quiet_collector()
         fewer_arenas()
-    served = collecting_between if args.as_served else _as_it_is
-    stored = asyncio.run(served(run(args.messages, args.writers, 0, args.warm)))
+    # the servers' loop collects between requests; it makes no pass unless quiet_collector is on
+    stored = asyncio.run(collecting_between(run(args.messages, args.writers, 0, args.warm)))
     if args.long:
         reply = next(m for m in reversed(stored["messages"]) if m["role"] == "assistant")
         asyncio.run(long_chat(reply, args.long))
