@@ -42,9 +42,7 @@ allocates, most often a request being prepared (a long chat's turn makes thousan
 server marks the part of a request a person waits on (:func:`urgent`: a proxy's turn, from its
 arrival until it goes upstream), and its event loop runs :func:`collect_between`, which makes
 the passes that are due between those parts, looking every :data:`LOOK_EVERY` seconds (every
-:data:`LOOK_IDLE` while few containers are new). A part under way for :data:`URGENT_FOR`
-seconds holds them off no longer: it waits on something long (a 10,000-message chat's first
-read takes about a second), and meanwhile Python's own pass would fall in a request just begun.
+:data:`LOOK_IDLE` while few containers are new).
 Python's own passes still run, past :data:`BACKSTOP` times the count, should the loop never
 find a moment (a server busy without pause), and at the count itself when nothing collects
 between requests (a process that made the collector quiet but runs no such loop: left to
@@ -58,7 +56,6 @@ import asyncio
 import ctypes
 import functools
 import gc
-import itertools
 import os
 import threading
 import time
@@ -76,15 +73,13 @@ YOUNG_PASS = 20_000  # new containers between two young passes (quiet_collector;
 BACKSTOP = 5  # Python's own young pass after this many YOUNG_PASS, when none ran between requests
 LOOK_EVERY = 0.05  # seconds between two looks of collect_between
 LOOK_IDLE = 0.5  # and while fewer than half of YOUNG_PASS are new (an idle server's wake-ups)
-URGENT_FOR = 0.25  # seconds an urgent part holds the passes off (then it waits on something long)
 
 _lock = threading.Lock()
 _last = -MIN_GAP
 _running = False
 _unfrozen = 0.0  # when a full pass last covered all (quiet_collector)
 _thresholds: tuple[int, ...] | None = None  # the collector's own, while quiet_collector is on
-_urgent: dict[int, float] = {}  # parts of requests a person waits on, under way: when each began
-_parts = itertools.count()
+_urgent = 0  # parts of requests a person waits on, under way (urgent)
 
 
 def give_back() -> None:
@@ -183,26 +178,13 @@ def _after_full_pass(phase: str, info: dict[str, Any]) -> None:
 @contextmanager
 def urgent() -> Iterator[None]:
     """A part of a request a person waits on: :func:`collect_between` makes no pass while one
-    is under way, for its first :data:`URGENT_FOR` seconds. A part that lasts longer waits on
-    something long (a long chat's first read, a model a plugin calls): a pass adds a small share
-    to it, where Python's own pass, should the loop find no moment, would fall into a request
-    just begun. On the event loop's thread only."""
-    part = next(_parts)
-    _urgent[part] = time.monotonic()
+    is under way. On the event loop's thread only (a plain count)."""
+    global _urgent
+    _urgent += 1
     try:
         yield
     finally:
-        del _urgent[part]
-
-
-def urgent_parts() -> int:
-    """How many :func:`urgent` parts are under way."""
-    return len(_urgent)
-
-
-def _held(now: float) -> bool:
-    """Whether an :func:`urgent` part that began less than :data:`URGENT_FOR` ago is under way."""
-    return any(now - began < URGENT_FOR for began in _urgent.values())
+        _urgent -= 1
 
 
 def due() -> int | None:
@@ -222,9 +204,9 @@ def due() -> int | None:
 
 
 def collect_due() -> int | None:
-    """Make the pass that is :func:`due`, unless a request's :func:`urgent` part began less
-    than :data:`URGENT_FOR` ago: the generation it covered, or ``None``."""
-    generation = None if _held(time.monotonic()) else due()
+    """Make the pass that is :func:`due`, unless a request's :func:`urgent` part is under way:
+    the generation it covered, or ``None``."""
+    generation = due() if _urgent == 0 else None
     if generation is not None:
         gc.collect(generation)
     return generation

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-import types
 from pathlib import Path
 from typing import Any
 
@@ -203,29 +202,10 @@ def test_no_pass_is_made_while_a_request_is_urgent_and_the_due_one_after(
     assert allocator.due() is None and len(held) == 150
 
 
-def test_an_urgent_part_holds_the_passes_off_only_for_its_first_moments(
-    collecting: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A part that has lasted URGENT_FOR waits on something long (a long chat's first read):
-    the due pass is made beside it, but not beside a part just begun."""
-    clock = [100.0]
-    monkeypatch.setattr(allocator, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
-    held = [[n] for n in range(150)]
-    passes = young_passes()
-    with allocator.urgent():
-        clock[0] += allocator.URGENT_FOR * 0.9
-        assert allocator.collect_due() is None
-        clock[0] += allocator.URGENT_FOR * 0.2
-        with allocator.urgent():  # another request arrives meanwhile
-            assert allocator.collect_due() is None and young_passes() == passes
-        assert allocator.collect_due() == 0 and young_passes() == passes + 1
-    assert allocator.urgent_parts() == 0 and len(held) == 150
-
-
 def test_an_urgent_part_that_fails_still_ends() -> None:
     with pytest.raises(ValueError), allocator.urgent():
         raise ValueError("a request's preparation failed")
-    assert allocator.urgent_parts() == 0
+    assert allocator._urgent == 0
 
 
 async def test_python_s_own_passes_wait_longer_only_while_the_loop_collects(

@@ -179,7 +179,7 @@ async def test_a_turn_is_urgent_until_it_goes_upstream(
     prepare = Relay.prepare
 
     async def watched(self: Relay, *args: Any, **kwargs: Any) -> Turn:
-        seen.append(allocator.urgent_parts())
+        seen.append(allocator._urgent)
         return await prepare(self, *args, **kwargs)
 
     monkeypatch.setattr(Relay, "prepare", watched)
@@ -187,9 +187,9 @@ async def test_a_turn_is_urgent_until_it_goes_upstream(
     asked = asyncio.ensure_future(turn(running, [], "Temples?"))
     while not running.chat_bodies():  # the upstream has it, and sleeps on it
         await asyncio.sleep(0.01)
-    at_upstream = allocator.urgent_parts()
+    at_upstream = allocator._urgent
     reply, note = await asked
-    assert seen == [1] and at_upstream == 0 and allocator.urgent_parts() == 0
+    assert seen == [1] and at_upstream == 0 and allocator._urgent == 0
     assert reply == "echo: Temples?" and note is not None and note.startswith("sent ")
 
 

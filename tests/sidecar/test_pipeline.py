@@ -140,11 +140,11 @@ class SeesUrgent:
 
     @hookimpl
     def pipeline_context(self, ctx: Any) -> None:
-        self.seen["context"] = allocator.urgent_parts()
+        self.seen["context"] = allocator._urgent
 
     @hookimpl
     def pipeline_output(self, ctx: Any) -> None:
-        self.seen["output"] = allocator.urgent_parts()
+        self.seen["output"] = allocator._urgent
 
 
 async def test_a_message_is_urgent_until_the_model_is_asked(
@@ -158,7 +158,7 @@ async def test_a_message_is_urgent_until_the_model_is_asked(
     events = await send(sidecar, "c1", "still here?")
     await sidecar.stop()
     assert events[-1].name == "done" and sees.seen == {"context": 1, "output": 0}
-    assert allocator.urgent_parts() == 0  # a phase that raised ended it too
+    assert allocator._urgent == 0  # a phase that raised ended it too
 
 
 class Answers:
