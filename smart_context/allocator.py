@@ -80,6 +80,21 @@ _running = False
 _unfrozen = 0.0  # when a full pass last covered all (quiet_collector)
 _thresholds: tuple[int, ...] | None = None  # the collector's own, while quiet_collector is on
 _urgent = 0  # parts of requests a person waits on, under way (urgent)
+_later: list[tuple[Any, ...]] = []  # what free_later holds until the event loop's next turn
+
+
+def free_later(*objects: Any) -> None:
+    """Hold ``objects`` until the event loop's next turn, so that, when this drops the last
+    reference to them, they are freed there rather than in the request under way: a long
+    chat's list that a turn replaces (100,000 ids) takes some 0.5 ms to free, one reference at a
+    time. Off the loop's thread (or with no loop), they go as they would have."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    if not _later:
+        loop.call_soon(_later.clear)
+    _later.append(objects)
 
 
 def give_back() -> None:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +201,28 @@ def test_no_pass_is_made_while_a_request_is_urgent_and_the_due_one_after(
     assert young_passes() == passes
     assert allocator.collect_due() == 0 and young_passes() == passes + 1
     assert allocator.due() is None and len(held) == 150
+
+
+class _Held:
+    """Something a weak reference can watch (a list cannot)."""
+
+
+async def test_what_is_freed_later_lives_until_the_loop_turns() -> None:
+    held = _Held()
+    watch = weakref.ref(held)
+    allocator.free_later(held, None)
+    del held
+    assert watch() is not None  # not freed in the request that let it go
+    await asyncio.sleep(0)
+    assert watch() is None and not allocator._later
+
+
+def test_off_the_loop_nothing_is_held_for_later() -> None:
+    held = _Held()
+    watch = weakref.ref(held)
+    allocator.free_later(held)
+    del held
+    assert watch() is None and not allocator._later
 
 
 def test_an_urgent_part_that_fails_still_ends() -> None:

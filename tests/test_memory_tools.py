@@ -5,6 +5,9 @@ real chat files. The sidecar end to end (the real ``openai`` client, the tool-ca
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -284,3 +287,15 @@ def test_a_look_back_brings_each_hit_with_its_partner_as_the_budget_finds_it() -
     assert look_back_hits(scores, codes, 2, everything) == [0, 2, 3, 4]  # an answer, its question
     allowed = np.array([True, True, False, True, True])  # a partner already sent is not repeated
     assert look_back_hits(scores, codes, 1, allowed) == [0]
+
+
+async def test_a_chat_s_replaced_unsent_record_is_freed_after_the_request() -> None:
+    log = UnsentLog()
+    first = functools.partial(Unsent, frozenset({"m1"}), frozenset())
+    watch = weakref.ref(first)
+    log.put("c1", first)
+    log.put("c1", functools.partial(Unsent, frozenset(), frozenset()))
+    del first
+    assert watch() is not None
+    await asyncio.sleep(0)
+    assert watch() is None and log.get("c1") == Unsent(frozenset(), frozenset())

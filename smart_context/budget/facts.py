@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from smart_context.allocator import free_later
 from smart_context.background import to_thread
 from smart_context.budget.importance import entities
 from smart_context.budget.tokens import PER_MESSAGE, Counter, Estimate
@@ -307,6 +308,8 @@ class MessageFacts:
         for entity, at in run.entities.items():
             self.entity_index.setdefault(entity, []).extend(at)
         # the history's own lists, no copy: a history's lists are never changed in place (its
-        # index replaces them as the chat grows)
+        # index replaces them as the chat grows); the ones they replace are freed after the
+        # request, not in it
+        free_later(self.ids, self.contents)
         self.ids, self.contents = ids, contents
         self.generation += 1

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from smart_context.allocator import free_later
 from smart_context.paths import ChatId
 
 MAX_CHATS = 32  # chats whose record is kept; each holds the ids of its unsent messages
@@ -62,7 +63,9 @@ class UnsentLog:
 
     def put(self, chat_id: ChatId, unsent: Unsent | Callable[[], Unsent]) -> None:
         """Record a request of ``chat_id`` (the latest wins): its :class:`Unsent`, or what
-        works it out on first :meth:`get`."""
+        works it out on first :meth:`get`. The one it replaces is freed after the request
+        (it may hold the last reference to a long chat's ids)."""
+        free_later(self._latest.get(chat_id))
         self._latest[chat_id] = unsent
         self._latest.move_to_end(chat_id)
         while len(self._latest) > self.max_chats:
