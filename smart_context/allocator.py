@@ -81,6 +81,7 @@ _unfrozen = 0.0  # when a full pass last covered all (quiet_collector)
 _thresholds: tuple[int, ...] | None = None  # the collector's own, while quiet_collector is on
 _urgent = 0  # parts of requests a person waits on, under way (urgent)
 _later: list[tuple[Any, ...]] = []  # what free_later holds until the event loop's next turn
+_dropping: asyncio.AbstractEventLoop | None = None  # the loop that will drop them
 
 
 def free_later(*objects: Any) -> None:
@@ -88,13 +89,21 @@ def free_later(*objects: Any) -> None:
     reference to them, they are freed there rather than in the request under way: a long
     chat's list that a turn replaces (100,000 ids) takes some 0.5 ms to free, one reference at a
     time. Off the loop's thread (or with no loop), they go as they would have."""
+    global _dropping
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return
-    if not _later:
-        loop.call_soon(_later.clear)
+    if _dropping is not loop:  # (another loop's turn may never come: it may have closed)
+        _dropping = loop
+        loop.call_soon(_drop_held)
     _later.append(objects)
+
+
+def _drop_held() -> None:
+    global _dropping
+    _dropping = None
+    _later.clear()
 
 
 def give_back() -> None:

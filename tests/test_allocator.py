@@ -217,6 +217,23 @@ async def test_what_is_freed_later_lives_until_the_loop_turns() -> None:
     assert watch() is None and not allocator._later
 
 
+async def test_what_another_loop_was_to_drop_is_dropped_at_this_one_s_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A loop that closed before its turn (a test's, a host's restarted one) holds nothing for
+    good: the next loop to hold something drops it all."""
+    held = _Held()
+    watch = weakref.ref(held)
+    closed = asyncio.new_event_loop()
+    closed.close()
+    monkeypatch.setattr(allocator, "_dropping", closed)
+    monkeypatch.setattr(allocator, "_later", [(held,)])
+    del held
+    allocator.free_later(None)
+    await asyncio.sleep(0)
+    assert watch() is None and not allocator._later and allocator._dropping is None
+
+
 def test_off_the_loop_nothing_is_held_for_later() -> None:
     held = _Held()
     watch = weakref.ref(held)
