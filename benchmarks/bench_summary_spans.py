@@ -48,12 +48,12 @@ async def main() -> None:
         await summarize_chat(db, "c", messages[:SIZE], Settings(summarizer="offline"), None)
         budgeter = Budgeter(Settings(), db)
         counter = counter_for("gpt-4o")
-        facts = MessageFacts(counter)
-        facts.update(History(messages[:SIZE]))
+        owner = MessageFacts(counter)
+        facts = owner.update(History(messages[:SIZE]))
         await budgeter._spans_of("c", facts, counter)
         kept, again = [], []
         for k in range(1, 4):
-            facts.update(History(messages[: SIZE + k]))
+            facts = owner.update(History(messages[: SIZE + k]))
             start = time.perf_counter()
             await budgeter._spans_of("c", facts, counter)
             kept.append((time.perf_counter() - start) * 1000)
