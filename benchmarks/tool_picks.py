@@ -34,6 +34,7 @@ from smart_context.items.select import Limits
 from smart_context.items.selection import chat_limits
 from smart_context.items.servers import ToolServers
 from smart_context.mcp.client import ToolInfo, save_tool_list
+from smart_context.mcp.config import McpConfig
 from smart_context.store import VectorStore
 from smart_context.vectors.codec import content_hash
 
@@ -94,7 +95,7 @@ class CachedEmbedder:
 class _ListedServers(ToolServers):
     """The vault's servers with their tool lists already saved: nothing is started."""
 
-    def refresh_soon(self) -> None:
+    def refresh_soon(self, config: McpConfig | None = None) -> None:
         return None
 
 
