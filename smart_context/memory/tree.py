@@ -18,7 +18,7 @@ make next (hierarchical summaries). Pure: no I/O, no model.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 import blake3
@@ -69,10 +69,16 @@ def covers(keys: Sequence[str], start: int, end: int) -> str:
 
 
 def plan_tree(
-    ids: Sequence[str], keys: Sequence[str], stored: Sequence[Stored], settled: int
+    ids: Sequence[str],
+    keys: Sequence[str],
+    stored: Sequence[Stored],
+    settled: int,
+    checked: Container[tuple[int, int, int, str]] = frozenset(),
 ) -> Tree:
     """The tree over ``ids`` (message ids in order, ``keys`` their content keys) given the
-    summaries ``stored``; only the first ``settled`` messages may get new summaries."""
+    summaries ``stored``; only the first ``settled`` messages may get new summaries.
+    ``checked``: ``(level, start, end, covers)`` of nodes found valid over these same keys
+    before (a chat that only grew since): their hash is not computed again."""
     position = {mid: i for i, mid in enumerate(ids)}
     by_level: dict[int, dict[int, tuple[Node, Stored]]] = {}
     invalid: list[Stored] = []
@@ -83,7 +89,10 @@ def plan_tree(
             or last is None
             or last < start
             or start in by_level.get(row.level, {})
-            or covers(keys, start, last + 1) != row.covers
+            or (
+                (row.level, start, last + 1, row.covers) not in checked
+                and covers(keys, start, last + 1) != row.covers
+            )
         ):
             invalid.append(row)
             continue

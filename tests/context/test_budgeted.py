@@ -304,6 +304,48 @@ async def test_the_stored_summaries_are_read_once_while_messages_are_added(vault
     assert db.reads == 2
 
 
+async def test_summaries_found_valid_are_not_hashed_again_while_the_chat_only_grows(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new summary stored (the pass says so) plans the spans again: the summaries found
+    valid over the same messages before keep their check; after an edit every one is checked."""
+    from smart_context.budget.budgeter import Budgeter
+    from smart_context.config import Settings
+    from smart_context.memory import tree
+    from smart_context.memory.refresh import summarize_chat
+    from smart_context.messages import History
+
+    hashed: list[tuple[int, int]] = []
+    hash_of = tree.covers
+
+    def counted(keys: Any, start: int, end: int) -> str:
+        hashed.append((start, end))
+        return hash_of(keys, start, end)
+
+    messages = long_chat(260)
+    db = CountingDB(vault)
+    await summarize_chat(db, "long", messages[:200], Settings(summarizer="offline"), None)
+    budgeter = Budgeter(Settings(), db)
+    counter = counter_for("gpt-4o")
+    facts = budgeter.facts("long", counter).update(History(messages[:200]))
+    monkeypatch.setattr(tree, "covers", counted)
+    spans, _ = await budgeter._spans_of("long", facts, counter)
+    first = len(hashed)
+    assert spans and first == len(spans)  # each stored summary checked once
+    await summarize_chat(db, "long", messages, Settings(summarizer="offline"), None)
+    hashed.clear()
+    longer = budgeter.facts("long", counter).update(History(messages))
+    await budgeter.summaries_changed("long", len(messages))
+    spans, _ = await budgeter._spans_of("long", longer, counter)
+    assert 0 < len(hashed) < first and len(spans) == first + len(hashed)  # the new ones only
+    hashed.clear()
+    edited = [{**messages[0], "content": "an edit"}, *messages[1:]]
+    await budgeter._spans_of(
+        "long", budgeter.facts("long", counter).update(History(edited)), counter
+    )
+    assert len(hashed) >= len(spans)  # every one checked again (those over the edit fail)
+
+
 async def test_a_calibration_step_keeps_the_chats_facts_and_recounts_its_spans(
     vault: Path,
 ) -> None:

@@ -45,6 +45,22 @@ def test_an_edit_breaks_only_the_nodes_over_it() -> None:
     assert [(n.level, n.start, n.end) for n in second.missing] == [(1, 20, 30), (2, 0, 50)]
 
 
+def test_nodes_checked_over_the_same_keys_are_not_hashed_again() -> None:
+    """What the caller vouches for (found valid over these keys before, the chat only grown
+    since) keeps its hash unchecked; anything else is checked as ever."""
+    ids, keys = chat(100)
+    first = plan_tree(ids, keys, [], settled=100)
+    stored = stored_from(ids, first.missing)
+    checked = {(n.level, n.start, n.end, n.covers) for n in first.missing if n.level == 1}
+    keys[23] = "m23:edited"  # unseen by the caller: a vouched-for leaf stays, its parent goes
+    second = plan_tree(ids, keys, stored, settled=100, checked=checked)
+    assert {(s.level, s.from_id) for s in second.invalid} == {(2, "m0")}
+    assert (1, 20, 30) in {(n.level, n.start, n.end) for n in second.valid}
+    assert plan_tree(ids, keys, stored, settled=100).invalid == [
+        s for s in stored if (s.level, s.from_id) in {(1, "m20"), (2, "m0")}
+    ]
+
+
 def test_a_deletion_in_the_middle_costs_one_leaf_not_everything_after_it() -> None:
     ids, keys = chat(100)
     first = plan_tree(ids, keys, [], settled=100)
