@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +78,8 @@ class _Seen:
     keys: list[str]
     indexed: int  # how many of the first messages the text index is known to hold
     leaves: int = -1  # settled messages // LEAF when the summaries were last complete
+    # the summary nodes (level, start, end, covers) found valid or made over these messages
+    checked: set[tuple[int, int, int, str]] = field(default_factory=set)
 
 
 class SeenChats:
@@ -113,8 +115,15 @@ class SeenChats:
         ]
         if len(self._chats) >= self.MAX_CHATS and chat_id not in self._chats:
             self._chats.clear()  # a long-running sidecar visits many chats
-        self._chats[chat_id] = _Seen(ids, contents, keys, last.indexed, last.leaves)
+        self._chats[chat_id] = _Seen(ids, contents, keys, last.indexed, last.leaves, last.checked)
         return (ids, keys), last.indexed
+
+    def checked(self, chat_id: ChatId) -> set[tuple[int, int, int, str]]:
+        """The summary nodes found valid or made over the chat's messages as last seen (the
+        chat only grew since: a change starts the set afresh), for the pass to add to: their
+        hashes are not computed again (:func:`~smart_context.memory.tree.plan_tree`)."""
+        seen = self._chats.get(chat_id)
+        return seen.checked if seen is not None else set()
 
     def indexed(self, chat_id: ChatId, count: int) -> None:
         """The text index now holds the first ``count`` messages of the chat as last seen."""
@@ -171,10 +180,17 @@ async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False
     if indexed and not force and parts.seen.summarized(chat_id, settled):
         return  # only grew, and not by a new leaf's worth: nothing to summarise or drop
     progress = _progress(parts.emit, chat_id, "summaries")
-    made = await summarize_chat(parts.db, chat_id, messages, settings, parts.llm, progress, keyed)
+    checked = parts.seen.checked(chat_id)
+    made = await summarize_chat(
+        parts.db, chat_id, messages, settings, parts.llm, progress, keyed, checked
+    )
     parts.seen.summaries_done(chat_id, settled)
     if made:
         await parts.summaries_made(chat_id, settled)
+
+
+def _checked(nodes: Iterable[Node]) -> set[tuple[int, int, int, str]]:
+    return {(n.level, n.start, n.end, n.covers) for n in nodes}
 
 
 def _progress(emit: Emit, chat_id: ChatId, what: str) -> Progress:
@@ -270,15 +286,21 @@ async def summarize_chat(
     llm: LLM | None,
     progress: Progress | None = None,
     keyed: Keyed | None = None,
+    checked: set[tuple[int, int, int, str]] | None = None,
 ) -> int:
-    """Make the chat's missing summaries and drop the broken ones; returns how many were made."""
+    """Make the chat's missing summaries and drop the broken ones; returns how many were made.
+    ``checked``: the nodes found valid or made over these messages by an earlier pass (the chat
+    only grew since), not hashed again; this pass's valid and made nodes are added to it."""
     if keyed is None:
         keyed = await to_thread(message_keys, messages)
     ids, keys = keyed
     stored = await to_thread(db.summaries, chat_id)
     rows = [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored]
     settled = max(len(ids) - settings.recent_messages, 0)
-    tree = await to_thread(plan_tree, ids, keys, rows, settled)
+    known = checked if checked is not None else set()
+    tree = await to_thread(plan_tree, ids, keys, rows, settled, known)
+    known.clear()  # what no longer holds is forgotten
+    known.update(_checked(tree.valid))
     if tree.invalid:
         drop = [(s.level, s.from_id, s.to_id) for s in tree.invalid]
         await to_thread(db.drop_summaries, chat_id, drop)
@@ -298,6 +320,7 @@ async def summarize_chat(
             texts[node.key(ids)] = made.text
             out.append(_row(chat_id, made, ids, messages))
         await to_thread(db.put_summaries, chat_id, out)
+        known.update(_checked(batch))
         done += len(batch)
         if progress is not None:
             await progress(done, total)

@@ -4,10 +4,15 @@ fails, and nothing made for a chat's open end."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from smart_context.config import Settings
+from smart_context.memory import tree
 from smart_context.memory.db import MemoryDB
-from smart_context.memory.refresh import summarize_chat
+from smart_context.memory.refresh import SeenChats, summarize_chat
+from smart_context.paths import ChatId
 from tests.fakes import FakeLLM, make_messages
 
 TEXTS = [
@@ -41,3 +46,40 @@ async def test_offline_summaries_keep_numbers_and_speakers(tmp_path: Path) -> No
     first = min(db.summaries("c"), key=lambda s: s.from_id)
     assert first.source == "offline" and "grams" in first.text
     assert first.text.startswith(("User:", "Assistant:"))
+
+
+async def test_a_pass_over_a_chat_that_only_grew_hashes_only_its_new_summaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored summaries an earlier pass found valid or made keep their check while the chat
+    only grows (a 10,000-message chat has some 1,250); an edit has every one checked again."""
+    hashed: list[tuple[int, int]] = []
+    hash_of = tree.covers
+
+    def counted(keys: Any, start: int, end: int) -> str:
+        hashed.append((start, end))
+        return hash_of(keys, start, end)
+
+    monkeypatch.setattr(tree, "covers", counted)
+    db, seen = MemoryDB(tmp_path), SeenChats()
+    settings = Settings(recent_messages=10, summarizer="offline")
+    texts = TEXTS * 4
+
+    async def one_pass(messages: list[dict[str, Any]]) -> int:
+        keyed, _ = seen.keys(ChatId("c"), messages)
+        return await summarize_chat(
+            db, "c", messages, settings, None, None, keyed, seen.checked(ChatId("c"))
+        )
+
+    first = await one_pass(make_messages(texts[:70]))
+    assert first and len(hashed) == first  # each made once
+    hashed.clear()
+    grown = make_messages(texts)
+    made = await one_pass(grown)
+    assert made and len(hashed) == made  # the new ones only: the stored ones kept their check
+    hashed.clear()
+    assert await one_pass(grown) == 0 and hashed == []
+    edited = [{**grown[0], "content": "an edit"}, *grown[1:]]
+    remade = await one_pass(edited)
+    assert len(hashed) == first + made + remade  # all checked again, the broken made anew
+    assert len(db.summaries("c")) == first + made
