@@ -63,7 +63,7 @@ from smart_context.items.query import MessageQuery
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.reads import ChatReads
 from smart_context.memory.records import Summary
-from smart_context.memory.tree import Node, Stored, plan_tree
+from smart_context.memory.tree import Check, Node, Stored, checks, plan_tree
 from smart_context.messages import History, message_text
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
@@ -77,8 +77,8 @@ log = logging.getLogger(__name__)
 # tuning chats (benchmarks/bench_long_recall.py --set hard --split tune; docs/benchmarks.md)
 LEXICAL_WEIGHT = 0.2
 LEXICAL_HITS = 200  # messages the text index is asked for
-# a facts' lineage (owner, resets) and the summary nodes (level, start, end, covers) found valid
-Checked = tuple[tuple[int, int], frozenset[tuple[int, int, int, str]]]
+# a facts' lineage (owner, resets) and the summary nodes found valid over it
+Checked = tuple[tuple[int, int], frozenset[Check]]
 # A hit must share something with the message: a zero score is no reason to send a message
 MIN_RELEVANCE = 1e-6
 INDEX_INLINE = 2000  # a request indexes at most this many missing messages itself (~0.2 s)
@@ -409,7 +409,7 @@ class Budgeter:
             ids, keys = facts.str_ids[: facts.n], facts.keys[: facts.n]
             marks = [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored]
             valid = plan_tree(ids, keys, marks, 0, known).valid
-            found.append((lineage, frozenset((n.level, n.start, n.end, n.covers) for n in valid)))
+            found.append((lineage, frozenset(checks(valid))))
             nodes = sorted(valid, key=_level_start)
             index = {(n.level, n.start): k for k, n in enumerate(nodes)}
             rows = [by_key[n.key(ids)] for n in nodes]

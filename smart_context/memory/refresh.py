@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from smart_context.host import LLM, Emit, resolve
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.extractive import Line, summarize
 from smart_context.memory.records import Summary
-from smart_context.memory.tree import LEAF, Node, Stored, plan_tree
+from smart_context.memory.tree import LEAF, Check, Node, Stored, checks, plan_tree
 from smart_context.messages import History, common_start, message_text
 from smart_context.paths import ChatId
 from smart_context.topics.extract import reply_text
@@ -79,7 +79,7 @@ class _Seen:
     indexed: int  # how many of the first messages the text index is known to hold
     leaves: int = -1  # settled messages // LEAF when the summaries were last complete
     # the summary nodes (level, start, end, covers) found valid or made over these messages
-    checked: set[tuple[int, int, int, str]] = field(default_factory=set)
+    checked: set[Check] = field(default_factory=set)
 
 
 class SeenChats:
@@ -118,7 +118,7 @@ class SeenChats:
         self._chats[chat_id] = _Seen(ids, contents, keys, last.indexed, last.leaves, last.checked)
         return (ids, keys), last.indexed
 
-    def checked(self, chat_id: ChatId) -> set[tuple[int, int, int, str]]:
+    def checked(self, chat_id: ChatId) -> set[Check]:
         """The summary nodes found valid or made over the chat's messages as last seen (the
         chat only grew since: a change starts the set afresh), for the pass to add to: their
         hashes are not computed again (:func:`~smart_context.memory.tree.plan_tree`)."""
@@ -187,10 +187,6 @@ async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False
     parts.seen.summaries_done(chat_id, settled)
     if made:
         await parts.summaries_made(chat_id, settled)
-
-
-def _checked(nodes: Iterable[Node]) -> set[tuple[int, int, int, str]]:
-    return {(n.level, n.start, n.end, n.covers) for n in nodes}
 
 
 def _progress(emit: Emit, chat_id: ChatId, what: str) -> Progress:
@@ -286,7 +282,7 @@ async def summarize_chat(
     llm: LLM | None,
     progress: Progress | None = None,
     keyed: Keyed | None = None,
-    checked: set[tuple[int, int, int, str]] | None = None,
+    checked: set[Check] | None = None,
 ) -> int:
     """Make the chat's missing summaries and drop the broken ones; returns how many were made.
     ``checked``: the nodes found valid or made over these messages by an earlier pass (the chat
@@ -300,7 +296,7 @@ async def summarize_chat(
     known = checked if checked is not None else set()
     tree = await to_thread(plan_tree, ids, keys, rows, settled, known)
     known.clear()  # what no longer holds is forgotten
-    known.update(_checked(tree.valid))
+    known.update(checks(tree.valid))
     if tree.invalid:
         drop = [(s.level, s.from_id, s.to_id) for s in tree.invalid]
         await to_thread(db.drop_summaries, chat_id, drop)
@@ -320,7 +316,7 @@ async def summarize_chat(
             texts[node.key(ids)] = made.text
             out.append(_row(chat_id, made, ids, messages))
         await to_thread(db.put_summaries, chat_id, out)
-        known.update(_checked(batch))
+        known.update(checks(batch))
         done += len(batch)
         if progress is not None:
             await progress(done, total)

@@ -18,7 +18,7 @@ make next (hierarchical summaries). Pure: no I/O, no model.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 
 import blake3
@@ -62,6 +62,14 @@ class Tree:
     invalid: list[Stored]
 
 
+Check = tuple[int, int, int, str]  # a node found valid: (level, start, end, covers)
+
+
+def checks(nodes: Iterable[Node]) -> set[Check]:
+    """The :data:`Check` of each node, for a later :func:`plan_tree` over the same messages."""
+    return {(n.level, n.start, n.end, n.covers) for n in nodes}
+
+
 def covers(keys: Sequence[str], start: int, end: int) -> str:
     """The hash of the message keys at ``start``..``end - 1``."""
     text = "\x00".join(keys[start:end])
@@ -73,7 +81,7 @@ def plan_tree(
     keys: Sequence[str],
     stored: Sequence[Stored],
     settled: int,
-    checked: Container[tuple[int, int, int, str]] = frozenset(),
+    checked: Container[Check] = frozenset(),
 ) -> Tree:
     """The tree over ``ids`` (message ids in order, ``keys`` their content keys) given the
     summaries ``stored``; only the first ``settled`` messages may get new summaries.
