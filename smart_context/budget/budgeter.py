@@ -77,8 +77,6 @@ log = logging.getLogger(__name__)
 # tuning chats (benchmarks/bench_long_recall.py --set hard --split tune; docs/benchmarks.md)
 LEXICAL_WEIGHT = 0.2
 LEXICAL_HITS = 200  # messages the text index is asked for
-# a facts' lineage (owner, resets) and the summary nodes found valid over it
-Checked = tuple[tuple[int, int], frozenset[Check]]
 # A hit must share something with the message: a zero score is no reason to send a message
 MIN_RELEVANCE = 1e-6
 INDEX_INLINE = 2000  # a request indexes at most this many missing messages itself (~0.2 s)
@@ -97,8 +95,8 @@ class Budgeter:
         self.estimates = estimates  # the vault's calibrated estimates (budget/calibration.py)
         self._facts: dict[ChatId, MessageFacts] = {}  # under the counter last used
         # per chat: the facts' version, the spans, their summaries, where the last span ends,
-        # and the facts' lineage with the nodes found valid over it (not hashed again)
-        self._spans: dict[ChatId, tuple[Any, list[Span], list[Summary], int, Checked]] = {}
+        # and the nodes found valid over those facts (not hashed again while they only grow)
+        self._spans: dict[ChatId, tuple[Any, list[Span], list[Summary], int, frozenset[Check]]] = {}
         self._summary_tokens: dict[str, int] = {}
         self.summary_version: dict[ChatId, int] = {}  # bumped by the background pass
         # per chat: the facts (owner, resets) last compared with the text index, how many of
@@ -399,17 +397,14 @@ class Budgeter:
             return memo[1], memo[2]
         stored = await self._guarded([], self.db.summaries, chat_id)
         by_key = {(s.level, s.from_id, s.to_id): s for s in stored}
-        # the nodes found valid over the same facts, only grown since, keep their hashes (a new
-        # summary of a 10,000-message chat planned the 1,250 others' again: 5 ms)
-        lineage = (facts.owner, facts.resets)
-        known = memo[4][1] if memo is not None and memo[4][0] == lineage else frozenset()
-        found: list[Checked] = []
+        # the nodes found valid over the same facts (owner and resets: only grown since) keep
+        # their hashes (a new summary of a 10,000-message chat planned the 1,250 others' again)
+        known = memo[4] if memo is not None and memo[0][:2] == version[:2] else frozenset()
 
-        def planned() -> tuple[list[Span], list[Summary]]:
+        def planned() -> tuple[list[Span], list[Summary], frozenset[Check]]:
             ids, keys = facts.str_ids[: facts.n], facts.keys[: facts.n]
             marks = [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored]
             valid = plan_tree(ids, keys, marks, 0, known).valid
-            found.append((lineage, frozenset(checks(valid))))
             nodes = sorted(valid, key=_level_start)
             index = {(n.level, n.start): k for k, n in enumerate(nodes)}
             rows = [by_key[n.key(ids)] for n in nodes]
@@ -418,12 +413,12 @@ class Budgeter:
                 Span(n.start, n.end, n.level, counts[k], _children(n, index))
                 for k, n in enumerate(nodes)
             ]
-            return spans, rows
+            return spans, rows, frozenset(checks(valid))
 
         # the background pass plans them off the loop: the requests of other chats go on
-        spans, rows = await to_thread(planned) if off_loop else planned()
+        spans, rows, found = await to_thread(planned) if off_loop else planned()
         ends = max((span.end for span in spans), default=0)
-        self._spans[chat_id] = (version, spans, rows, ends, found[0])
+        self._spans[chat_id] = (version, spans, rows, ends, found)
         return spans, rows
 
     async def _search(self, chat_id: ChatId, message: str) -> list[tuple[str, float]]:

@@ -84,10 +84,13 @@ class _Seen:
 
 class SeenChats:
     """Each chat's messages as the last memory pass saw them (ids, contents, keys) and how many
-    the text index holds, so the next pass reads only what is new. One pass runs per chat at a
-    time (the coalescer), so a chat's entry is never used by two at once; passes of two chats may
-    run in worker threads together, and at worst one's :data:`MAX_CHATS` clearing costs the
-    other a whole comparison with the index on its next pass."""
+    the text index holds, so the next pass reads only what is new. One background pass runs per
+    chat at a time (the coalescer); a forced pass (the ``summarize_conversation`` command) may run
+    beside it. Their summary checks stay true either way: a set is shared only while the chat
+    only grew, so each check holds over the messages both passes share, and a chat that changed
+    gets a new set. Passes of two chats may run in worker threads together, and at worst one's
+    :data:`MAX_CHATS` clearing costs the other a whole comparison with the index on its next
+    pass."""
 
     MAX_CHATS = 64
 

@@ -3,6 +3,7 @@ fails, and nothing made for a chat's open end."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +84,33 @@ async def test_a_pass_over_a_chat_that_only_grew_hashes_only_its_new_summaries(
     remade = await one_pass(edited)
     assert len(hashed) == first + made + remade  # all checked again, the broken made anew
     assert len(db.summaries("c")) == first + made
+
+
+async def test_two_passes_at_once_on_a_growing_chat_keep_only_true_checks(
+    tmp_path: Path,
+) -> None:
+    """A forced pass beside the background's (the command does not wait for it), each over the
+    chat as it read it: the checks they share hold over the messages as they stand, and a pass
+    after them finds every summary valid and makes nothing."""
+    db, seen = MemoryDB(tmp_path), SeenChats()
+    settings = Settings(recent_messages=10, summarizer="offline")
+    texts = TEXTS * 4
+
+    async def one_pass(messages: list[dict[str, Any]]) -> int:
+        keyed, _ = seen.keys(ChatId("c"), messages)
+        return await summarize_chat(
+            db, "c", messages, settings, None, None, keyed, seen.checked(ChatId("c"))
+        )
+
+    await one_pass(make_messages(texts[:60]))
+    made = await asyncio.gather(one_pass(make_messages(texts[:90])), one_pass(make_messages(texts)))
+    assert sum(made) > 0
+    grown = make_messages(texts)
+    ids, keys = seen.keys(ChatId("c"), grown)[0]
+    assert seen.checked(ChatId("c"))
+    assert all(tree.covers(keys, s, e) == c for _, s, e, c in seen.checked(ChatId("c")))
+    assert await summarize_chat(db, "c", grown, settings, None) == 0  # all checked from scratch
+    stored = db.summaries("c")
+    assert stored and all(
+        tree.covers(keys, ids.index(s.from_id), ids.index(s.to_id) + 1) == s.covers for s in stored
+    )
