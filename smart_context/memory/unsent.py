@@ -65,7 +65,8 @@ class UnsentLog:
         """Record a request of ``chat_id`` (the latest wins): its :class:`Unsent`, or what
         works it out on first :meth:`get`. The one it replaces is freed after the request
         (it may hold the last reference to a long chat's ids)."""
-        free_later(self._latest.get(chat_id))
+        if (replaced := self._latest.get(chat_id)) is not None:
+            free_later(replaced)
         self._latest[chat_id] = unsent
         self._latest.move_to_end(chat_id)
         while len(self._latest) > self.max_chats:
