@@ -63,10 +63,6 @@ log = logging.getLogger(__name__)
 MEMORY_SHARE = 0.15  # of the budget, at most, for the memory section
 MEMORY_TOKENS = 1500  # ...and without a budget
 KNOWLEDGE_TOKENS = 2000  # the vault notes' room without a budget (with one: knowledge_share)
-# From this many messages, a request whose budget cuts the history reads in a worker thread,
-# its text search beside the vector scores; below, on the loop (measured: the trip costs more
-# than it saves at 1,000 messages, and saved 0 to 1.5 ms at 3,000 and 10,000, by run)
-SIDE_BY_SIDE = 2000
 
 
 async def assemble(
@@ -135,15 +131,13 @@ def plan_request(
         services.knowledge.look,
         checked,
     )
-    # read on the loop when that is quick: few files to stat, and not a budget searching a
-    # long history (its text search then runs in the trip beside the vector scores, both
-    # freeing the GIL, where it costs no time)
+    # read on the loop when that is quick: few files to stat, and a text search that scores
+    # few rows (look_now); a long history's is bounded to about a thousand (MemoryDB.search)
     quick = all(
         seen is not None and seen <= QUICK_FILES
         for seen in (services.items.files_seen(), services.knowledge.files_seen())
     )
-    side_by_side = cuts and len(history) >= SIDE_BY_SIDE
-    now = look_now(what) if quick and not side_by_side else None
+    now = look_now(what) if quick else None
     looked: asyncio.Future[Looked]
     if now is None:
         looked = ahead(to_thread(look, what))

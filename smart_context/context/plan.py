@@ -14,11 +14,10 @@ done yet" and ask for the budget's limit on its own. The plan holds them once:
 - what the request reads from the memory store and the vault's files (:class:`Looked`): the
   store's answers (:mod:`smart_context.memory.reads`) and the stamps of the item and note
   files, read when the plan is made. On the event loop when the store can answer at once
-  and quickly (:func:`look_now`: few files to stat, a small text index), else in one trip to a
-  worker thread that runs while the topic rule does.
+  and quickly (:func:`look_now`: few files to stat, a text search with no word to count and
+  few rows to score), else in one trip to a worker thread that runs while the topic rule does.
   A trip costs a hand-off and a wake-up, far more on a busy machine than the reads themselves;
-  reading on the loop must never wait, for another thread or another process. A budget that
-  cuts a long history also takes the trip: its text search then runs beside the vector scores;
+  reading on the loop must never wait, for another thread or another process;
 - with such a budget, the budget's dense search, and with it the message's embedding, started
   with the plan so that they run while the topic rule and the sections do.
 
@@ -38,7 +37,7 @@ from smart_context.errors import SmartContextError
 from smart_context.items.files import Stamp
 from smart_context.items.query import MessageQuery
 from smart_context.knowledge.notes import Scan
-from smart_context.memory.db import WEIGHED_FROM, MemoryDB
+from smart_context.memory.db import MemoryDB
 from smart_context.memory.reads import ChatReads, read_chat
 from smart_context.messages import History
 from smart_context.paths import ChatId
@@ -82,8 +81,8 @@ QUICK_FILES = 50  # item or note files a request stats on the event loop, at mos
 def look_now(what: Look) -> Looked | None:
     """:func:`look` made on the event loop, when the store can answer at once
     (:meth:`MemoryDB.at_once`) and quickly; ``None`` when it cannot (another thread of the
-    process is using it, another process would make it wait, or the text search would score a
-    large index: :data:`~smart_context.memory.db.WEIGHED_FROM` rows or more): then make the trip.
+    process is using it, another process would make it wait, or the text search would count a
+    word or score thousands of rows: :meth:`MemoryDB.quick`): then make the trip.
     The caller makes sure the files to stat are few (:data:`QUICK_FILES`).
 
     The trip costs more than the reads: the hand-off, and the worker's wait for the GIL while
@@ -94,8 +93,8 @@ def look_now(what: Look) -> Looked | None:
         if not ready:
             return None
         try:
-            if what.search and db.last_row() >= WEIGHED_FROM:
-                return None  # the text search of a large index: 1 to 40 ms, off the loop
+            if what.search and not db.quick(what.message):
+                return None  # a word to count, or thousands of rows to score: 1 to 40 ms
             reads = read_chat(
                 db, what.chat_id, what.message, what.search, what.checked, guard=False
             )

@@ -65,12 +65,13 @@ def match_expression(chat_id: str, text: str) -> str | None:
     return words_expression(chat_id, query_tokens(text))
 
 
-def words_expression(chat_id: str, tokens: Sequence[str]) -> str | None:
-    """:func:`match_expression` of words already taken from a text (:func:`query_tokens`)."""
+def words_expression(chat_id: str | None, tokens: Sequence[str]) -> str | None:
+    """:func:`match_expression` of words already taken from a text (:func:`query_tokens`);
+    ``chat_id`` ``None``: the rows of any chat holding them (the caller keeps the chat's)."""
     if not tokens:
         return None
-    words = " OR ".join(fts_string(token) for token in tokens)
-    return f"chat_key : {fts_string(chat_key(chat_id))} AND content : ({words})"
+    words = "content : (" + " OR ".join(fts_string(token) for token in tokens) + ")"
+    return words if chat_id is None else f"chat_key : {fts_string(chat_key(chat_id))} AND {words}"
 
 
 def word_expression(token: str) -> str:

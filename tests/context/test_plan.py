@@ -4,7 +4,6 @@ sections search by it (agent items, the vault's notes, the budget's look back)."
 from __future__ import annotations
 
 import asyncio
-import importlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -128,20 +127,22 @@ async def test_a_warm_request_reads_the_store_on_the_loop_when_it_is_free(
 
 
 @pytest.mark.parametrize(
-    ("module", "name", "value"),
+    "settings",
     [
-        ("smart_context.context.assemble", "QUICK_FILES", 0),  # more files than that to stat
-        ("smart_context.context.plan", "WEIGHED_FROM", 10),  # a text index of as many rows
+        {"smart_context.context.assemble.QUICK_FILES": 0},  # more files than that to stat
+        # a text index large enough that the message's words are counted first, and more of
+        # them to count than a request counts on the loop
+        {"smart_context.memory.db.WEIGHED_FROM": 10, "smart_context.memory.db.QUICK_COUNTS": 1},
     ],
 )
 async def test_a_look_that_may_take_long_is_made_in_the_trip(
-    start: Any, vault: Path, monkeypatch: Any, module: str, name: str, value: int
+    start: Any, vault: Path, monkeypatch: Any, settings: dict[str, int]
 ) -> None:
     """On the loop only what is quick: a vault with many item or note files to stat, or a
-    text index large enough that a search may score thousands of rows (1 to 40 ms), is read
-    in the trip."""
+    text search that must count its words in a large index first, is read in the trip."""
     chat, running = await warm_lease(start, vault)
-    monkeypatch.setattr(importlib.import_module(module), name, value)
+    for name, value in settings.items():
+        monkeypatch.setattr(name, value)
     trips = counted_trips(monkeypatch)
     ctx = Ctx("long", chat, MESSAGE)
     await call(running.pm.hook.pipeline_context, ctx=ctx)
@@ -151,20 +152,29 @@ async def test_a_look_that_may_take_long_is_made_in_the_trip(
     )
 
 
-async def test_a_budget_that_cuts_a_long_history_searches_it_in_the_trip(
+async def test_a_long_history_is_searched_on_the_loop_once_its_words_are_counted(
     start: Any, vault: Path, monkeypatch: Any
 ) -> None:
-    """A long history under a budget: the text search runs in the trip, beside the vector
-    scores that the plan started, instead of after them on the loop."""
-    from smart_context.context import assemble
-
+    """A large text index: the first search of its words counts their rows (in the trip, with
+    more words to count than the loop counts); the next request with the same words finds
+    them counted and scores few rows, so it reads on the loop, and finds the same messages.
+    Words that many rows hold still take the trip."""
     chat, running = await warm_lease(start, vault)
-    monkeypatch.setattr(assemble, "SIDE_BY_SIDE", 100)  # the lease chat has 400 messages
+    monkeypatch.setattr("smart_context.memory.db.WEIGHED_FROM", 10)  # 400 messages: large
+    monkeypatch.setattr("smart_context.memory.db.QUICK_COUNTS", 1)
     trips = counted_trips(monkeypatch)
-    ctx = Ctx("long", chat, MESSAGE)
-    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    first = Ctx("long", chat, MESSAGE)
+    await call(running.pm.hook.pipeline_context, ctx=first)
+    assert trips.count("look") == 1, "the words were counted in the trip"
+    trips.clear()
+    again = Ctx("long", chat, MESSAGE)
+    await call(running.pm.hook.pipeline_context, ctx=again)
+    assert "look" not in trips
+    found = again.metadata["smart_context"]["relevant_ids"]
+    assert found and found == first.metadata["smart_context"]["relevant_ids"]
+    monkeypatch.setattr("smart_context.memory.db.SCORED_ROWS", 0)  # every word in too many rows
+    await call(running.pm.hook.pipeline_context, ctx=Ctx("long", chat, MESSAGE))
     assert trips.count("look") == 1
-    assert ctx.metadata["smart_context"]["relevant_ids"]
 
 
 async def test_a_store_another_thread_is_using_is_read_in_one_trip(

@@ -597,3 +597,61 @@ def test_a_words_count_is_kept_until_the_index_changes_much_or_loses_rows(
     db.unindex("c", ["m0"])
     assert next(m for m, _ in db.search("c", "sourdough", 30)) != "m0"
     assert counted == ["sourdough"]
+
+
+def test_rare_words_are_searched_without_the_chat_key_with_the_same_scores(
+    tmp_path: Path,
+) -> None:
+    """Words few rows of the whole index hold are searched over every chat's rows and the
+    chat's kept by the join: the same messages, the same scores, and no other chat's."""
+    memory = MemoryDB(tmp_path)
+    rows = [
+        (f"m{i}", f"k{i}", "note" + (" sourdough starter" if i % 40 == 0 else ""))
+        for i in range(1_200)
+    ]
+    memory.index_messages("c", rows)
+    memory.index_messages("d", [(f"d{i}", f"d{i}", "sourdough bread") for i in range(30)])
+    found = memory.search("c", "sourdough starter", 50)
+    keyed = memory._read(  # with the chat's key, as every search did before
+        "SELECT m.message_id, -bm25(message_fts, 1.0, 0.0) FROM message_fts "
+        "JOIN message_text AS m ON m.rowid = message_fts.rowid "
+        "WHERE message_fts MATCH ? AND m.chat_id = ? ORDER BY bm25(message_fts, 1.0, 0.0) "
+        "LIMIT 50",
+        (match_expression("c", "sourdough starter"), "c"),
+    )
+    assert len(found) == 30 and {m for m, _ in found} == {f"m{i}" for i in range(0, 1_200, 40)}
+    assert found == [(m, pytest.approx(s, abs=1e-9)) for m, s in keyed]
+    assert {m for m, _ in memory.search("d", "sourdough starter", 50)} == {
+        f"d{i}" for i in range(30)
+    }
+    memory.close()
+
+
+def test_a_search_is_quick_when_its_words_are_counted_and_rare(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """:meth:`MemoryDB.quick` (a request searches on the event loop when true): a small index
+    always; a large one while the rarest word the search keeps is in at most ``SCORED_ROWS``
+    rows and no word needs a long count: a few words are counted on the way, up to that."""
+    import smart_context.memory.db as db_module
+
+    monkeypatch.setattr(db_module, "SCORED_ROWS", 100)
+    memory = MemoryDB(tmp_path)
+    memory.index_messages("c", [(f"m{i}", f"k{i}", "note") for i in range(500)])
+    assert memory.quick("nginx docker")  # 500 rows: counts nothing
+    memory.index_messages(
+        "c",
+        [(f"n{i}", f"n{i}", "docker" + (" nginx" if i % 20 == 0 else "")) for i in range(600)],
+    )
+    assert not memory.quick("nginx docker"), "docker is in more rows than a quick count"
+    assert memory._held.keys() == {"nginx"}, "nginx (30 rows) was counted on the way"
+    memory.search("c", "nginx docker", 10)  # counts docker in full
+    assert memory.quick("nginx docker"), "nginx in 30 rows: docker is in too many to search"
+    assert memory.quick("docker")  # in more than half the rows: not searched at all
+    assert memory.quick("docker nginx certificate")  # certificate counted quickly: in none
+    monkeypatch.setattr(db_module, "QUICK_COUNTS", 1)
+    assert not memory.quick("nginx zebra yak"), "two words to count: one is quick at most"
+    memory.index_messages("c", [(f"o{i}", f"o{i}", "nginx") for i in range(200)])  # 30 -> 230
+    memory.search("c", "nginx", 10)  # past a tenth more rows: counted again
+    assert not memory.quick("nginx"), "the rarest word is in more than SCORED_ROWS rows"
+    memory.close()
