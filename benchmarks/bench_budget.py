@@ -150,7 +150,9 @@ async def summarise_1000(settings: Settings) -> tuple[float, float, int]:
 def chat_of(n: int) -> dict[str, Any]:
     """A generated chat of ``n`` messages: the generator makes 200 to about 2,500, so a longer
     one is several of its chats one after the other (ids prefixed by part)."""
-    parts, questions, messages = 0, [], []
+    parts = 0
+    questions: list[dict[str, Any]] = []
+    messages: list[dict[str, Any]] = []
     while len(messages) < n:
         part = make_chat(min(max(n - len(messages), 200), 2000), seed=1 + parts)
         messages += [{**m, "id": f"p{parts}-{m['id']}"} for m in part["messages"]]

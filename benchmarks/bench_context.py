@@ -198,7 +198,7 @@ async def bench_context(
     if items:
         for folder in ("rules", "references", "notes"):
             shutil.copytree(EXAMPLE_VAULT / folder, vault / folder, dirs_exist_ok=True)
-    chats = {
+    chats: dict[str, dict[str, Any]] = {
         f"c{n}": {
             "messages": make_chat(n),
             "topics": mapped(make_chat(n)) if threshold == "auto" else [],

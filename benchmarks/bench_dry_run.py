@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
-from bench_server import make_chat
 
+from benchmarks.bench_server import make_chat
 from smart_context.mcp.client import ToolInfo, save_tool_list
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.sidecar.app import create_app

@@ -68,6 +68,7 @@ def bench_size(n: int, repeats: int) -> None:
     }
     int8.KERNEL = "numkong" if kernel_available() else "numpy"
     base = figures["float32 einsum"]
+    assert base is not None
     said = ", ".join(
         f"{name} {ms:.2f} ms ({ms / base:.2f}x)" for name, ms in figures.items() if ms is not None
     )

@@ -123,12 +123,12 @@ async def main(chats_limit: int | None, limit: int) -> None:
             "the current message is "
             + ("the question:" if sent_as == "question" else f"{VAGUE!r}:")
         )
-        for name, key in (
+        for name, kind in (
             ("answering messages inside the budget", "budget"),
             ("... inside the budget or one look back", "+ look back"),
         ):
             row = "".join(
-                f"{statistics.mean(results[(f'{sent_as}: {key}', s)]):>8.3f}" for s in SHARES
+                f"{statistics.mean(results[(f'{sent_as}: {kind}', s)]):>8.3f}" for s in SHARES
             )
             print(f"  {name:<44}{row}")
         tokens = [statistics.median(results[(f"{sent_as}: tokens", s)]) for s in SHARES]

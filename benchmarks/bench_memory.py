@@ -41,11 +41,11 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
-from bench_server import family_rss_mb, rss_mb
 
+from benchmarks.bench_server import family_rss_mb, rss_mb
 from smart_context.allocator import collecting_between, fewer_arenas, quiet_collector
 from smart_context.messages import message_text
 from smart_context.plugin import SmartContextPlugin
@@ -128,7 +128,7 @@ async def run(messages: int, writers: int, top: int, warm: int = 0) -> dict[str,
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
                 trimmed = family_rss_mb(os.getpid())
             raw = (root / ".memory" / f"{chat_id}.json").read_bytes()
-            stored = json.loads(raw)
+            stored: dict[str, Any] = json.loads(raw)
         await sidecar.stop()
     if top:
         print_allocations(first, last, top, tracing)
@@ -191,7 +191,7 @@ async def long_chat(reply: dict[str, Any], count: int) -> None:
         ):
             gc.collect()
             tracemalloc.start()
-            held = read()
+            held: object = read()
             if asyncio.iscoroutine(held):
                 held = await held
             gc.collect()

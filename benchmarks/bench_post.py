@@ -25,11 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
-from bench_server import make_chat
 
+from benchmarks.bench_server import make_chat
 from smart_context.paths import check_chat_id
 from smart_context.plugin import SmartContextPlugin
 from smart_context.topics.refresh import refresh

@@ -42,20 +42,20 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
-from bench_context import RandomEmbedder, make_chat
-from proxy_in_process import UPSTREAM, proxy_in_process
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 import smart_context_hosts.proxy.relay as relay_module
+from benchmarks.bench_context import RandomEmbedder, make_chat
+from benchmarks.proxy_in_process import UPSTREAM, proxy_in_process
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.proxy.app import Proxy, ProxyOptions, create_app
-from smart_context_hosts.sidecar.plugins import get_plugin_manager
+from smart_context_hosts.sidecar.plugins import call_hook, get_plugin_manager
 from smart_context_hosts.sidecar.runtime import Sidecar
 from smart_context_hosts.sidecar.serve import serving
 
@@ -87,7 +87,7 @@ class Timed:
 
     def __init__(self) -> None:
         self.seconds = 0.0
-        self._call = relay_module.call_hook
+        self._call = call_hook
 
     async def __call__(self, *args: Any, **kwargs: Any) -> list[Any]:
         start = time.perf_counter()
@@ -236,7 +236,7 @@ async def main(sizes: list[int], turns: int) -> None:
         f"Python {platform.python_version()}; {turns} turns per size, medians:"
     )
     timed = Timed()
-    relay_module.call_hook = timed  # type: ignore[assignment]
+    relay_module.call_hook = timed  # type: ignore[attr-defined]
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
             await bench_size(Path(tmp), size, turns, timed)

@@ -33,12 +33,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pluggy
-from bench_context import Ctx, Host, RandomEmbedder, make_chat, mapped, new_message
 
 import smart_context.hookspecs
+from benchmarks.bench_context import Ctx, Host, RandomEmbedder, make_chat, mapped, new_message
 from smart_context.budget.budgeter import Budgeter
 from smart_context.context import assemble
 from smart_context.memory.db import WEIGHED_FROM, MemoryDB
@@ -84,7 +84,7 @@ async def compare(n: int, repeats: int, budget: int | None, embedder: Any) -> di
     with tempfile.TemporaryDirectory() as tmp:
         vault = Path(tmp)
         (vault / ".memory").mkdir()
-        chat = {
+        chat: dict[str, Any] = {
             "messages": make_chat(n),
             "topics": mapped(make_chat(n)),
             "smart_context": {"active_topics": ["Asyncio Scraper", "Trip Planning"]},

@@ -34,6 +34,7 @@ from smart_context.messages import History
 from smart_context.paths import ChatId
 
 SIZE = 10_000
+CHAT = ChatId("c")
 
 
 def chat(n: int) -> list[dict[str, Any]]:
@@ -57,16 +58,16 @@ async def main() -> None:
         counter = counter_for("gpt-4o")
         owner = MessageFacts(counter)
         facts = owner.update(History(messages[:SIZE]))
-        await budgeter._spans_of("c", facts, counter)
+        await budgeter._spans_of(CHAT, facts, counter)
         kept, again = [], []
         for k in range(1, 4):
             facts = owner.update(History(messages[: SIZE + k]))
             start = time.perf_counter()
-            await budgeter._spans_of("c", facts, counter)
+            await budgeter._spans_of(CHAT, facts, counter)
             kept.append((time.perf_counter() - start) * 1000)
             budgeter._spans.clear()
             start = time.perf_counter()
-            await budgeter._spans_of("c", facts, counter)
+            await budgeter._spans_of(CHAT, facts, counter)
             again.append((time.perf_counter() - start) * 1000)
         replan, replan_all = await after_a_new_summary(budgeter, facts, counter)
         leaf, leaf_all = await a_new_leaf(db)
@@ -90,13 +91,13 @@ async def after_a_new_summary(
     kept: list[float] = []
     every: list[float] = []
     for _ in range(rounds):
-        budgeter.summary_version["c"] = budgeter.summary_version.get("c", 0) + 1
+        budgeter.summary_version[CHAT] = budgeter.summary_version.get(CHAT, 0) + 1
         start = time.perf_counter()
-        await budgeter._spans_of("c", facts, counter)
+        await budgeter._spans_of(CHAT, facts, counter)
         kept.append((time.perf_counter() - start) * 1000)
         budgeter._spans.clear()
         start = time.perf_counter()
-        await budgeter._spans_of("c", facts, counter)
+        await budgeter._spans_of(CHAT, facts, counter)
         every.append((time.perf_counter() - start) * 1000)
     return statistics.median(kept), statistics.median(every)
 

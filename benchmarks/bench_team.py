@@ -50,10 +50,16 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
-from bench_server import family, family_rss_mb
+
+from benchmarks.bench_server import family, family_rss_mb
+
+if TYPE_CHECKING:
+    from smart_context.services import Services
 
 ROOT = Path(__file__).resolve().parents[1]
 PERSON_HEADER = "X-Bench-Person"
@@ -273,15 +279,18 @@ def write_chat(memory: Path, title: str, texts: list[str]) -> list[dict[str, Any
 
 
 @contextlib.asynccontextmanager
-async def plugin_services(folder: Path) -> AsyncIterator[Any]:
+async def plugin_services(folder: Path) -> AsyncIterator[Services]:
     """The plugin's services over the vault at ``folder``, its sidecar started as the
     proxy's is, and stopped after."""
+    from smart_context.plugin import SmartContextPlugin
     from smart_context_hosts.sidecar.runtime import Sidecar
 
     sidecar = Sidecar(folder)
     await sidecar.start()
     try:
-        yield sidecar.pm.get_plugin("smart_context").services
+        plugin = sidecar.pm.get_plugin("smart_context")
+        assert isinstance(plugin, SmartContextPlugin) and plugin.services is not None
+        yield plugin.services
     finally:
         await sidecar.stop()
 
@@ -294,6 +303,7 @@ def settled_vault(folder: Path, size: int) -> Path:
     as a real one would; random vectors (the default seeding) join nothing, and every long
     chat's map is made again during the run."""
     from smart_context.memory.refresh import refresh_memory
+    from smart_context.paths import ChatId
     from smart_context.topics.refresh import refresh
 
     memory = folder / ".memory"
@@ -303,8 +313,8 @@ def settled_vault(folder: Path, size: int) -> Path:
 
     async def settle() -> None:
         async with plugin_services(folder) as services:
-            await refresh(services.topic_pass, "c")
-            await refresh_memory(services.memory_pass, "c")
+            await refresh(services.topic_pass, ChatId("c"))
+            await refresh_memory(services.memory_pass, ChatId("c"))
 
     start = time.monotonic()
     asyncio.run(settle())
@@ -437,7 +447,9 @@ def report(
     rss_peak: float,
     backlog: float,
 ) -> None:
-    added, first_turns, failed = [], [], 0
+    added: list[float] = []
+    first_turns: list[float] = []
+    failed = 0
     reasons: set[str] = set()  # why turns failed
     parts: tuple[list[float], list[float]] = ([], [])  # before the upstream had it; after
     by_size: dict[int, list[float]] = {}

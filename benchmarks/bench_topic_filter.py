@@ -39,10 +39,9 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from topic_runs import click, start, turns
-
+from benchmarks.topic_runs import click, start, turns
 from smart_context.context.topic_filter import LAST_TURN
 from smart_context.embeddings.local import shared_local_model
 from smart_context.paths import check_chat_id
@@ -109,8 +108,8 @@ async def evaluate(chats: list[dict[str, Any]]) -> None:
                     maps[cid] = data[cid]["topics"]
                     regular = [t for t in maps[cid] if not t.get("sticky")]
                     bubbles.append((cid, len(regular), len(chat["subjects"])))
-                    truth = {m["id"]: m["subject"] for m in chat["messages"]}
-                    leading = {subject_of(t, truth) for t in regular} - {"?"}
+                    truth_of = {m["id"]: m["subject"] for m in chat["messages"]}
+                    leading = {subject_of(t, truth_of) for t in regular} - {"?"}
                     covered.append((len(leading), len(chat["subjects"])))
                 topics = [
                     t if members else {k: v for k, v in t.items() if k != "message_ids"}

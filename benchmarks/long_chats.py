@@ -1502,7 +1502,7 @@ def _assign_kinds(n_questions: int) -> dict[str, int]:
     return counts
 
 
-def make_chat(n_messages: int, seed: int, chat_id: str | None = None) -> dict:
+def make_chat(n_messages: int, seed: int, chat_id: str | None = None) -> dict[str, Any]:
     """{"id": str, "messages": [{"id": str, "role": "user"|"assistant", "content": str}],
     "questions": [{"id": str, "text": str, "answers": [message ids], "kind": str,
     "entities": [str]}]}"""
@@ -1568,10 +1568,10 @@ def make_chat(n_messages: int, seed: int, chat_id: str | None = None) -> dict:
         return fact
 
     for ft, keys in multi_groups:
-        group = f"multi-{ft.name}-{len(items)}-{rng.random()}"
+        group_name = f"multi-{ft.name}-{len(items)}-{rng.random()}"
         targets = sorted(rng.uniform(0.02, 0.45) for _ in keys)
         for key, target in zip(keys, targets, strict=True):
-            plant(ft, key, target, group)
+            plant(ft, key, target, group_name)
     for ft, key in singles:
         plant(ft, key, rng.uniform(0.02, 0.45), f"single-{ft.name}-{key}")
 
@@ -1613,8 +1613,8 @@ def make_chat(n_messages: int, seed: int, chat_id: str | None = None) -> dict:
             if kind != "paraphrase":
                 break
             qtext = filler.fill(rng.choice(ft.paraphrase), k=fact["key"])
-            holders = [t for t in (user, reply) if fact["value"] in t]
-            shared = content_words(qtext) & set().union(*(content_words(t) for t in holders))
+            carriers = [t for t in (user, reply) if fact["value"] in t]
+            shared = content_words(qtext) & set().union(*(content_words(t) for t in carriers))
             if len(shared) <= 1:
                 break
         else:
@@ -1783,12 +1783,12 @@ def make_chat(n_messages: int, seed: int, chat_id: str | None = None) -> dict:
 
     # --- number the messages
     messages: list[dict[str, str]] = []
-    for user, reply, it in pairs:
+    for user, reply, owner in pairs:
         for role, text in (("user", user), ("assistant", reply)):
             mid = f"m{len(messages) + 1:05d}"
             messages.append({"id": mid, "role": role, "content": text})
-            if it is not None:
-                it.ids.append(mid)
+            if owner is not None:
+                owner.ids.append(mid)
     if n_messages % 2:
         messages.append(
             {
@@ -1868,9 +1868,9 @@ def make_chat(n_messages: int, seed: int, chat_id: str | None = None) -> dict:
         for mid in fact["answers"]:
             if int(mid[1:]) > limit:
                 raise RuntimeError(f"a fact landed after the fact zone {mid}")
-        others = holding.get(fact["value"], set()) - set(fact["answers"])
-        if others:
-            raise RuntimeError(f"value {fact['value']!r} also in {others}")  # pragma: no cover
+        elsewhere = holding.get(fact["value"], set()) - set(fact["answers"])
+        if elsewhere:
+            raise RuntimeError(f"value {fact['value']!r} also in {elsewhere}")  # pragma: no cover
 
     return {
         "id": chat_id or f"long-{n_messages}-{seed}",
@@ -1922,7 +1922,7 @@ def _filler_pair_once(
 
 def make_set(
     sizes: tuple[int, ...] = (1000, 1000, 1000, 2000, 2000), seed: int = 20261123
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     chats = []
     for i, size in enumerate(sizes):
         letter = "abcdefghijklmnopqrstuvwxyz"[sum(1 for s in sizes[:i] if s == size)]
@@ -1930,7 +1930,7 @@ def make_set(
     return chats
 
 
-def stats(chats: list[dict]) -> str:
+def stats(chats: list[dict[str, Any]]) -> str:
     lines = []
     for chat in chats:
         chars = sum(len(m["content"]) for m in chat["messages"])

@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +41,7 @@ from smart_context.vectors.codec import content_hash
 
 Matrix = npt.NDArray[np.float32]
 Key = tuple[str, str]  # (server, tool)
+Pick = TypeVar("Pick")  # what :func:`measure` compares: a ``Key``, or a baseline's tool id
 
 
 @dataclass(frozen=True)
@@ -147,8 +149,8 @@ class ToolVault:
 
 
 def measure(
-    picks: Sequence[Sequence[Key]],
-    needed: Sequence[set[Key]],
+    picks: Sequence[Sequence[Pick]],
+    needed: Sequence[set[Pick]],
     kinds: Sequence[str] | None = None,
     k: int | None = 5,
 ) -> dict[str, float]:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pluggy
-from bench_context import Host
 
 import smart_context.hookspecs
+from benchmarks.bench_context import Host
 from smart_context.context.topic_filter import LAST_TURN
 from smart_context.embeddings.local import shared_local_model
 from smart_context.paths import check_chat_id

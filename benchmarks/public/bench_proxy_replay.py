@@ -42,6 +42,7 @@ from benchmarks.public import baselines
 from benchmarks.public.baselines import fill_by_rank
 from benchmarks.public.bench_history import CACHE, PARTS, Chat, load
 from benchmarks.public.snapshot import Snapshot, reported, snapshot
+from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.sidecar.runtime import Sidecar
 
 MODEL = "gpt-4o"  # its tokenizer ships offline: the counts are exact
@@ -101,6 +102,7 @@ async def replay(chat: Chat, cache: Path, embedder: Any) -> dict[str, Any]:
             history = [{"role": m["role"], "content": m["content"]} for m in chat.messages]
             headers = {"X-Smart-Context-Chat": f"realtalk-{chat.number}"}
             async with proxy_in_process(sidecar, upstream) as (proxy, client):
+                assert isinstance(plugin, SmartContextPlugin) and plugin.services is not None
                 for k, (question, query) in enumerate(zip(chat.questions, queries, strict=True)):
                     if k == 0:  # the first request stores the chat; its passes run meanwhile
                         await send(client, headers, [*history, _ask("Hello again!")])
@@ -146,7 +148,8 @@ async def send(client: httpx.AsyncClient, headers: dict[str, str], messages: lis
         "/v1/chat/completions", json={"model": MODEL, "messages": messages}, headers=headers
     )
     answer.raise_for_status()
-    return answer.headers.get("x-smart-context", "")
+    note: str = answer.headers.get("x-smart-context", "")
+    return note
 
 
 def report(name: str, chats: list[Chat], found: dict[str, list[Any]]) -> None:

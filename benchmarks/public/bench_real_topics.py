@@ -29,13 +29,11 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parents[1]))
-
-from topic_runs import start  # noqa: E402
 
 from benchmarks.public.bench_history import PARTS, Chat, load  # noqa: E402
 from benchmarks.public.snapshot import reported, snapshot  # noqa: E402
+from benchmarks.topic_runs import start  # noqa: E402
 from smart_context.paths import check_chat_id  # noqa: E402
 from smart_context.topics.offline.cluster import extract_offline  # noqa: E402
 from smart_context.topics.refresh import refresh  # noqa: E402

@@ -49,13 +49,11 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
 
-from baselines import BM25, dense, rank, rrf  # noqa: E402
-from snapshot import Snapshot, reported, snapshot  # noqa: E402
-from topic_runs import click, start  # noqa: E402
-
+from benchmarks.public.baselines import BM25, dense, rank, rrf  # noqa: E402
+from benchmarks.public.snapshot import Snapshot, reported, snapshot  # noqa: E402
+from benchmarks.topic_runs import click, start  # noqa: E402
 from smart_context.context.topic_filter import LAST_TURN  # noqa: E402
 from smart_context.embeddings.local import shared_local_model  # noqa: E402
 from smart_context.messages import History  # noqa: E402

@@ -86,7 +86,8 @@ class Snapshot:
         """The paths under ``prefix`` (a folder, with its slash), sorted."""
         prefix = self._allowed(prefix)
         if self.bare:
-            paths, absent = [], []
+            paths: list[str] = []
+            absent: list[str] = []
             for line in self._git("ls-tree", "-r", "-l", "HEAD", "--", prefix).splitlines():
                 meta, _, path = line.partition("\t")
                 # a mirror may list a large file without holding it (its size reads "BAD")
