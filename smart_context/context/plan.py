@@ -87,7 +87,8 @@ def look_now(what: Look) -> Looked | None:
 
     The trip costs more than the reads: the hand-off, and the worker's wait for the GIL while
     the loop runs the topic rule: 0.4 to 1 ms a request more than reading here on a 2-core
-    machine (``benchmarks/bench_request_reads.py``), where the reads take 0.1 to 0.7 ms."""
+    machine (``benchmarks/bench_request_reads.py``), where the reads take 0.1 to 0.7 ms (a long
+    chat's text search with them: about 0.5 ms, 1 to 3 ms at worst)."""
     db = what.db
     with db.at_once() as ready:
         if not ready:
