@@ -7,16 +7,17 @@ dense search then too (``context/assemble.py: plan_request``). Before, every req
 trip to a worker thread for the reads, and the dense search waited for the budget's turn. This
 script alternates the ways request by request on the same warm chat, so all see the same
 machine: "before" (the trip always; the search late), "the trip" (the reads on the loop when
-they are quick, but a text index of 1,000 rows or more searched in the trip: the release before
-the search's quick check) and "now" (the reads on the loop when they are quick, the text
-search too when it counts and scores few rows: ``MemoryDB.quick``; the search started with the
-plan).
+they are quick, but a text index of 1,000 rows or more searched in the trip, as the release
+before the search's quick check did; its search, like the others', leaves the chat's key out
+for rare words) and "now" (the reads on the loop when they are quick, the text search too when
+it counts few words and walks few rows: ``MemoryDB.quick``; the search started with the plan).
 
 Three cases, each at every size: the default budget; no budget; and the default budget with the
 message embedded by a server 50 ms away (an OpenAI-compatible endpoint), where starting the
 embedding early lets it run while the topic rule and the sections do. The chat's own vectors are
 random (bench_context.RandomEmbedder); each request has a new message that shares words with
-the chat.
+the chat, two of them in few of its messages, so that its text search finds some (printed;
+none without a budget, whose text index the budget fills).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from smart_context.plugin import SmartContextPlugin
 from smart_context.vectors.ops import Matrix
 
 NETWORK_SECONDS = 0.05
+PARTS = 250
 
 
 class FarEmbedder(RandomEmbedder):
@@ -68,7 +70,7 @@ def ways() -> dict[str, Callable[[], None]]:
 
     def trip() -> None:
         now()
-        setattr(MemoryDB, "quick", lambda db, query: db.last_row() < WEIGHED_FROM)  # noqa: B010
+        setattr(MemoryDB, "quick", lambda db, chat_id, query: db.last_row() < WEIGHED_FROM)  # noqa: B010
 
     def now() -> None:
         setattr(assemble, "look_now", look_now)  # noqa: B010
@@ -85,7 +87,7 @@ async def compare(n: int, repeats: int, budget: int | None, embedder: Any) -> di
         vault = Path(tmp)
         (vault / ".memory").mkdir()
         chat: dict[str, Any] = {
-            "messages": make_chat(n),
+            "messages": with_parts(make_chat(n)),
             "topics": mapped(make_chat(n)),
             "smart_context": {"active_topics": ["Asyncio Scraper", "Trip Planning"]},
         }
@@ -105,14 +107,32 @@ async def compare(n: int, repeats: int, budget: int | None, embedder: Any) -> di
             for k in range(repeats):
                 for j, (name, switch) in enumerate(switches.items()):
                     switch()
-                    ctx = Ctx("c", list(history), new_message(len(switches) * k + j))
+                    ctx = Ctx("c", list(history), asking(len(switches) * k + j))
                     t0 = time.perf_counter()
                     await pm.hook.pipeline_context(ctx=ctx)[0]
                     samples[name].append((time.perf_counter() - t0) * 1000)
+            found = [
+                len(plugin.services.memory_db.search("c", asking(k), 200)) for k in range(repeats)
+            ]
         finally:
             switches["now"]()
             await plugin.services.close()
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return {name: statistics.median(values) for name, values in samples.items()} | {
+        "hits": statistics.median(found)
+    }
+
+
+def with_parts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` each naming one of :data:`PARTS` parts: the words of
+    :func:`bench_context.make_chat` are each in most messages, so a search of them scores no
+    row; a part is in one message of :data:`PARTS`, as a name or a subject is."""
+    return [m | {"content": f"{m['content']} part{i % PARTS}"} for i, m in enumerate(messages)]
+
+
+def asking(k: int) -> str:
+    """The ``k``-th new message: :func:`bench_context.new_message`, naming two parts, so that
+    the text search finds the messages that name them (8 at 1,000 messages, 80 at 10,000)."""
+    return f"{new_message(k)} About part{k % PARTS} and part{(7 * k + 3) % PARTS}."
 
 
 def main() -> None:
@@ -141,7 +161,8 @@ def main() -> None:
                 f"  {n:>6} messages: before {found['before']:6.2f} ms, a large index searched "
                 f"in the trip {found['trip']:6.2f} ms, now {found['now']:6.2f} ms "
                 f"({found['now'] / found['before']:.2f} x before, "
-                f"{found['now'] / found['trip']:.2f} x the trip)"
+                f"{found['now'] / found['trip']:.2f} x the trip; the text search finds "
+                f"{found['hits']:.0f} messages)"
             )
 
 

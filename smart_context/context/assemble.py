@@ -37,6 +37,7 @@ from smart_context.context.plan import (
     RequestPlan,
     look,
     look_now,
+    look_soon,
 )
 from smart_context.context.prepared import Prepared, sent_flags
 from smart_context.context.stable import request_cache, stable_request
@@ -131,15 +132,16 @@ def plan_request(
         services.knowledge.look,
         checked,
     )
-    # read on the loop when that is quick: few files to stat, and a text search that scores
-    # few rows (look_now); a long history's is bounded to about a thousand (MemoryDB.search)
+    # read on the loop when that is quick: few files to stat, and a text search that walks
+    # few rows (look_now, MemoryDB.quick)
     quick = all(
         seen is not None and seen <= QUICK_FILES
         for seen in (services.items.files_seen(), services.knowledge.files_seen())
     )
-    now = look_now(what) if quick else None
     looked: asyncio.Future[Looked]
-    if now is None:
+    if dense is not None:  # the message's embedding goes off first, then the reads
+        looked = ahead(look_soon(what, quick))
+    elif (now := look_now(what) if quick else None) is None:
         looked = ahead(to_thread(look, what))
     else:
         looked = asyncio.get_running_loop().create_future()

@@ -14,8 +14,8 @@ done yet" and ask for the budget's limit on its own. The plan holds them once:
 - what the request reads from the memory store and the vault's files (:class:`Looked`): the
   store's answers (:mod:`smart_context.memory.reads`) and the stamps of the item and note
   files, read when the plan is made. On the event loop when the store can answer at once
-  and quickly (:func:`look_now`: few files to stat, a text search with no word to count and
-  few rows to score), else in one trip to a worker thread that runs while the topic rule does.
+  and quickly (:func:`look_now`: few files to stat, a text search with few words to count and
+  few rows to walk), else in one trip to a worker thread that runs while the topic rule does.
   A trip costs a hand-off and a wake-up, far more on a busy machine than the reads themselves;
   reading on the loop must never wait, for another thread or another process;
 - with such a budget, the budget's dense search, and with it the message's embedding, started
@@ -32,6 +32,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from smart_context.background import to_thread
 from smart_context.budget.tokens import Counter
 from smart_context.errors import SmartContextError
 from smart_context.items.files import Stamp
@@ -82,19 +83,19 @@ def look_now(what: Look) -> Looked | None:
     """:func:`look` made on the event loop, when the store can answer at once
     (:meth:`MemoryDB.at_once`) and quickly; ``None`` when it cannot (another thread of the
     process is using it, another process would make it wait, or the text search would count a
-    word or score thousands of rows: :meth:`MemoryDB.quick`): then make the trip.
+    common word or walk thousands of rows: :meth:`MemoryDB.quick`): then make the trip.
     The caller makes sure the files to stat are few (:data:`QUICK_FILES`).
 
     The trip costs more than the reads: the hand-off, and the worker's wait for the GIL while
     the loop runs the topic rule: 0.4 to 1 ms a request more than reading here on a 2-core
-    machine (``benchmarks/bench_request_reads.py``), where the reads take 0.1 to 0.7 ms (a long
-    chat's text search with them: about 0.5 ms, 1 to 3 ms at worst)."""
+    machine (``benchmarks/bench_request_reads.py``), where the reads take 0.1 to 0.7 ms (with a
+    text search that finds messages: about 0.5 ms, 1 to 3 ms at worst)."""
     db = what.db
     with db.at_once() as ready:
         if not ready:
             return None
         try:
-            if what.search and not db.quick(what.message):
+            if what.search and not db.quick(what.chat_id, what.message):
                 return None  # a word to count, or thousands of rows to score: 1 to 40 ms
             reads = read_chat(
                 db, what.chat_id, what.message, what.search, what.checked, guard=False
@@ -102,6 +103,15 @@ def look_now(what: Look) -> Looked | None:
         except SmartContextError:
             return None
     return Looked(reads, what.items(), what.notes())
+
+
+async def look_soon(what: Look, quick: bool) -> Looked:
+    """:func:`look_now` (when ``quick``: few files to stat) at the event loop's next turn, else
+    the trip. Run as a task made after those the plan started (the message's embedding): they
+    take their first steps before it, so the embedding is sent off (to its thread, or the
+    network) before the reads hold the loop (0.5 to 1.5 ms with a text search), not after."""
+    now = look_now(what) if quick else None
+    return now if now is not None else await to_thread(look, what)
 
 
 @dataclass(frozen=True)

@@ -405,11 +405,7 @@ class MemoryDB:
         counted = [(n, k) for k, (_, n) in enumerate(weighed) if n is not None]
         if len(counted) < len(tokens) or sum(n for n, _ in counted) <= SCORED_ROWS:
             return tokens  # a small index (no counts), or few rows to score
-        chat_rows = self._read(
-            "SELECT count(*) FROM (SELECT 1 FROM message_text WHERE chat_id = ? LIMIT ?)",
-            (chat_id, SCORED_ROWS + 1),
-        )[0][0]
-        if chat_rows <= SCORED_ROWS:
+        if not self._long_chat(chat_id):
             return tokens
         kept: list[int] = []
         total = 0
@@ -420,19 +416,28 @@ class MemoryDB:
             total += n
         return [tokens[k] for k in sorted(kept)]
 
-    def quick(self, query: str) -> bool:
-        """Whether :meth:`search` of ``query`` is quick enough to make on the event loop: an
-        index of fewer than :data:`WEIGHED_FROM` rows, or one where the rarest word of
-        ``query`` that the search keeps is in at most :data:`SCORED_ROWS` rows, so that it
-        scores about that many at most (measured at worst: 1.1 ms at 10,000 messages, 2.6 ms at
-        100,000), and where no word needs a long count. A word not counted yet is counted here
-        up to :data:`SCORED_ROWS` rows (0.02 ms for a rare word, 0.1 ms to find one common),
-        :data:`QUICK_COUNTS` of them at most; a word found in more is counted in full by the
-        search, in a worker thread (0.4 to 2.5 ms at 10,000 messages, 3 to 28 ms at 100,000)."""
+    def quick(self, chat_id: str, query: str) -> bool:
+        """Whether :meth:`search` of ``query`` in the chat is quick enough to make on the event
+        loop: an index of fewer than :data:`WEIGHED_FROM` rows, or one where the search walks
+        about :data:`SCORED_ROWS` rows at most and no word needs a long count. It walks every
+        row of the whole index holding a word it keeps: few when the words kept hold
+        :data:`SCORED_ROWS` rows or fewer together; in a chat of more messages than that, whose
+        search keeps its rarest words within that many (:meth:`_bounded`), when its rarest word
+        is in that many at most (measured at worst: 1.1 ms at 10,000 messages, 2.6 ms at
+        100,000). A shorter chat searches all its words, however many rows of other chats
+        hold them (5 to 21 ms with common words in an index of 10,000 to 100,000 rows): the
+        trip, then.
+
+        A word not counted yet is counted here, up to :data:`SCORED_ROWS` + 1 rows (0.02 ms
+        for a rare word, 0.1 ms to find one common), :data:`QUICK_COUNTS` of them at most; a
+        word found in more is counted in full by the search, in a worker thread (0.4 to 2.5
+        ms at 10,000 messages, 3 to 28 ms at 100,000)."""
         with self._lock:
             rows = self.last_row()
             if rows < WEIGHED_FROM:
                 return True
+            if len(self._held) + QUICK_COUNTS > MAX_HELD:
+                return False  # a count kept here could clear those the search then reads
             half = (rows + 1) // 2
             bound = min(half, SCORED_ROWS + 1)
             kept: list[int] = []
@@ -449,7 +454,17 @@ class MemoryDB:
                     self._hold(token, rows, held)  # below the bound: all of its rows
                 if held < half:
                     kept.append(held)
-            return min(kept, default=0) <= SCORED_ROWS
+            if sum(kept) <= SCORED_ROWS:
+                return True
+            return min(kept) <= SCORED_ROWS and self._long_chat(chat_id)
+
+    def _long_chat(self, chat_id: str) -> bool:
+        """Whether the chat has more than :data:`SCORED_ROWS` messages in the index."""
+        found = self._read(
+            "SELECT count(*) FROM (SELECT 1 FROM message_text WHERE chat_id = ? LIMIT ?)",
+            (chat_id, SCORED_ROWS + 1),
+        )[0][0]
+        return int(found) > SCORED_ROWS
 
     def _held_count(self, token: str, rows: int) -> int | None:
         """The rows holding ``token``, up to half the index, from its count held

@@ -14,7 +14,9 @@ Which tables hold what:
 ``message_fts`` is an external-content FTS5 table over ``message_text``: the text is stored once,
 and triggers keep the index in step.  It indexes ``chat_key`` (a hash of the chat id, one token)
 beside ``content`` so a search is restricted to its chat inside FTS5 itself; filtering the chat
-afterwards was three times slower with five large chats in a vault.
+afterwards was three times slower with five large chats in a vault. A search whose words few
+rows of the whole index hold leaves the key out (FTS5 walked the chat's every row for it), and
+the chat is kept by the join (``MemoryDB.search``).
 """
 
 from __future__ import annotations

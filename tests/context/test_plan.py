@@ -256,3 +256,29 @@ async def test_the_budget_scores_the_history_once_with_the_plan(
     await call(running.pm.hook.pipeline_context, ctx=ctx)
     assert ctx.metadata["smart_context"]["relevant_ids"], "the budget searched the history"
     assert events == ["scored", "built"]
+
+
+async def test_a_cut_chats_message_goes_to_the_embedder_before_the_reads_on_the_loop(
+    start: Any, vault: Path, embedder: FakeEmbedder, monkeypatch: Any
+) -> None:
+    """With a budget that cuts the chat, the message's embedding starts with the plan: the
+    reads made on the loop (0.5 to 1.5 ms with a text search) come after it is sent off, not
+    before, so they do not hold it back."""
+    from smart_context.context import plan
+
+    chat, running = await warm_lease(start, vault)
+    message = "Who signed the lease with Mrs. Okafor, and when?"
+    asked: list[bool] = []
+    real = plan.look_now
+
+    def looking(what: Any) -> Any:
+        asked.append(any("signed the lease" in t for t in embedder.embedded))
+        return real(what)
+
+    monkeypatch.setattr(plan, "look_now", looking)
+    trips = counted_trips(monkeypatch)
+    ctx = Ctx("long", chat, message)
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    assert asked == [True], "the reads, on the loop, once the message was sent to be embedded"
+    assert "look" not in trips
+    assert ctx.metadata["smart_context"]["relevant_ids"]

@@ -606,7 +606,13 @@ def test_rare_words_are_searched_without_the_chat_key_with_the_same_scores(
     chat's kept by the join: the same messages, the same scores, and no other chat's."""
     memory = MemoryDB(tmp_path)
     rows = [
-        (f"m{i}", f"k{i}", "note" + (" sourdough starter" if i % 40 == 0 else ""))
+        (
+            f"m{i}",
+            f"k{i}",
+            "note"
+            + (" plan" if i % 4 == 1 else "")
+            + (" sourdough starter" if i % 40 == 0 else ""),
+        )
         for i in range(1_200)
     ]
     memory.index_messages("c", rows)
@@ -624,6 +630,20 @@ def test_rare_words_are_searched_without_the_chat_key_with_the_same_scores(
     assert {m for m, _ in memory.search("d", "sourdough starter", 50)} == {
         f"d{i}" for i in range(30)
     }
+    searched: list[str] = []
+    read = MemoryDB._read
+
+    def seen(self: MemoryDB, sql: str, args: tuple[Any, ...] = ()) -> Any:
+        if "bm25" in sql:
+            searched.append(str(args[0]))
+        return read(self, sql, args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(MemoryDB, "_read", seen)
+        patch.setattr("smart_context.memory.db.SCORED_ROWS", 100)
+        memory.search("c", "sourdough starter", 50)  # 90 rows in all: the key left out
+        memory.search("c", "plan", 50)  # in 300 rows: the chat's key
+    assert "chat_key" not in searched[0] and "chat_key" in searched[1]
     memory.close()
 
 
@@ -631,27 +651,72 @@ def test_a_search_is_quick_when_its_words_are_counted_and_rare(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
     """:meth:`MemoryDB.quick` (a request searches on the event loop when true): a small index
-    always; a large one while the rarest word the search keeps is in at most ``SCORED_ROWS``
-    rows and no word needs a long count: a few words are counted on the way, up to that."""
+    always; a large one while the search walks few rows (the words it keeps hold few, or a
+    long chat's rarest does) and no word needs a long count: a few are counted on the way."""
     import smart_context.memory.db as db_module
 
     monkeypatch.setattr(db_module, "SCORED_ROWS", 100)
     memory = MemoryDB(tmp_path)
     memory.index_messages("c", [(f"m{i}", f"k{i}", "note") for i in range(500)])
-    assert memory.quick("nginx docker")  # 500 rows: counts nothing
+    assert memory.quick("c", "nginx docker")  # 500 rows: counts nothing
     memory.index_messages(
         "c",
-        [(f"n{i}", f"n{i}", "docker" + (" nginx" if i % 20 == 0 else "")) for i in range(600)],
+        [
+            (f"n{i}", f"n{i}", "docker" + (" nginx" if i % 20 == 0 else "") + (" vim" * (i < 200)))
+            for i in range(600)
+        ],
     )
-    assert not memory.quick("nginx docker"), "docker is in more rows than a quick count"
+    assert not memory.quick("c", "nginx docker"), "docker is in more rows than a quick count"
     assert memory._held.keys() == {"nginx"}, "nginx (30 rows) was counted on the way"
-    memory.search("c", "nginx docker", 10)  # counts docker in full
-    assert memory.quick("nginx docker"), "nginx in 30 rows: docker is in too many to search"
-    assert memory.quick("docker")  # in more than half the rows: not searched at all
-    assert memory.quick("docker nginx certificate")  # certificate counted quickly: in none
+    memory.search("c", "nginx docker vim", 10)  # counts docker and vim (200 rows) in full
+    assert memory.quick("c", "nginx docker"), "nginx in 30 rows: docker is in too many to search"
+    assert memory.quick("c", "docker")  # in more than half the rows: not searched at all
+    assert memory.quick("c", "docker nginx certificate")  # certificate counted quickly: in none
+    # nginx (30) and vim (200) hold more than SCORED_ROWS together: this long chat's search
+    # keeps the rarest, nginx, alone
+    assert memory.quick("c", "nginx vim")
+    assert not memory.quick("c", "vim"), "its rarest word is in more than SCORED_ROWS rows"
     monkeypatch.setattr(db_module, "QUICK_COUNTS", 1)
-    assert not memory.quick("nginx zebra yak"), "two words to count: one is quick at most"
-    memory.index_messages("c", [(f"o{i}", f"o{i}", "nginx") for i in range(200)])  # 30 -> 230
-    memory.search("c", "nginx", 10)  # past a tenth more rows: counted again
-    assert not memory.quick("nginx"), "the rarest word is in more than SCORED_ROWS rows"
+    assert not memory.quick("c", "nginx zebra yak"), "two words to count: one is quick at most"
+    memory.close()
+
+
+def test_a_short_chat_in_a_large_index_searches_common_words_in_the_trip(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A chat of ``SCORED_ROWS`` messages or fewer searches every word of the message, and
+    FTS5 walks every row of the index that holds one: with common words, not quick; with
+    rare ones, quick."""
+    import smart_context.memory.db as db_module
+
+    monkeypatch.setattr(db_module, "SCORED_ROWS", 100)
+    memory = MemoryDB(tmp_path)
+    memory.index_messages(
+        "long", [(f"m{i}", f"k{i}", f"note{' vim' * (i % 5 == 0)}") for i in range(1_200)]
+    )
+    memory.index_messages("short", [(f"s{i}", f"s{i}", "vim and emacs") for i in range(50)])
+    memory.search("short", "vim emacs", 10)  # counted: vim in 290 rows, emacs in 50
+    assert not memory.quick("short", "vim emacs")
+    assert memory.quick("long", "vim emacs"), "the long chat's search keeps emacs alone"
+    assert memory.quick("short", "emacs")
+    memory.close()
+
+
+def test_a_quick_check_never_clears_the_counts_the_search_reads(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The counts are cleared past ``MAX_HELD`` words: a quick check near that leaves them to
+    the search, in the trip, which would otherwise count in full on the loop what the check
+    had just read."""
+    import smart_context.memory.db as db_module
+
+    memory = MemoryDB(tmp_path)
+    memory.index_messages("c", [(f"m{i}", f"k{i}", f"note w{i % 300}") for i in range(1_200)])
+    memory.search("c", "w1 w2 w3", 10)
+    monkeypatch.setattr(db_module, "MAX_HELD", len(memory._held) + db_module.QUICK_COUNTS - 1)
+    held = dict(memory._held)
+    assert not memory.quick("c", "w1 w2 w4")
+    assert memory._held == held
+    monkeypatch.setattr(db_module, "MAX_HELD", len(memory._held) + db_module.QUICK_COUNTS)
+    assert memory.quick("c", "w1 w2 w4") and memory._held.keys() == {*held, "w4"}
     memory.close()
