@@ -6,7 +6,9 @@
   automatic cut, and the automatic cut with the example vault's rules, references and notes.
   The figure of the targets repeats one message ("next", which no message of the chat holds);
   beside it, the median of a new message each time that shares words with the chat, as a real
-  next turn (its text search finds messages, its vectors are embedded: by random vectors here);
+  next turn (its vectors are embedded: by random vectors here; its words are each in most of
+  the chat's messages, which a search leaves out, so it finds none but the turns added turn by
+  turn: ``bench_request_reads.py`` searches words few messages hold);
 - the same with the chat model named (gpt-4o), its history chosen anew every turn
   (``prompt_cache = "none"``) and laid out for its prompt cache (the default): a turn between
   cuts extends the last request; and turn by turn, as people chat: each request the last one's
@@ -155,8 +157,8 @@ def make_chat(n: int) -> list[dict[str, Any]]:
 
 def new_message(k: int) -> str:
     """The ``k``-th of a run of distinct messages that share words with :func:`make_chat`'s
-    chats, as a real next turn does: the text search finds messages and the message's vectors
-    are not cached yet."""
+    chats, as a real next turn does, and whose vectors are not cached yet (the text search
+    finds none of the chat's own messages: its words are in most of them)."""
     rng = np.random.default_rng(k)
     a, b, c, d = rng.choice(WORDS, size=4, replace=False)
     return f"How do I get the {a} {b} working with {c} and {d}? ({k})"
