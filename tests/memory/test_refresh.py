@@ -49,6 +49,17 @@ async def test_offline_summaries_keep_numbers_and_speakers(tmp_path: Path) -> No
     assert first.text.startswith(("User:", "Assistant:"))
 
 
+async def pass_seen(
+    db: MemoryDB, seen: SeenChats, settings: Settings, messages: list[dict[str, Any]]
+) -> int:
+    """A memory pass over chat ``c`` as the background makes it: the keys and the summary
+    checks from what ``seen`` kept of the pass before."""
+    keyed, _ = seen.keys(ChatId("c"), messages)
+    return await summarize_chat(
+        db, "c", messages, settings, None, None, keyed, seen.checked(ChatId("c"))
+    )
+
+
 async def test_a_pass_over_a_chat_that_only_grew_hashes_only_its_new_summaries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -66,22 +77,16 @@ async def test_a_pass_over_a_chat_that_only_grew_hashes_only_its_new_summaries(
     settings = Settings(recent_messages=10, summarizer="offline")
     texts = TEXTS * 4
 
-    async def one_pass(messages: list[dict[str, Any]]) -> int:
-        keyed, _ = seen.keys(ChatId("c"), messages)
-        return await summarize_chat(
-            db, "c", messages, settings, None, None, keyed, seen.checked(ChatId("c"))
-        )
-
-    first = await one_pass(make_messages(texts[:70]))
+    first = await pass_seen(db, seen, settings, make_messages(texts[:70]))
     assert first and len(hashed) == first  # each made once
     hashed.clear()
     grown = make_messages(texts)
-    made = await one_pass(grown)
+    made = await pass_seen(db, seen, settings, grown)
     assert made and len(hashed) == made  # the new ones only: the stored ones kept their check
     hashed.clear()
-    assert await one_pass(grown) == 0 and hashed == []
+    assert await pass_seen(db, seen, settings, grown) == 0 and hashed == []
     edited = [{**grown[0], "content": "an edit"}, *grown[1:]]
-    remade = await one_pass(edited)
+    remade = await pass_seen(db, seen, settings, edited)
     assert len(hashed) == first + made + remade  # all checked again, the broken made anew
     assert len(db.summaries("c")) == first + made
 
@@ -96,14 +101,11 @@ async def test_two_passes_at_once_on_a_growing_chat_keep_only_true_checks(
     settings = Settings(recent_messages=10, summarizer="offline")
     texts = TEXTS * 4
 
-    async def one_pass(messages: list[dict[str, Any]]) -> int:
-        keyed, _ = seen.keys(ChatId("c"), messages)
-        return await summarize_chat(
-            db, "c", messages, settings, None, None, keyed, seen.checked(ChatId("c"))
-        )
-
-    await one_pass(make_messages(texts[:60]))
-    made = await asyncio.gather(one_pass(make_messages(texts[:90])), one_pass(make_messages(texts)))
+    await pass_seen(db, seen, settings, make_messages(texts[:60]))
+    made = await asyncio.gather(
+        pass_seen(db, seen, settings, make_messages(texts[:90])),
+        pass_seen(db, seen, settings, make_messages(texts)),
+    )
     assert sum(made) > 0
     grown = make_messages(texts)
     ids, keys = seen.keys(ChatId("c"), grown)[0]
