@@ -134,14 +134,14 @@ def plan_request(
     )
     # read on the loop when that is quick: few files to stat, and a text search that walks
     # few rows (look_now, MemoryDB.quick)
-    quick = all(
+    few_files = all(
         seen is not None and seen <= QUICK_FILES
         for seen in (services.items.files_seen(), services.knowledge.files_seen())
     )
     looked: asyncio.Future[Looked]
     if dense is not None:  # the message's embedding goes off first, then the reads
-        looked = ahead(look_soon(what, quick))
-    elif (now := look_now(what) if quick else None) is None:
+        looked = ahead(look_soon(what, few_files))
+    elif (now := look_now(what) if few_files else None) is None:
         looked = ahead(to_thread(look, what))
     else:
         looked = asyncio.get_running_loop().create_future()

@@ -105,12 +105,12 @@ def look_now(what: Look) -> Looked | None:
     return Looked(reads, what.items(), what.notes())
 
 
-async def look_soon(what: Look, quick: bool) -> Looked:
-    """:func:`look_now` (when ``quick``: few files to stat) at the event loop's next turn, else
+async def look_soon(what: Look, few_files: bool) -> Looked:
+    """:func:`look_now` (when ``few_files`` to stat) at the event loop's next turn, else
     the trip. Run as a task made after those the plan started (the message's embedding): they
     take their first steps before it, so the embedding is sent off (to its thread, or the
     network) before the reads hold the loop (0.5 to 1.5 ms with a text search), not after."""
-    now = look_now(what) if quick else None
+    now = look_now(what) if few_files else None
     return now if now is not None else await to_thread(look, what)
 
 
