@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx
 
 from benchmarks.bench_server import family_rss_mb, rss_mb
-from smart_context.allocator import collecting_between, fewer_arenas, quiet_collector
+from smart_context.allocator import MIN_GAP, collecting_between, fewer_arenas, quiet_collector
 from smart_context.messages import message_text
 from smart_context.plugin import SmartContextPlugin
 from smart_context_hosts.sidecar import chatfile
@@ -115,7 +115,9 @@ async def run(messages: int, writers: int, top: int, warm: int = 0) -> dict[str,
                 first = tracemalloc.take_snapshot()
             sent = await post(url, messages)
             await plugin.services.settle(600)
-            await asyncio.sleep(1)  # as a server idles: the allocator's free memory given back
+            # as a server idles: the allocator's free memory given back, at most MIN_GAP after
+            # the last pass ended (smart_context/allocator.py)
+            await asyncio.sleep(MIN_GAP + 1)
             gc.collect()
             if top:
                 last = tracemalloc.take_snapshot()

@@ -7,7 +7,9 @@ that allocated, in pieces it cannot hand back by itself: measured, some 12 MB af
 messages, as much as all the chat's live data. ``malloc_trim(0)`` returns every free page.
 It walks the heap (some 30 ms a gigabyte, the interpreter's lock released), so it runs in a
 thread of its own, when the background passes have all finished, at most every
-:data:`MIN_GAP` seconds. Elsewhere than glibc nothing is done.
+:data:`MIN_GAP` seconds: passes that end sooner after a trim have theirs when the gap is over
+(one for all of them), so a server that goes idle after a burst of turns gives back what the
+last of them freed. Elsewhere than glibc nothing is done.
 
 Each thread that allocates gets an arena of its own from glibc (up to eight a core), and what
 one thread freed serves only the threads of its arena: a server's worker threads, each taking a
@@ -75,8 +77,8 @@ LOOK_EVERY = 0.05  # seconds between two looks of collect_between
 LOOK_IDLE = 0.5  # and while fewer than half of YOUNG_PASS are new (an idle server's wake-ups)
 
 _lock = threading.Lock()
-_last = -MIN_GAP
-_running = False
+_last = -MIN_GAP  # when the last trim started (time.monotonic)
+_waiting = False  # a trim's thread is waiting for the gap: the next ask is covered by it
 _unfrozen = 0.0  # when a full pass last covered all (quiet_collector)
 _thresholds: tuple[int, ...] | None = None  # the collector's own, while quiet_collector is on
 _urgent = 0  # parts of requests a person waits on, under way (urgent)
@@ -144,24 +146,25 @@ def resident_bytes() -> int | None:
 
 
 def give_back_soon() -> None:
-    """:func:`give_back` in a thread of its own, unless one is under way or ran less than
-    :data:`MIN_GAP` seconds ago."""
-    global _last, _running
+    """:func:`give_back` in a thread of its own: now, or when :data:`MIN_GAP` seconds have
+    passed since the last trim began; nothing more while one waits for that (it will cover
+    what was freed meanwhile)."""
+    global _waiting
     with _lock:
-        now = time.monotonic()
-        if _running or now - _last < MIN_GAP:
+        if _waiting:
             return
-        _running, _last = True, now
-    threading.Thread(target=_trim, name="smart-context-trim", daemon=True).start()
+        _waiting = True
+        delay = max(0.0, _last + MIN_GAP - time.monotonic())
+    threading.Thread(target=_trim, args=(delay,), name="smart-context-trim", daemon=True).start()
 
 
-def _trim() -> None:
-    global _running
-    try:
-        give_back()
-    finally:
-        with _lock:
-            _running = False
+def _trim(delay: float) -> None:
+    global _last, _waiting
+    time.sleep(delay)
+    with _lock:  # an ask from here on wants what is freed after this trim's start: another
+        _waiting = False
+        _last = time.monotonic()
+    give_back()
 
 
 def quiet_collector(on: bool = True) -> None:

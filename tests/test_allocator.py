@@ -53,8 +53,23 @@ def test_a_burst_of_asks_trims_once_in_a_thread_of_its_own(trims: list[str]) -> 
         allocator.give_back_soon()
     wait_for_trims(1, trims)
     assert trims == ["smart-context-trim"]
-    allocator.give_back_soon()  # within MIN_GAP of the last
+
+
+def test_asks_within_the_gap_get_one_trim_when_it_is_over(
+    trims: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(allocator, "MIN_GAP", 0.3)
+    allocator.give_back_soon()
     wait_for_trims(1, trims)
+    first = time.monotonic()
+    for _ in range(3):  # passes ending just after: what they freed is given back too, once
+        allocator.give_back_soon()
+    time.sleep(0.1)
+    assert len(trims) == 1  # not before the gap is over
+    wait_for_trims(2, trims)
+    assert time.monotonic() - first >= 0.2
+    allocator.give_back_soon()  # and an ask after that trim began waits for the next gap
+    wait_for_trims(3, trims)
 
 
 async def test_the_background_trims_when_its_last_run_is_done(
