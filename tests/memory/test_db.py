@@ -8,12 +8,14 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from smart_context.errors import MemoryDBError, NotFoundError, SmartContextError
+from smart_context.memory import db as db_module
 from smart_context.memory.db import MemoryDB, database_path
 from smart_context.memory.records import Summary
 from smart_context.memory.schema import LATEST_VERSION, MIGRATIONS
@@ -229,6 +231,73 @@ def test_summaries_are_upserted_listed_and_dropped(db: MemoryDB) -> None:
     assert [s.key for s in db.summaries("c")] == [(0, "m1", "m4")]
     db.drop_summaries("c")
     assert db.summaries("c") == [] and len(db.summaries("other")) == 1
+
+
+def _statements(memory: MemoryDB) -> list[str]:
+    """The SQL the connection runs from now on (SQLite's own trace)."""
+    ran: list[str] = []
+    memory._connection().set_trace_callback(ran.append)
+    return ran
+
+
+def test_summaries_read_again_come_from_memory_in_step_with_every_write(
+    db: MemoryDB, tmp_path: Path
+) -> None:
+    db.put_summaries("c", [_summary("c", 0, "m1", "m4"), _summary("c", 1, "m1", "m9")])
+    assert len(db.summaries("c")) == 2
+    ran = _statements(db)
+    db.summaries("c")
+    assert not [sql for sql in ran if sql.startswith("SELECT") and "FROM summaries" in sql]  # held: not read again
+
+    newer = replace(_summary("c", 0, "m5", "m8"), created_at=50.0)  # sorts before the rest
+    db.put_summaries("c", [_summary("c", 0, "m1", "m4", text="better"), newer])
+    db.drop_summaries("c", [(1, "m1", "m9")])
+    db.put_summaries("c", [_summary("c", 2, "m1", "m8")])
+    held = db.summaries("c")
+    assert not [sql for sql in ran if sql.startswith("SELECT") and "FROM summaries" in sql]
+    with MemoryDB(tmp_path) as fresh:  # what the file holds, read by another connection
+        assert held == fresh.summaries("c")
+    assert [s.key for s in held] == [(0, "m5", "m8"), (0, "m1", "m4"), (2, "m1", "m8")]
+    held.clear()  # a caller's list is its own
+    assert len(db.summaries("c")) == 3
+
+    db.drop_summaries("c")
+    assert db.summaries("c") == []
+    db.put_summaries("c", [_summary("c", 0, "m1", "m4")])
+    db.drop_chat("c")
+    assert db.summaries("c") == []
+
+
+def test_summaries_another_process_wrote_are_read_again(db: MemoryDB, tmp_path: Path) -> None:
+    db.put_summaries("c", [_summary("c", 0, "m1", "m4")])
+    assert len(db.summaries("c")) == 1
+    with MemoryDB(tmp_path) as other:
+        other.put_summaries("c", [_summary("c", 1, "m1", "m9")])
+        other.drop_summaries("c", [(0, "m1", "m4")])
+    assert [s.key for s in db.summaries("c")] == [(1, "m1", "m9")]
+
+
+def test_a_summary_sqlite_stores_as_other_types_is_held_as_read(
+    db: MemoryDB, tmp_path: Path
+) -> None:
+    db.summaries("c")
+    odd = replace(_summary("c", 0, "m1", "m4"), size=2.0, created_at=100)  # type: ignore[arg-type]
+    db.put_summaries("c", [odd])
+    (row,) = db.summaries("c")
+    assert (type(row.size), type(row.created_at)) == (int, float)
+    with MemoryDB(tmp_path) as fresh:
+        assert [row] == fresh.summaries("c")
+
+
+def test_summaries_are_held_for_the_chats_read_last(db: MemoryDB) -> None:
+    for k in range(db_module.HELD_SUMMARIES + 1):
+        db.put_summaries(f"c{k}", [_summary(f"c{k}", 0, "a", "b")])
+        db.summaries(f"c{k}")
+    ran = _statements(db)
+    db.summaries(f"c{db_module.HELD_SUMMARIES}")
+    assert not [sql for sql in ran if sql.startswith("SELECT") and "FROM summaries" in sql]
+    db.summaries("c0")  # the oldest was let go
+    assert [sql for sql in ran if sql.startswith("SELECT") and "FROM summaries" in sql]
 
 
 def test_a_summary_of_another_chat_is_refused(db: MemoryDB) -> None:
