@@ -107,6 +107,7 @@ async def run(messages: int, writers: int, top: int, warm: int = 0) -> dict[str,
                 await client.post(url, json={"content": message(i)})
             assert plugin.services is not None
             await plugin.services.settle(600)
+            await asyncio.sleep(MIN_GAP + 1)  # idle, as at the measure after (below)
             gc.collect()
             before = family_rss_mb(os.getpid())
             own_before = rss_mb(os.getpid())
