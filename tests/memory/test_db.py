@@ -240,6 +240,10 @@ def _statements(memory: MemoryDB) -> list[str]:
     return ran
 
 
+def summary_reads(ran: list[str]) -> list[str]:
+    return [sql for sql in ran if sql.startswith("SELECT") and "FROM summaries" in sql]
+
+
 def test_summaries_read_again_come_from_memory_in_step_with_every_write(
     db: MemoryDB, tmp_path: Path
 ) -> None:
@@ -247,14 +251,14 @@ def test_summaries_read_again_come_from_memory_in_step_with_every_write(
     assert len(db.summaries("c")) == 2
     ran = _statements(db)
     db.summaries("c")
-    assert not [sql for sql in ran if sql.startswith("SELECT") and "FROM summaries" in sql]  # held: not read again
+    assert not summary_reads(ran)  # held: not read again
 
     newer = replace(_summary("c", 0, "m5", "m8"), created_at=50.0)  # sorts before the rest
     db.put_summaries("c", [_summary("c", 0, "m1", "m4", text="better"), newer])
     db.drop_summaries("c", [(1, "m1", "m9")])
     db.put_summaries("c", [_summary("c", 2, "m1", "m8")])
     held = db.summaries("c")
-    assert not [sql for sql in ran if sql.startswith("SELECT") and "FROM summaries" in sql]
+    assert not summary_reads(ran)
     with MemoryDB(tmp_path) as fresh:  # what the file holds, read by another connection
         assert held == fresh.summaries("c")
     assert [s.key for s in held] == [(0, "m5", "m8"), (0, "m1", "m4"), (2, "m1", "m8")]
@@ -295,9 +299,9 @@ def test_summaries_are_held_for_the_chats_read_last(db: MemoryDB) -> None:
         db.summaries(f"c{k}")
     ran = _statements(db)
     db.summaries(f"c{db_module.HELD_SUMMARIES}")
-    assert not [sql for sql in ran if sql.startswith("SELECT") and "FROM summaries" in sql]
+    assert not summary_reads(ran)
     db.summaries("c0")  # the oldest was let go
-    assert [sql for sql in ran if sql.startswith("SELECT") and "FROM summaries" in sql]
+    assert summary_reads(ran)
 
 
 def test_a_summary_of_another_chat_is_refused(db: MemoryDB) -> None:
