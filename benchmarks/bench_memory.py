@@ -8,7 +8,8 @@ One vault on the embedded offline default (the real local model, no chat model),
 process), as people typing at once would; the background passes (embeddings, the topic map)
 run as they do. Printed: the resident memory (RSS, the topic worker's counted in) before and
 after, per stored message (a posted text or its reply) against its own size (its text) plus its
-vector; then, for a ``--long``
+vector, and where this process grew by allocator (Python's small-object arenas and the objects
+in them, what ``malloc`` has in use); then, for a ``--long``
 chat whose replies each carry the last reply's record, the Python memory of the chat parsed
 whole against the chat as the sidecar holds it (each reply's record with its figures only,
 the file keeping it whole), and the peak of each read; with ``--trace N``, in a
@@ -35,6 +36,7 @@ import gc
 import json
 import os
 import platform
+import re
 import sys
 import tempfile
 import tracemalloc
@@ -67,6 +69,54 @@ VECTOR_BYTES = 384 + 4  # a message's vector as kept: int8 codes and a float32 s
 
 def message(i: int) -> str:
     return f"{TOPICS[i % len(TOPICS)]}, question {i}: what would you change first and why?"
+
+
+_MALLINFO2 = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in _MALLINFO2.split(" ")]
+
+
+def allocator_parts() -> dict[str, float]:
+    """This process's memory by allocator, in MB: Python's small-object arenas and the objects
+    in them (``sys._debugmallocstats``, CPython), and what glibc's ``malloc`` has in use, its
+    own heaps and its blocks mapped alone (``mallinfo2``); a part that cannot be read here is
+    left out."""
+    parts: dict[str, float] = {}
+    with tempfile.TemporaryFile() as out:  # the statistics go to the C stderr
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    arenas = re.search(r"^\d+ arenas \* \d+ bytes/arena\s*=\s*([\d,]+)", text, re.M)
+    objects = re.search(r"^# bytes in allocated blocks\s*=\s*([\d,]+)", text, re.M)
+    if arenas and objects:
+        parts["arenas"] = int(arenas.group(1).replace(",", "")) / 2**20
+        parts["objects"] = int(objects.group(1).replace(",", "")) / 2**20
+    with contextlib.suppress(OSError, AttributeError):  # glibc 2.33 and later only
+        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+        mallinfo2.restype = _MallInfo2
+        info = mallinfo2()
+        parts["malloc"] = (info.uordblks + info.hblkhd) / 2**20
+    return parts
+
+
+def grown(before: dict[str, float], after: dict[str, float]) -> str:
+    """What :func:`allocator_parts` grew by, as a line."""
+    if "arenas" not in before or "arenas" not in after or "malloc" not in after:
+        return "(not measurable on this platform)"
+    arenas, objects, malloc = (after[k] - before[k] for k in ("arenas", "objects", "malloc"))
+    return (
+        f"Python's small-object arenas {arenas:+.1f} MB (its objects {objects:+.1f} MB, the "
+        f"rest free blocks in arenas still in use), malloc in use {malloc:+.1f} MB"
+    )
 
 
 async def run(messages: int, writers: int, top: int, warm: int = 0) -> dict[str, Any]:
@@ -111,6 +161,7 @@ async def run(messages: int, writers: int, top: int, warm: int = 0) -> dict[str,
             gc.collect()
             before = family_rss_mb(os.getpid())
             own_before = rss_mb(os.getpid())
+            parts_before = allocator_parts()
             if top:
                 tracemalloc.start(int(os.environ.get("TRACE_DEPTH", "8")))
                 first = tracemalloc.take_snapshot()
@@ -126,6 +177,7 @@ async def run(messages: int, writers: int, top: int, warm: int = 0) -> dict[str,
                 tracemalloc.stop()
             after = family_rss_mb(os.getpid())
             own_after = rss_mb(os.getpid())
+            parts_after = allocator_parts()
             trimmed = after
             with contextlib.suppress(OSError, AttributeError):  # glibc only
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -154,6 +206,7 @@ async def run(messages: int, writers: int, top: int, warm: int = 0) -> dict[str,
         f"    this process {own_before:.0f} -> {own_after:.0f} MB, its workers (topic maps) "
         f"{before - own_before:.0f} -> {after - own_after:.0f} MB"
     )
+    print(f"    where this process grew: {grown(parts_before, parts_after)}")
     print(f"    the chat file: {len(raw) / len(stored['messages']) / 1024:.1f} KB a message")
     reply = next(m for m in reversed(stored["messages"]) if m["role"] == "assistant")
     parts = sorted(((len(json.dumps(v)), k) for k, v in reply.items()), reverse=True)
