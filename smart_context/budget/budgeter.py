@@ -63,7 +63,7 @@ from smart_context.items.query import MessageQuery
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.reads import ChatReads
 from smart_context.memory.records import Summary
-from smart_context.memory.tree import Check, Node, Stored, checks, plan_tree
+from smart_context.memory.tree import Check, Node, checks, plan_tree
 from smart_context.messages import History, message_text
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
@@ -81,7 +81,7 @@ LEXICAL_HITS = 200  # messages the text index is asked for
 MIN_RELEVANCE = 1e-6
 INDEX_INLINE = 2000  # a request indexes at most this many missing messages itself (~0.2 s)
 MAX_CHATS = 64  # chats whose facts, spans and index state are kept in memory
-MAX_COUNTED = 50_000  # summary texts whose token counts are kept
+MAX_COUNTED = 50_000  # summaries whose token counts are kept, per counter
 
 
 class Budgeter:
@@ -97,7 +97,7 @@ class Budgeter:
         # per chat: the facts' version, the spans, their summaries, where the last span ends,
         # and the nodes found valid over those facts (not hashed again while they only grow)
         self._spans: dict[ChatId, tuple[Any, list[Span], list[Summary], int, frozenset[Check]]] = {}
-        self._summary_tokens: dict[str, int] = {}
+        self._summary_tokens: dict[str, dict[Summary, int]] = {}  # by counter
         self.summary_version: dict[ChatId, int] = {}  # bumped by the background pass
         # per chat: the facts (owner, resets) last compared with the text index, how many of
         # their messages were, and the message keys known to be in the index
@@ -403,12 +403,11 @@ class Budgeter:
 
         def planned() -> tuple[list[Span], list[Summary], frozenset[Check]]:
             ids, keys = facts.str_ids[: facts.n], facts.keys[: facts.n]
-            marks = [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored]
-            valid = plan_tree(ids, keys, marks, 0, known).valid
+            valid = plan_tree(ids, keys, stored, 0, known).valid
             nodes = sorted(valid, key=_level_start)
             index = {(n.level, n.start): k for k, n in enumerate(nodes)}
             rows = [by_key[n.key(ids)] for n in nodes]
-            counts = self._count_summaries(counter, [summary_message(r)["content"] for r in rows])
+            counts = self._count_summaries(counter, rows)
             spans = [
                 Span(n.start, n.end, n.level, counts[k], _children(n, index))
                 for k, n in enumerate(nodes)
@@ -437,21 +436,24 @@ class Budgeter:
             log.warning("Smart Context: the memory store failed, the budget goes on: %s", exc)
             return default
 
-    def _count_summaries(self, counter: Counter, texts: list[str]) -> list[int]:
-        """What each summary message costs, counted once per text and counter (from the loop
-        or the background pass's worker thread: what this call counts it keeps to itself)."""
-        if len(self._summary_tokens) > MAX_COUNTED:
-            self._summary_tokens.clear()  # counting a summary again is cheap
-        keys = [f"{counter.key}\x00{t}" for t in texts]
-        known = {k: self._summary_tokens.get(k) for k in keys}
-        todo = [t for t, k in zip(texts, keys, strict=True) if known[k] is None]
+    def _count_summaries(self, counter: Counter, rows: Sequence[Summary]) -> list[int]:
+        """What each summary costs as a message (:func:`summary_message`), counted once per
+        summary and counter (from the loop or the background pass's worker thread: what this
+        call counts it keeps to itself). Kept by the summary itself, whose hash reuses its
+        text's: the store holds the same objects from one plan to the next, where keys made of
+        the messages' texts were made and hashed again for each of a long chat's 1,250."""
+        counted = self._summary_tokens.setdefault(counter.key, {})
+        if len(counted) > MAX_COUNTED:
+            counted.clear()  # counting a summary again is cheap
+        known = [counted.get(row) for row in rows]
+        todo = [row for row, n in zip(rows, known, strict=True) if n is None]
         if todo:
             # the text, the role "system" and the framing, as prompt_tokens counts them
             role = counter.count(["system"])[0]
-            for text, n in zip(todo, counter.count(todo), strict=True):
-                key = f"{counter.key}\x00{text}"
-                known[key] = self._summary_tokens[key] = n + role + PER_MESSAGE
-        return [int(known[k] or 0) for k in keys]
+            texts = [summary_message(row)["content"] for row in todo]
+            for row, n in zip(todo, counter.count(texts), strict=True):
+                counted[row] = n + role + PER_MESSAGE
+        return [counted[row] for row in rows]
 
 
 def _level_start(node: Node) -> tuple[int, int]:

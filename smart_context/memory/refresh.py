@@ -34,7 +34,7 @@ from smart_context.host import LLM, Emit, resolve
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.extractive import Line, summarize
 from smart_context.memory.records import Summary
-from smart_context.memory.tree import LEAF, Check, Node, Stored, checks, plan_tree
+from smart_context.memory.tree import LEAF, Check, Node, checks, plan_tree
 from smart_context.messages import History, common_start, message_text
 from smart_context.paths import ChatId
 from smart_context.topics.extract import reply_text
@@ -294,10 +294,9 @@ async def summarize_chat(
         keyed = await to_thread(message_keys, messages)
     ids, keys = keyed
     stored = await to_thread(db.summaries, chat_id)
-    rows = [Stored(s.level, s.from_id, s.to_id, s.covers) for s in stored]
     settled = max(len(ids) - settings.recent_messages, 0)
     known = checked if checked is not None else set()
-    tree = await to_thread(plan_tree, ids, keys, rows, settled, known)
+    tree = await to_thread(plan_tree, ids, keys, stored, settled, known)
     known.clear()  # what no longer holds is forgotten
     known.update(checks(tree.valid))
     if tree.invalid:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 import blake3
 
@@ -43,6 +44,23 @@ class Node:
         return (self.level, ids[self.start], ids[self.end - 1])
 
 
+class Marked(Protocol):
+    """What :func:`plan_tree` reads of a stored summary (a
+    :class:`~smart_context.memory.records.Summary` as the store gives it, or a :class:`Stored`)."""
+
+    @property
+    def level(self) -> int: ...
+    @property
+    def from_id(self) -> str: ...
+    @property
+    def to_id(self) -> str: ...
+    @property
+    def covers(self) -> str: ...
+
+
+M = TypeVar("M", bound=Marked)
+
+
 @dataclass(frozen=True)
 class Stored:
     """What the store knows of a summary, enough to check it against the chat."""
@@ -54,12 +72,13 @@ class Stored:
 
 
 @dataclass(frozen=True)
-class Tree:
-    """The valid stored nodes and the nodes to make, both as :class:`Node` (every level)."""
+class Tree(Generic[M]):
+    """The valid stored nodes and the nodes to make, both as :class:`Node` (every level), and
+    the stored summaries that no longer fit the chat."""
 
     valid: list[Node]
     missing: list[Node]
-    invalid: list[Stored]
+    invalid: list[M]
 
 
 Check = tuple[int, int, int, str]  # a node found valid: (level, start, end, covers)
@@ -79,17 +98,17 @@ def covers(keys: Sequence[str], start: int, end: int) -> str:
 def plan_tree(
     ids: Sequence[str],
     keys: Sequence[str],
-    stored: Sequence[Stored],
+    stored: Sequence[M],
     settled: int,
     checked: Container[Check] = frozenset(),
-) -> Tree:
+) -> Tree[M]:
     """The tree over ``ids`` (message ids in order, ``keys`` their content keys) given the
     summaries ``stored``; only the first ``settled`` messages may get new summaries.
     ``checked``: ``(level, start, end, covers)`` of nodes found valid over these same keys
     before (a chat that only grew since): their hash is not computed again."""
     position = {mid: i for i, mid in enumerate(ids)}
-    by_level: dict[int, dict[int, tuple[Node, Stored]]] = {}
-    invalid: list[Stored] = []
+    by_level: dict[int, dict[int, tuple[Node, M]]] = {}
+    invalid: list[M] = []
     for row in stored:
         start, last = position.get(row.from_id), position.get(row.to_id)
         if (
@@ -117,12 +136,12 @@ def plan_tree(
 
 
 def _leaves(
-    known: dict[int, tuple[Node, Stored]],
+    known: dict[int, tuple[Node, M]],
     keys: Sequence[str],
     settled: int,
     valid: list[Node],
     missing: list[Node],
-    invalid: list[Stored],
+    invalid: list[M],
 ) -> list[Node]:
     """Level 1 over the chat: the valid stored leaves, and new ones over what they leave."""
     out: list[Node] = []
@@ -158,11 +177,11 @@ def _leaves(
 def _parents(
     level: int,
     units: list[Node],
-    known: dict[int, tuple[Node, Stored]],
+    known: dict[int, tuple[Node, M]],
     keys: Sequence[str],
     valid: list[Node],
     missing: list[Node],
-    invalid: list[Stored],
+    invalid: list[M],
 ) -> list[Node]:
     """Level ``level`` over ``units`` (the nodes of the level below, in order)."""
     out: list[Node] = []

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from smart_context.budget.tokens import counter_for, prompt_tokens
+from smart_context.budget.parts import summary_message
+from smart_context.budget.tokens import PER_REPLY, counter_for, prompt_tokens
 from smart_context.memory.db import MemoryDB
+from smart_context.memory.records import Summary
 from tests.conftest import Ctx, call, write_chat
 
 SUBJECTS = [
@@ -243,10 +245,15 @@ def test_summary_counts_are_kept_within_bounds(
     monkeypatch.setattr(budgeted, "MAX_COUNTED", 3)
     budgeter = budgeted.Budgeter(Settings(), MemoryDB(vault))
     counter = counter_for("gpt-4o")
-    texts = [f"summary number {i}" for i in range(5)]
-    first = budgeter._count_summaries(counter, texts)
-    again = budgeter._count_summaries(counter, texts)  # over the bound: counted afresh, same
+    rows = [
+        Summary("c", 1, f"m{i}", f"m{i + 9}", "h", 10, f"summary number {i}", 5, "offline")
+        for i in range(5)
+    ]
+    first = budgeter._count_summaries(counter, rows)
+    again = budgeter._count_summaries(counter, rows)  # over the bound: counted afresh, same
     assert first == again and all(n > 3 for n in first)
+    sent = [prompt_tokens(counter, [summary_message(row)])["messages"] for row in rows]
+    assert first == [n - PER_REPLY for n in sent]  # each as the message that is sent
 
 
 async def test_a_message_that_shares_nothing_with_the_question_is_never_called_relevant(
