@@ -8,8 +8,9 @@ messages, as much as all the chat's live data. ``malloc_trim(0)`` returns every 
 It walks the heap (some 30 ms a gigabyte, the interpreter's lock released), so it runs in a
 thread of its own, when the background passes have all finished, at most every
 :data:`MIN_GAP` seconds: passes that end sooner after a trim have theirs when the gap is over
-(one for all of them), so a server that goes idle after a burst of turns gives back what the
-last of them freed. Elsewhere than glibc nothing is done.
+(one for all of them, unless passes or a request are under way by then), so a server that goes
+idle after a burst of turns gives back what the last of them freed. Elsewhere than glibc
+nothing is done.
 
 Each thread that allocates gets an arena of its own from glibc (up to eight a core), and what
 one thread freed serves only the threads of its arena: a server's worker threads, each taking a
@@ -61,7 +62,7 @@ import gc
 import os
 import threading
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -145,24 +146,31 @@ def resident_bytes() -> int | None:
         return None
 
 
-def give_back_soon() -> None:
+def give_back_soon(idle: Callable[[], bool] = lambda: True) -> None:
     """:func:`give_back` in a thread of its own: now, or when :data:`MIN_GAP` seconds have
     passed since the last trim began; nothing more while one waits for that (it will cover
-    what was freed meanwhile)."""
+    what was freed meanwhile). The trim is left out when, as it starts, ``idle()`` is false
+    (the caller's passes are running again: the end of the last asks anew) or a request is
+    being prepared (:func:`urgent`; its reply's passes ask again): it would give back pages they
+    are about to use, and it holds each arena's lock while it walks it."""
     global _waiting
     with _lock:
         if _waiting:
             return
         _waiting = True
         delay = max(0.0, _last + MIN_GAP - time.monotonic())
-    threading.Thread(target=_trim, args=(delay,), name="smart-context-trim", daemon=True).start()
+    threading.Thread(
+        target=_trim, args=(delay, idle), name="smart-context-trim", daemon=True
+    ).start()
 
 
-def _trim(delay: float) -> None:
+def _trim(delay: float, idle: Callable[[], bool]) -> None:
     global _last, _waiting
     time.sleep(delay)
     with _lock:  # an ask from here on wants what is freed after this trim's start: another
         _waiting = False
+        if _urgent or not idle():
+            return
         _last = time.monotonic()
     give_back()
 

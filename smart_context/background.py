@@ -145,7 +145,7 @@ class Coalescer(Generic[Key]):
             self._tasks.pop(key, None)
             _busy -= 1
             if not _busy:  # all passes done: what they freed goes back to the system
-                give_back_soon()
+                give_back_soon(lambda: not _busy)
 
     @property
     def running(self) -> frozenset[Key]:

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +26,29 @@ from smart_context.background import Coalescer
 
 
 @pytest.fixture
-def trims(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def trims(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The trims made (the thread each ran in), the clock of the last one reset."""
     made: list[str] = []
 
     def give_back() -> None:
         made.append(threading.current_thread().name)
 
+    join_trims()  # one another test left waiting would take this test's asks
     monkeypatch.setattr(allocator, "give_back", give_back)
     monkeypatch.setattr(allocator, "_last", -allocator.MIN_GAP)
-    return made
+    monkeypatch.setattr(allocator, "_waiting", False)
+    yield made
+    join_trims()
+
+
+def join_trims() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "smart-context-trim":
+            thread.join(allocator.MIN_GAP + 5)
 
 
 def wait_for_trims(count: int, made: list[str]) -> None:
-    for thread in threading.enumerate():
-        if thread.name == "smart-context-trim":
-            thread.join(5)
+    join_trims()
     assert len(made) == count
 
 
@@ -68,15 +76,36 @@ def test_asks_within_the_gap_get_one_trim_when_it_is_over(
     assert len(trims) == 1  # not before the gap is over
     wait_for_trims(2, trims)
     assert time.monotonic() - first >= 0.2
+    second = time.monotonic()
     allocator.give_back_soon()  # and an ask after that trim began waits for the next gap
     wait_for_trims(3, trims)
+    assert time.monotonic() - second >= 0.2
+
+
+def test_a_trim_that_waited_is_left_out_while_passes_or_a_request_run(
+    trims: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(allocator, "MIN_GAP", 0.2)
+    allocator.give_back_soon()
+    wait_for_trims(1, trims)
+    allocator.give_back_soon(lambda: False)  # passes started again while it waited
+    wait_for_trims(1, trims)
+    with allocator.urgent():  # a request being prepared when it wakes
+        allocator.give_back_soon()
+        wait_for_trims(1, trims)
+    allocator.give_back_soon()  # the passes' end asks again: given back then
+    wait_for_trims(2, trims)
 
 
 async def test_the_background_trims_when_its_last_run_is_done(
     trims: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    asked: list[int] = []
-    monkeypatch.setattr(background, "give_back_soon", lambda: asked.append(background._busy))
+    asked: list[tuple[int, bool]] = []
+
+    def give_back_soon(idle: Callable[[], bool]) -> None:
+        asked.append((background._busy, idle()))
+
+    monkeypatch.setattr(background, "give_back_soon", give_back_soon)
     release = asyncio.Event()
     done: list[str] = []
 
@@ -94,7 +123,7 @@ async def test_the_background_trims_when_its_last_run_is_done(
     assert asked == []  # a pass is still under way
     release.set()
     await runs.drain()
-    assert asked == [0]
+    assert asked == [(0, True)]
 
 
 @pytest.fixture

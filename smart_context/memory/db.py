@@ -58,7 +58,10 @@ MAX_HELD = 10_000  # ...for at most this many words
 # the rows holding them add up to no more than this (scoring costs some 2 microseconds a row)
 SCORED_ROWS = 1_000
 QUICK_COUNTS = 8  # the words a search made on the event loop counts first, at most
-HELD_SUMMARIES = 16  # chats whose summaries are kept in memory (MemoryDB.summaries)
+HELD_SUMMARIES = 8  # chats whose summaries are kept in memory (MemoryDB.summaries), at most
+# ...and summaries in all, over them (a 10,000-message chat has 1,250; the chat read last is kept
+# whatever its size)
+HELD_ROWS = 5_000
 _SELECT_MEMORIES = (
     "SELECT id, content, chat_id, importance, source, created_at, updated_at FROM memories"
 )
@@ -152,18 +155,19 @@ class MemoryDB:
             if held is not None:
                 if all(_as_read(row) for row in rows):
                     by_key = {row.key: row for row in held} | {row.key: row for row in rows}
-                    held[:] = sorted(by_key.values(), key=_summary_order)
+                    self._hold_summaries(chat_id, sorted(by_key.values(), key=_summary_order))
                 else:  # a value SQLite would store as another type: read it back then
                     del self._summaries[chat_id]
 
     def summaries(self, chat_id: str) -> list[Summary]:
         """The chat's summaries, by level, then oldest first.
 
-        Held in memory for the last :data:`HELD_SUMMARIES` chats read, and kept in step with
+        Held in memory for the last :data:`HELD_SUMMARIES` chats read (:data:`HELD_ROWS`
+        summaries in all, or the last chat's whatever their number), and kept in step with
         this object's own writes: the background pass and the budget each read a chat's
         summaries after each new one, 7 ms for the 1,250 of a 10,000-message chat. A write by
-        another connection (another process) changes the file's ``data_version``, and they
-        are read again."""
+        another connection (another process) to any table changes the file's
+        ``data_version``: every chat's are then read again."""
         with self._lock:
             self._check_held()
             held = self._summaries.get(chat_id)
@@ -203,9 +207,13 @@ class MemoryDB:
                 self._hold_summaries(chat_id, [row for row in held if row.key not in dropped])
 
     def _hold_summaries(self, chat_id: str, rows: list[Summary]) -> None:
-        self._summaries[chat_id] = rows
-        while len(self._summaries) > HELD_SUMMARIES:
-            self._summaries.popitem(last=False)
+        held = self._summaries
+        held[chat_id] = rows
+        held.move_to_end(chat_id)
+        while len(held) > 1 and (
+            len(held) > HELD_SUMMARIES or sum(map(len, held.values())) > HELD_ROWS
+        ):
+            held.popitem(last=False)
 
     def _check_held(self) -> None:
         """Forget the held summaries when the connection is another or another connection

@@ -240,7 +240,8 @@ def _statements(memory: MemoryDB) -> list[str]:
     return ran
 
 
-def summary_reads(ran: list[str]) -> list[str]:
+def _summary_reads(ran: list[str]) -> list[str]:
+    """The reads of the summaries' table among the statements ``ran``."""
     return [sql for sql in ran if sql.startswith("SELECT") and "FROM summaries" in sql]
 
 
@@ -251,14 +252,14 @@ def test_summaries_read_again_come_from_memory_in_step_with_every_write(
     assert len(db.summaries("c")) == 2
     ran = _statements(db)
     db.summaries("c")
-    assert not summary_reads(ran)  # held: not read again
+    assert not _summary_reads(ran)  # held: not read again
 
     newer = replace(_summary("c", 0, "m5", "m8"), created_at=50.0)  # sorts before the rest
     db.put_summaries("c", [_summary("c", 0, "m1", "m4", text="better"), newer])
     db.drop_summaries("c", [(1, "m1", "m9")])
     db.put_summaries("c", [_summary("c", 2, "m1", "m8")])
     held = db.summaries("c")
-    assert not summary_reads(ran)
+    assert not _summary_reads(ran)
     with MemoryDB(tmp_path) as fresh:  # what the file holds, read by another connection
         assert held == fresh.summaries("c")
     assert [s.key for s in held] == [(0, "m5", "m8"), (0, "m1", "m4"), (2, "m1", "m8")]
@@ -293,15 +294,37 @@ def test_a_summary_sqlite_stores_as_other_types_is_held_as_read(
         assert [row] == fresh.summaries("c")
 
 
-def test_summaries_are_held_for_the_chats_read_last(db: MemoryDB) -> None:
-    for k in range(db_module.HELD_SUMMARIES + 1):
+def test_summaries_are_held_for_the_chats_read_last(
+    db: MemoryDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(db_module, "HELD_SUMMARIES", 3)
+    monkeypatch.setattr(db_module, "HELD_ROWS", 5)
+    for k in range(4):
         db.put_summaries(f"c{k}", [_summary(f"c{k}", 0, "a", "b")])
-        db.summaries(f"c{k}")
+    db.put_summaries("big", [_summary("big", 0, f"a{i}", f"b{i}") for i in range(6)])
+    for chat in ("c0", "c1", "c2", "c0", "c3"):  # c0 read again: c1 is the oldest
+        db.summaries(chat)
     ran = _statements(db)
-    db.summaries(f"c{db_module.HELD_SUMMARIES}")
-    assert not summary_reads(ran)
-    db.summaries("c0")  # the oldest was let go
-    assert summary_reads(ran)
+    for chat in ("c0", "c2", "c3"):
+        db.summaries(chat)
+    assert not _summary_reads(ran)
+    db.summaries("c1")  # let go: three chats at most
+    assert len(_summary_reads(ran)) == 1
+    db.summaries("big")  # six summaries: past five in all, only the chat read last is kept
+    db.summaries("big")
+    db.summaries("c3")
+    assert len(_summary_reads(ran)) == 3
+
+
+def test_summaries_are_read_again_from_another_connection(db: MemoryDB, tmp_path: Path) -> None:
+    db.put_summaries("c", [_summary("c", 0, "m1", "m4")])
+    db.summaries("c")
+    with MemoryDB(tmp_path) as other:
+        other.put_summaries("c", [_summary("c", 1, "m1", "m9")])
+    assert db._conn is not None
+    db._conn.close()  # as at_once does when it cannot set the busy timeout back
+    db._conn = None
+    assert [s.key for s in db.summaries("c")] == [(0, "m1", "m4"), (1, "m1", "m9")]
 
 
 def test_a_summary_of_another_chat_is_refused(db: MemoryDB) -> None:
