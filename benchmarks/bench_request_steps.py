@@ -1,0 +1,174 @@
+"""Where a long chat's request goes, step by step: the floors left under the 2 ms target, named.
+
+Run: python benchmarks/bench_request_steps.py [--size 10000] [--turns 60] [--warm 20]
+
+The setting of ``bench_context.py``'s turn-by-turn row (random vectors, a topic click on two of
+six topics, the default budget, gpt-4o named so the request is laid out for its prompt cache):
+each request brings the last one's history with its turn added, the host stores the turn and
+the background pass settles between requests. The named steps below are timed each time they
+run on the event loop's thread during a request (a timer around each; the background's calls in
+its threads are left out), and printed per request beside the request's own median. The steps
+nest (indented: the plan's reads hold the text search, the cache layout holds the layout), and
+the dense scores are a task the plan starts, run beside the rest (its time includes waiting for
+the message's vectors), so the times do not add up to the whole; what is left after the named
+steps is the hook's own glue and steps too small to name. The timers add a few microseconds a
+call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import importlib
+import inspect
+import logging
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pluggy
+
+import smart_context.hookspecs
+from benchmarks.bench_context import Ctx, Host, RandomEmbedder, make_chat, mapped, new_message
+from smart_context.plugin import SmartContextPlugin
+
+# (what is timed, its module, the function, its class when a method), in the order of a request
+STEPS: list[tuple[str, str, str, str | None]] = [
+    ("history read through its index", "smart_context.history_index", "read", "HistoryIndexes"),
+    ("plan: the reads and stamps", "smart_context.context.plan", "look_now", None),
+    ("  the store's reads", "smart_context.memory.reads", "read_chat", None),
+    ("    the text search", "smart_context.memory.db", "search", "MemoryDB"),
+    ("  whether the search is quick", "smart_context.memory.db", "quick", "MemoryDB"),
+    ("  the item files' stamps", "smart_context.items.catalog", "look", "ItemCatalog"),
+    ("budget: dense scores (a task)", "smart_context.budget.budgeter", "dense", "Budgeter"),
+    ("topic click", "smart_context.context.assemble", "assemble", None),
+    ("  the topic scores", "smart_context.context.topic_scores", "score_topics", None),
+    ("  the topic rule", "smart_context.context.topic_filter", "decide", None),
+    ("items and layout", "smart_context.context.assemble", "request_items", None),
+    ("  the budget's facts", "smart_context.budget.facts", "update", "MessageFacts"),
+    ("  the cache layout", "smart_context.context.stable", "stable_request", None),
+    ("    the layout", "smart_context.context.layout", "lay_out", None),
+    ("    the frame's decision", "smart_context.context.layout", "decide", None),
+    ("the record, as written", "smart_context.record", "as_dict", "RequestRecord"),
+]
+
+
+def timed(steps: list[tuple[str, str, str, str | None]]) -> tuple[dict[str, float], list[bool]]:
+    """Wrap each step in a timer (every module's reference to a function, the class's to a
+    method): its seconds while ``measuring[0]`` and on the main thread, by label."""
+    spent: dict[str, float] = defaultdict(float)
+    measuring = [False]
+    main = threading.main_thread()
+    for label, module_name, name, cls in steps:
+        module = importlib.import_module(module_name)
+        owner: Any = getattr(module, cls) if cls else module
+        original: Callable[..., Any] = getattr(owner, name)
+
+        def count(started: float, label: str = label) -> None:
+            if measuring[0] and threading.current_thread() is main:
+                spent[label] += time.perf_counter() - started
+
+        wrapper: Callable[..., Any]
+        if inspect.iscoroutinefunction(original):
+
+            @functools.wraps(original)
+            async def wrapper(*args: Any, _f: Any = original, _c: Any = count, **kw: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return await _f(*args, **kw)
+                finally:
+                    _c(started)
+
+        else:
+
+            @functools.wraps(original)
+            def wrapper(*args: Any, _f: Any = original, _c: Any = count, **kw: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return _f(*args, **kw)
+                finally:
+                    _c(started)
+
+        setattr(owner, name, wrapper)
+        if cls is None:  # the modules that imported the function by name hold it too
+            for other in list(sys.modules.values()):
+                if getattr(other, name, None) is original:
+                    setattr(other, name, wrapper)
+    return spent, measuring
+
+
+async def run(vault: Path, size: int, turns: int, warm: int) -> None:
+    spent, measuring = timed(STEPS)
+    chat_id = f"c{size}"
+    chats: dict[str, dict[str, Any]] = {
+        chat_id: {
+            "messages": make_chat(size),
+            "topics": mapped(make_chat(size)),
+            "smart_context": {"active_topics": ["Asyncio Scraper", "Trip Planning"]},
+        }
+    }
+    pm = pluggy.PluginManager("sidecar")
+    pm.add_hookspecs(smart_context.hookspecs)
+    plugin = SmartContextPlugin(RandomEmbedder())
+    pm.register(plugin)
+    for result in pm.hook.sidecar_startup(host=Host(vault, chats, "auto", None, "auto")):
+        await result
+    assert plugin.services is not None
+    logging.getLogger("smart_context").setLevel(logging.ERROR)  # no model to map topics
+    history = list(chats[chat_id]["messages"])
+    samples = []
+    mode = ""
+    for k in range(warm + turns):
+        message = new_message(1000 + k)
+        ctx = Ctx(chat_id, list(history), message, "gpt-4o")
+        measuring[0] = k >= warm
+        started = time.perf_counter()
+        await pm.hook.pipeline_context(ctx=ctx)[0]
+        if measuring[0]:
+            samples.append(time.perf_counter() - started)
+        measuring[0] = False
+        mode = str(ctx.metadata["smart_context"].get("mode"))
+        history += [
+            {"id": f"t{k:05d}u", "role": "user", "content": message},
+            {"id": f"t{k:05d}a", "role": "assistant", "content": f"An answer on {message}"},
+        ]
+        chats[chat_id]["messages"] = list(history)
+        pm.hook.pipeline_output(ctx=ctx)
+        await plugin.services.settle(timeout=600)
+    await plugin.services.close()
+    total = sum(samples)
+    print(f"{platform.machine()}, {platform.processor() or platform.platform()}")
+    print(
+        f"{size:,} messages, {turns} requests turn by turn ({mode}, laid out for gpt-4o's "
+        f"cache): median {statistics.median(samples) * 1e3:.2f} ms, mean "
+        f"{total / turns * 1e3:.2f} ms; per request, in the steps timed (nested ones indented):"
+    )
+    for label, *_ in STEPS:
+        share = spent[label] / total if total else 0.0
+        print(f"  {label:34s} {spent[label] / turns * 1e3:6.3f} ms  ({share:4.0%})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--turns", type=int, default=60)
+    parser.add_argument("--warm", type=int, default=20)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp)
+        (vault / ".memory").mkdir()
+        asyncio.run(run(vault, args.size, args.turns, args.warm))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+"""The request's steps benchmark times every step it names: a step renamed or no longer run on
+the event loop during a request shows as missing or 0 ms, and its figures would lie."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.bench_request_steps import STEPS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_step_is_timed_in_a_short_chat() -> None:
+    done = subprocess.run(
+        [sys.executable, "benchmarks/bench_request_steps.py", "--size", "300", "--turns", "3"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    timed = dict(re.findall(r"^  (.+?)\s+(\d+\.\d+) ms", done.stdout, re.M))
+    assert {label.strip() for label in timed} == {label.strip() for label, *_ in STEPS}
+    assert all(float(ms) > 0 for ms in timed.values()), done.stdout
