@@ -142,7 +142,7 @@ def _check_folder(key: str, value: Any) -> str:
     """A folder inside the vault, written relative to it."""
     text = _check_text(key, value)
     parts = Path(text).parts
-    if Path(text).is_absolute() or ".." in parts or text.startswith("~"):
+    if Path(text).is_absolute() or ".." in parts or text.startswith("~") or "\x00" in text:
         raise ConfigError(key, value, 'expected a folder inside the vault, like "rules"')
     return text
 

@@ -70,6 +70,8 @@ def test_example_file_documents_every_key_and_is_valid() -> None:
         ({"knowledge_folders": ["../elsewhere"]}, "knowledge_folders"),
         ({"knowledge_folders": ["/etc"]}, "knowledge_folders"),
         ({"knowledge_folders": [3]}, "knowledge_folders"),
+        ({"rules_dir": "../rules"}, "rules_dir"),
+        ({"references_dir": "refs\x00x"}, "references_dir"),  # no file name holds a NUL
         ({"prompt_cache": "redis"}, "prompt_cache"),
         ({"cache_read_price": 1.5}, "cache_read_price"),
         ({"cache_read_price": "cheap"}, "cache_read_price"),

@@ -143,6 +143,30 @@ def test_a_folder_setting_pointing_outside_the_vault_is_not_read(
     assert folder_stamp(vault.root, rules_dir=folder) == ()
 
 
+def test_a_folder_name_no_file_system_takes_is_a_problem_not_a_crash(vault: Vault) -> None:
+    items, [problem] = vault.load(rules_dir="ru\x00les")
+    assert items == [] and problem.message == "the folder cannot be read (embedded null byte)"
+    assert folder_stamp(vault.root, rules_dir="ru\x00les") == ()
+
+
+def test_the_stamp_of_a_folder_linked_inside_the_vault_follows_it_and_outside_is_empty(
+    vault: Vault, tmp_path: Path
+) -> None:
+    vault.write("notes/a.md", RULE)
+    (vault.root / "rules").symlink_to(vault.root / "notes")  # a link: checked, inside
+    assert [source for source, *_ in folder_stamp(vault.root)] == ["rules/a.md"]
+    (vault.root / "rules").unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "x.md").write_text(RULE)
+    (vault.root / "rules").symlink_to(elsewhere)  # outside: as load_items, nothing
+    assert folder_stamp(vault.root) == ()
+    nested = vault.root / "sub"
+    nested.mkdir()
+    (nested / "deep").symlink_to(elsewhere)  # a link further down the folder's path
+    assert folder_stamp(vault.root, rules_dir="sub/deep") == ()
+
+
 def test_a_dangling_link_is_reported(vault: Vault) -> None:
     (vault.root / "rules").mkdir()
     (vault.root / "rules" / "gone.md").symlink_to(vault.root / "rules" / "nowhere.md")
