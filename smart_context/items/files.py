@@ -198,9 +198,10 @@ def _plain_listing(vault: Path, folder: str) -> tuple[str, list[os.DirEntry[str]
 @functools.lru_cache(maxsize=64)
 def _plain(folder: str) -> tuple[str, tuple[str, ...]] | None:
     """A folder setting's source prefix and its parts, when it is named plainly (no ``..``,
-    not absolute); the same few settings on every request, so worked out once each."""
+    no root or drive, as Windows' ``C:rules``); the same few settings on every request, so
+    worked out once each."""
     path = Path(folder)
-    if path.is_absolute() or ".." in path.parts:
+    if path.anchor or ".." in path.parts:
         return None
     return _prefix(folder), path.parts
 
