@@ -446,14 +446,14 @@ class Budgeter:
         if len(counted) > MAX_COUNTED:
             counted.clear()  # counting a summary again is cheap
         known = [counted.get(row) for row in rows]
-        todo = [row for row, n in zip(rows, known, strict=True) if n is None]
+        todo = [k for k, n in enumerate(known) if n is None]
         if todo:
             # the text, the role "system" and the framing, as prompt_tokens counts them
             role = counter.count(["system"])[0]
-            texts = [summary_message(row)["content"] for row in todo]
-            for row, n in zip(todo, counter.count(texts), strict=True):
-                counted[row] = n + role + PER_MESSAGE
-        return [counted[row] for row in rows]
+            texts = [summary_message(rows[k])["content"] for k in todo]
+            for k, n in zip(todo, counter.count(texts), strict=True):
+                known[k] = counted[rows[k]] = n + role + PER_MESSAGE
+        return [int(n or 0) for n in known]  # (another thread may clear the memo meanwhile)
 
 
 def _level_start(node: Node) -> tuple[int, int]:
