@@ -32,6 +32,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -276,11 +277,13 @@ async def turn_by_turn(
     chat_id: str,
     model: str,
     turns: int,
+    around: Callable[[int, Ctx], AbstractContextManager[object]] | None = None,
 ) -> list[float]:
     """A chat as people use it: each request brings the last one's history with its turn (the
     message and a reply) added, the host has stored that turn and told the plugin
     (``pipeline_output``), and the background pass it starts has settled, as it does while the
-    model writes. Times each request; the chat is left grown."""
+    model writes. Times each request (in ``around(turn, ctx)``, when given: entered just before
+    it and left just after, the background still to come); the chat is left grown."""
     assert plugin.services is not None
     history = list(chats[chat_id]["messages"])
     samples = []
@@ -290,9 +293,10 @@ async def turn_by_turn(
         for k in range(turns):
             message = new_message(1000 + k)
             ctx = Ctx(chat_id, list(history), message, model)
-            t0 = time.perf_counter()
-            await pm.hook.pipeline_context(ctx=ctx)[0]
-            samples.append((time.perf_counter() - t0) * 1000)
+            with nullcontext() if around is None else around(k, ctx):
+                t0 = time.perf_counter()
+                await pm.hook.pipeline_context(ctx=ctx)[0]
+                samples.append((time.perf_counter() - t0) * 1000)
             history += [
                 {"id": f"t{k:05d}u", "role": "user", "content": message},
                 {"id": f"t{k:05d}a", "role": "assistant", "content": f"An answer on {message}"},

@@ -22,7 +22,6 @@ import asyncio
 import functools
 import importlib
 import inspect
-import logging
 import platform
 import statistics
 import sys
@@ -30,7 +29,8 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pluggy
 
 import smart_context.hookspecs
-from benchmarks.bench_context import Ctx, Host, RandomEmbedder, make_chat, mapped, new_message
+from benchmarks.bench_context import Ctx, Host, RandomEmbedder, make_chat, mapped, turn_by_turn
 from smart_context.plugin import SmartContextPlugin
 
 # (what is timed, its module, the function, its class when a method), in the order of a request
@@ -123,29 +123,22 @@ async def run(vault: Path, size: int, turns: int, warm: int) -> None:
     pm.register(plugin)
     for result in pm.hook.sidecar_startup(host=Host(vault, chats, "auto", None, "auto")):
         await result
+    modes: list[str] = []
+
+    @contextmanager
+    def measured(k: int, ctx: Ctx) -> Iterator[None]:
+        measuring[0] = k >= warm  # the request only: not the background pass after it
+        try:
+            yield
+        finally:
+            measuring[0] = False
+            modes.append(str(ctx.metadata["smart_context"].get("mode")))
+
+    times = await turn_by_turn(pm, plugin, chats, chat_id, "gpt-4o", warm + turns, measured)
     assert plugin.services is not None
-    logging.getLogger("smart_context").setLevel(logging.ERROR)  # no model to map topics
-    history = list(chats[chat_id]["messages"])
-    samples = []
-    mode = ""
-    for k in range(warm + turns):
-        message = new_message(1000 + k)
-        ctx = Ctx(chat_id, list(history), message, "gpt-4o")
-        measuring[0] = k >= warm
-        started = time.perf_counter()
-        await pm.hook.pipeline_context(ctx=ctx)[0]
-        if measuring[0]:
-            samples.append(time.perf_counter() - started)
-        measuring[0] = False
-        mode = str(ctx.metadata["smart_context"].get("mode"))
-        history += [
-            {"id": f"t{k:05d}u", "role": "user", "content": message},
-            {"id": f"t{k:05d}a", "role": "assistant", "content": f"An answer on {message}"},
-        ]
-        chats[chat_id]["messages"] = list(history)
-        pm.hook.pipeline_output(ctx=ctx)
-        await plugin.services.settle(timeout=600)
     await plugin.services.close()
+    samples = [t / 1000 for t in times[warm:]]
+    mode = modes[-1]
     total = sum(samples)
     print(f"{platform.machine()}, {platform.processor() or platform.platform()}")
     print(
