@@ -177,3 +177,37 @@ def test_a_history_of_other_roles_only_has_no_partner_from_the_table() -> None:
     at = np.arange(100, dtype=np.intp)
     assert partners(chat, at, Roles.of(chat)).tolist() == [-1] * 100
     assert closure(chat, np.ones(100, dtype=bool), Roles.of(chat)).all()
+
+
+def test_within_keeps_what_one_message_at_a_time_keeps() -> None:
+    def one_at_a_time(
+        roles: np.ndarray, keep: np.ndarray, tokens: np.ndarray, free: int, order: np.ndarray
+    ) -> np.ndarray:
+        at = np.flatnonzero(keep)
+        partner = dict(zip(at.tolist(), partners(roles, at).tolist(), strict=True))
+        out = keep.copy()
+        paired = np.zeros(len(roles), dtype=bool)
+        for i in order.tolist():
+            p = partner.get(i, -1)
+            if p < 0 or not out[i] or paired[i]:
+                continue
+            if not out[p] and int(tokens[p]) > free:
+                out[i] = False
+                free += int(tokens[i])
+                continue
+            if not out[p]:
+                out[p] = True
+                free -= int(tokens[p])
+            paired[[i, p]] = True
+        return out
+
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        n = int(rng.integers(1, 120))
+        roles = rng.choice(np.array([U, U, A, A, X], dtype=np.int8), n)
+        keep = rng.random(n) < rng.random()
+        tokens = rng.integers(1, 50, n)
+        order = rng.permutation(np.flatnonzero(keep))
+        free = int(rng.integers(0, 400))
+        expected = one_at_a_time(roles, keep, tokens, free, order)
+        assert np.array_equal(within(roles, keep, tokens, free, order), expected)

@@ -131,8 +131,7 @@ def plan(inputs: Inputs, spans: Sequence[Span], budget: Budget) -> Plan:
         filler.take(i, PINNED)
     reserve = int(budget.summary_share * scale * budget.room) if spans else 0
     filler.room -= reserve
-    for i, j in _turns_by_worth(inputs, budget.relevant_limit):
-        filler.take_turn(i, j)
+    filler.take_turns(*_turns_by_worth(inputs, budget.relevant_limit))
     filler.room += reserve
     summary_room = budget.room - filler.used
     chosen = choose_summaries(spans, why == LEFT_OUT, summary_room, inputs.relevance, budget)
@@ -142,8 +141,8 @@ def plan(inputs: Inputs, spans: Sequence[Span], budget: Budget) -> Plan:
     return Plan(why != LEFT_OUT, why, chosen, filler.used, summary_tokens)
 
 
-def _turns_by_worth(inputs: Inputs, limit: int) -> list[tuple[int, int]]:
-    """The first ``limit`` hits, each with its partner (-1: none), best turn first: a hit's
+def _turns_by_worth(inputs: Inputs, limit: int) -> tuple[IntArray, IntArray]:
+    """The first ``limit`` hits and the partner of each (-1: none), best turn first: a hit's
     relevance plus :data:`TURN_WORTH` times its partner's, so of two equal hits the one whose
     question or answer is relevant too goes first."""
     hits = inputs.hits[:limit]
@@ -153,7 +152,7 @@ def _turns_by_worth(inputs: Inputs, limit: int) -> list[tuple[int, int]]:
     relevance = inputs.relevance.astype(np.float64)
     worth = relevance[hits] + TURN_WORTH * np.where(partner >= 0, relevance[partner], 0.0)
     order = np.lexsort((np.arange(len(hits)), -np.round(worth, 9)))
-    return list(zip(hits[order].tolist(), partner[order].tolist(), strict=True))
+    return hits[order], partner[order]
 
 
 def _take_recent(filler: _Filler, recent: int, share: int) -> None:
@@ -187,33 +186,63 @@ class _Filler:
         self.why[i] = reason
         return True
 
-    def take_turn(self, i: int, j: int) -> bool:
-        """Take relevant message ``i`` with its partner ``j`` (-1: none) if both fit, else
-        neither: sent alone, ``i`` would break the turn order. Whether ``i`` is in the plan."""
-        if self.why[i] != LEFT_OUT:
-            return True
-        brings = j >= 0 and self.why[j] == LEFT_OUT
-        cost = int(self.tokens[i]) + (int(self.tokens[j]) if brings else 0)
-        if self.used + cost > self.room:
-            return False
-        self.used += cost
-        self.why[i] = RELEVANT
-        if brings:
-            self.why[j] = TURN
-        return True
+    def take_turns(self, hits: IntArray, partners: IntArray) -> None:
+        """Take each relevant message of ``hits`` with its partner (``partners``, -1: none),
+        in that order, if both fit, else neither: sent alone, the hit would break the turn
+        order. The hits and their partners are read in one gather each and walked as Python
+        ints: a hundred hits read one numpy element at a time took a tenth of a long chat's
+        budget."""
+        if not len(hits):
+            return
+        has = partners >= 0
+        mates = np.where(has, partners, hits)  # (a hit without a partner: its own cost, unused)
+        near = np.concatenate((hits, partners[has]))
+        taken = set(near[self.why[near] != LEFT_OUT].tolist())
+        relevant: list[int] = []
+        brought: list[int] = []
+        used, room = self.used, self.room
+        rows = zip(
+            hits.tolist(),
+            partners.tolist(),
+            self.tokens[hits].tolist(),
+            self.tokens[mates].tolist(),
+            strict=True,
+        )
+        for i, j, cost, mate in rows:
+            if i in taken:
+                continue
+            brings = j >= 0 and j not in taken
+            if brings:
+                cost += mate
+            if used + cost > room:
+                continue
+            used += cost
+            taken.add(i)
+            relevant.append(i)
+            if brings:
+                taken.add(j)
+                brought.append(j)
+        self.why[relevant] = RELEVANT
+        self.why[brought] = TURN
+        self.used = used
 
     def fill(self, scores: Floats, threshold: float) -> None:
         """Take the messages left out, highest ``scores`` first, while they fit: the run that
         fits whole is taken at once (a 10,000-message chat is not walked in Python), then the
         next :data:`SCAN_AFTER_FULL` are tried one by one for the room that is left."""
+        free = self.room - self.used
+        if not len(self.tokens) or free < int(self.tokens.min()):
+            return  # nothing fits (a full room, most often): nothing to sort
         left = np.flatnonzero(self.why == LEFT_OUT)
         left = left[scores[left] >= threshold]
         if len(left):
             # no more than this many can be taken or tried: sort only those that score at
             # least as high as the last of them (ties kept whole, so the order is the same as
             # sorting them all; 60,000 candidates of a 100,000-message chat took 4 ms)
-            need = (self.room - self.used) // max(int(self.tokens[left].min()), 1)
-            need += SCAN_AFTER_FULL + 1
+            cheapest = int(self.tokens[left].min())
+            if free < cheapest:
+                return
+            need = free // max(cheapest, 1) + SCAN_AFTER_FULL + 1
             if need < len(left):
                 negated = -scores[left]
                 left = left[negated <= np.partition(negated, need - 1)[need - 1]]

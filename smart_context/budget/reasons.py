@@ -37,19 +37,24 @@ def reasons(
 ) -> dict[str, Reason]:
     """The ``reasons`` of a plan's ``why`` codes (module docstring), per message position."""
     out: dict[str, Reason] = {}
-    for i in np.flatnonzero(why >= PINNED).tolist():  # the kept few, not every message
-        code = int(why[i])
+    at = np.flatnonzero(why >= PINNED)  # the kept few, not every message
+    # each array read in one go, then walked as Python values
+    rows = zip(
+        at.tolist(),
+        why[at].tolist(),
+        marked[at].tolist(),
+        relevance[at].tolist(),
+        importance[at].tolist(),
+        partner[at].tolist(),
+        strict=True,
+    )
+    for i, code, mark, relevant, score, j in rows:
         if code == PINNED:
-            out[ids[i]] = {"why": "pinned" if marked[i] else "sticky"}
+            out[ids[i]] = {"why": "pinned" if mark else "sticky"}
         elif code == RELEVANT:
-            out[ids[i]] = {"why": "relevant", "score": _rounded(relevance[i])}
+            out[ids[i]] = {"why": "relevant", "score": round(relevant, 3)}
         elif code == TURN:
-            j = int(partner[i])
             out[ids[i]] = {"why": "turn", "of": ids[j]} if j >= 0 else {"why": "turn"}
         elif code == IMPORTANT:
-            out[ids[i]] = {"why": "important", "score": _rounded(importance[i])}
+            out[ids[i]] = {"why": "important", "score": round(score, 3)}
     return out
-
-
-def _rounded(value: Any) -> float:
-    return round(float(value), 3)

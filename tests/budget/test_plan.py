@@ -201,6 +201,40 @@ def test_the_fill_sorts_only_what_could_be_taken_and_takes_what_a_full_sort_woul
     assert partial > 50
 
 
+def test_the_turns_are_taken_as_one_at_a_time_would_take_them() -> None:
+    from smart_context.budget.plan import _Filler
+
+    def one_at_a_time(filler: _Filler, hits: np.ndarray, mates: np.ndarray) -> None:
+        for i, j in zip(hits.tolist(), mates.tolist(), strict=True):
+            if filler.why[i] != LEFT_OUT:
+                continue
+            brings = j >= 0 and filler.why[j] == LEFT_OUT
+            cost = int(filler.tokens[i]) + (int(filler.tokens[j]) if brings else 0)
+            if filler.used + cost <= filler.room:
+                filler.used += cost
+                filler.why[i] = RELEVANT
+                if brings:
+                    filler.why[j] = TURN
+
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n = int(rng.integers(1, 200))
+        tokens = rng.integers(1, 100, n).astype(np.intp)
+        why = np.where(rng.random(n) < 0.1, RECENT, LEFT_OUT).astype(np.int8)
+        hits = rng.permutation(n)[: int(rng.integers(0, 40))].astype(np.intp)
+        # partners that are other hits, taken messages, none, or any other message
+        mates = np.where(rng.random(len(hits)) < 0.3, -1, rng.integers(0, n, len(hits)))
+        mates = np.where(mates == hits, -1, mates).astype(np.intp)
+        room, used = int(rng.integers(0, 3000)), int(rng.integers(0, 200))
+        batched = _Filler(tokens, why.copy(), room)
+        single = _Filler(tokens, why.copy(), room)
+        batched.used = single.used = used
+        batched.take_turns(hits, mates)
+        one_at_a_time(single, hits, mates)
+        assert np.array_equal(batched.why, single.why)
+        assert batched.used == single.used
+
+
 def leaf_tree(n_leaves: int, tokens: int = 20) -> list[Span]:
     """Leaves of 10 messages and parents of 5 leaves over them."""
     spans = [Span(10 * i, 10 * i + 10, 1, tokens) for i in range(n_leaves)]
