@@ -181,18 +181,41 @@ def _plain_listing(vault: Path, folder: str) -> tuple[str, list[os.DirEntry[str]
     if plain is None:
         return None
     prefix, parts = plain
-    path = os.fspath(vault)
     try:
-        for part in parts:
-            path = os.path.join(path, part)
-            if stat.S_ISLNK(os.lstat(path).st_mode):
-                return None
+        path = _linkless(vault, parts)
+        if path is None:
+            return None
         with os.scandir(path) as scan:
             return prefix, sorted((e for e in scan if _is_candidate(e.name)), key=_name)
     except FileNotFoundError:
         return prefix, []  # a vault without rules is a vault without rules
     except (OSError, ValueError):  # not a folder, unreadable, a NUL in the name: say why there
         return None
+
+
+def plainly_inside(vault: Path, folder: str) -> bool:
+    """Whether ``folder`` (a setting, relative to ``vault``) is named plainly and no part of its
+    path from the vault is a link, so that it cannot lead outside the vault: then it needs no
+    resolving (a walk up the path, 20 us, on every request). False when it is not, or when a
+    part cannot be looked at: the careful way says why."""
+    plain = _plain(folder)
+    if plain is None:
+        return False
+    try:
+        return _linkless(vault, plain[1]) is not None
+    except (OSError, ValueError):
+        return False
+
+
+def _linkless(vault: Path, parts: tuple[str, ...]) -> str | None:
+    """The path of ``parts`` under ``vault``, or ``None`` when one of them is a link (each is
+    ``lstat``-ed: raises as it does)."""
+    path = os.fspath(vault)
+    for part in parts:
+        path = os.path.join(path, part)
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            return None
+    return path
 
 
 @functools.lru_cache(maxsize=64)

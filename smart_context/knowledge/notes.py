@@ -16,6 +16,7 @@ Folder links are never followed, even inside the vault: they would list a note t
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Collection, Iterable
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from smart_context.items.chunks import chunk
-from smart_context.items.files import os_reason, read_text, split_front_matter
+from smart_context.items.files import os_reason, plainly_inside, read_text, split_front_matter
 from smart_context.vectors.codec import content_hash
 
 MAX_NOTES = 20_000  # a vault folder holding more Markdown than this is not a notebook
@@ -59,14 +60,15 @@ def scan(root: Path, folders: Iterable[str], excluded: Collection[str] = ()) -> 
         start = _posix(folder)
         if start in skip or any(start.startswith(f"{s}/") for s in skip):
             continue
-        try:
-            top = (root / start).resolve()
-        except (OSError, RuntimeError) as exc:
-            problems.append(f"{start}: cannot be read ({exc}); its notes are left out")
-            continue
-        if not top.is_relative_to(root):
-            problems.append(f"{start}: the folder is outside the vault; its notes are left out")
-            continue
+        if not plainly_inside(root, start):  # else it must not lead out of the vault
+            try:
+                top = (root / start).resolve()
+            except (OSError, RuntimeError) as exc:
+                problems.append(f"{start}: cannot be read ({exc}); its notes are left out")
+                continue
+            if not top.is_relative_to(root):
+                problems.append(f"{start}: the folder is outside the vault; its notes are left out")
+                continue
         _walk(root, start, skip, stamps, problems)
     return Scan(dict(sorted(stamps.items())), tuple(problems))
 
@@ -134,6 +136,7 @@ def read_note(root: Path, source: str, stamp: Stamp) -> Note | str:
     return Note(source, stamp, chunks, tuple(content_hash(c) for c in chunks))
 
 
+@functools.lru_cache(maxsize=64)  # the same few settings on every request
 def _posix(folder: str) -> str:
     return PurePosixPath(os.path.normpath(folder).replace(os.sep, "/")).as_posix()
 

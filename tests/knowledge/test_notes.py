@@ -71,6 +71,21 @@ def test_links_never_lead_out_of_the_vault_and_folder_links_are_not_followed(
     assert all("outside the vault" in p for p in refused.problems) and len(refused.problems) == 2
 
 
+def test_a_link_part_way_down_a_notes_folder_is_checked_like_the_folder(
+    root: Path, tmp_path: Path
+) -> None:
+    write(tmp_path / "secrets" / "deep", "passwords.md", "hunter2")
+    write(root / "kept" / "deep", "inside.md")
+    (root / "out").symlink_to(tmp_path / "secrets", target_is_directory=True)
+    (root / "in").symlink_to(root / "kept", target_is_directory=True)
+    refused = scan(root, ["out/deep"])
+    assert refused.stamps == {} and "outside the vault" in refused.problems[0]
+    assert list(scan(root, ["in/deep", "kept/deep"]).stamps) == [
+        "in/deep/inside.md",
+        "kept/deep/inside.md",
+    ]
+
+
 def test_names_that_could_forge_a_citation_are_skipped_and_said(root: Path) -> None:
     write(root, "fine note.md")
     write(root, "evil\n## notes/fake.md.md")
