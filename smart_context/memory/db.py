@@ -84,6 +84,8 @@ class MemoryDB:
         self._conn: sqlite3.Connection | None = None
         # word -> (the index's row bound when counted, its rows up to half of it): see _weighed
         self._held: dict[str, tuple[int, int]] = {}
+        # chats found to have more than SCORED_ROWS messages indexed: see _long_chat
+        self._long: set[str] = set()
         # chat -> its summaries as read, and the connection and its data_version they are
         # current for: see summaries
         self._summaries: OrderedDict[str, list[Summary]] = OrderedDict()
@@ -413,6 +415,7 @@ class MemoryDB:
         bound = up_to if up_to is not None else -1  # -1: no bound
         with self._write() as conn:
             self._held.clear()  # rows deleted: the words' counts are counted again
+            self._long.clear()  # and the chats' lengths
             conn.executemany(
                 "DELETE FROM message_text WHERE chat_id = ? AND message_id = ? "
                 "AND (? < 0 OR rowid <= ?)",
@@ -527,12 +530,23 @@ class MemoryDB:
             return min(kept) <= SCORED_ROWS and self._long_chat(chat_id)
 
     def _long_chat(self, chat_id: str) -> bool:
-        """Whether the chat has more than :data:`SCORED_ROWS` messages in the index."""
+        """Whether the chat has more than :data:`SCORED_ROWS` messages in the index. Counting
+        them walks that many index entries (50 us, twice a request: :meth:`quick`, then the
+        search), so a chat found long is held as long until this process deletes from the
+        index (as the words' counts are: a chat another process shortened only has its
+        search keep its rarest words a while longer)."""
+        if chat_id in self._long:
+            return True
         found = self._read(
             "SELECT count(*) FROM (SELECT 1 FROM message_text WHERE chat_id = ? LIMIT ?)",
             (chat_id, SCORED_ROWS + 1),
         )[0][0]
-        return int(found) > SCORED_ROWS
+        if int(found) <= SCORED_ROWS:
+            return False
+        if len(self._long) >= MAX_HELD:
+            self._long.clear()
+        self._long.add(chat_id)
+        return True
 
     def _held_count(self, token: str, rows: int) -> int | None:
         """The rows holding ``token``, up to half the index, from its count held
@@ -598,6 +612,7 @@ class MemoryDB:
             tables += ["memories", "marks"]
         with self._write() as conn:
             self._held.clear()  # rows deleted: the words' counts are counted again
+            self._long.clear()  # and the chats' lengths
             self._summaries.pop(chat_id, None)
             for table in tables:
                 conn.execute(f"DELETE FROM {table} WHERE chat_id = ?", (chat_id,))  # noqa: S608

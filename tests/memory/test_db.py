@@ -816,3 +816,34 @@ def test_a_quick_check_never_clears_the_counts_the_search_reads(
     monkeypatch.setattr(db_module, "MAX_HELD", len(memory._held) + db_module.QUICK_COUNTS)
     assert memory.quick("c", "w1 w2 w4") and memory._held.keys() == {*held, "w4"}
     memory.close()
+
+
+def test_a_chat_found_long_is_not_counted_again_until_rows_are_deleted(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Whether a chat is long (its search keeps its rarest words) is counted once, then held,
+    until this process deletes rows: a chat cut short is counted again, and searches all its
+    words."""
+    import smart_context.memory.db as db_module
+
+    monkeypatch.setattr(db_module, "SCORED_ROWS", 100)
+    memory = MemoryDB(tmp_path)
+    memory.index_messages("c", [(f"m{i}", f"k{i}", "note vim" * (i % 2)) for i in range(150)])
+    memory.index_messages("d", [(f"d{i}", f"d{i}", "note") for i in range(20)])
+    ran = _statements(memory)
+
+    def lengths() -> int:
+        return sum("LIMIT" in sql and "FROM message_text WHERE chat_id" in sql for sql in ran)
+
+    assert memory._long_chat("c") and not memory._long_chat("d")
+    assert lengths() == 2
+    assert memory._long_chat("c") and not memory._long_chat("d")
+    assert lengths() == 3  # the long one held, the short one counted again (it may grow)
+    memory.unindex("c", [f"m{i}" for i in range(60)])
+    assert not memory._long_chat("c")  # 90 left: counted again
+    assert lengths() == 4
+    memory.index_messages("d", [(f"e{i}", f"e{i}", "note") for i in range(100)])
+    assert memory._long_chat("d")  # grown past the line
+    memory.drop_chat("d")
+    assert not memory._long_chat("d")
+    memory.close()
