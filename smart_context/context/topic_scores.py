@@ -59,7 +59,8 @@ class TopicQuery:
 @dataclass(frozen=True)
 class TopicScores:
     """One click's outcome over a history: each message's best similarity to the selected
-    topics, whether it is kept, and the cut each selected topic used."""
+    topics, whether it is kept, and the cut each selected topic used. The arrays are the
+    click's memo (:func:`score_topics`): read them, and copy one to change it."""
 
     values: Scores
     keep: Flags
@@ -109,21 +110,62 @@ def score_topics(
     ``label_vectors`` in the same order; ``threshold`` is a fixed cut, or ``None`` for the
     automatic one. Topic vectors, members and cuts are memoised on ``vectors``: a warm click
     gathers the history's rows of a few score arrays and compares them.
+
+    When every cut holds still (a fixed one, or the automatic one of topics with members) the
+    click itself is kept too: the next request, whose history is this one with its turn added,
+    scores the turn's rows only and adds them to it (each message's outcome depends on its own
+    scores and the topics' alone). A topic without members cuts by the whole chat's spread,
+    which moves as the chat grows: such a click is made whole each time.
     """
     chosen = [i for i, t in enumerate(topics) if t.label in selected]
     # a fixed cut needs the clicked topics only; the automatic one lets all topics compete
-    needed = chosen if threshold is not None else range(len(topics))
-    found = {i: _topic(vectors, topics[i], label_vectors[i]) for i in needed}
-    picked = {i: found[i][1][rows] for i in chosen}  # the clicked topics' scores, history rows
+    needed = chosen if threshold is not None else list(range(len(topics)))
+    found = _found(vectors, topics, label_vectors, needed)
+    if threshold is not None:
+        cuts = dict.fromkeys(chosen, threshold)
+    else:
+        cuts = {i: _cut(vectors, topics[i], *found[i]) for i in chosen}
+    held = threshold is not None or all(found[i][0] is not None for i in chosen)
+    key = "click\x00" + repr((threshold, [topics[i].key for i in chosen], [t.key for t in topics]))
+    memo: tuple[Rows, Scores, Flags] | None = vectors.derived.get(key) if held else None
+    start = 0
+    # the history this click was made over, and perhaps a turn since
+    if (
+        memo is not None
+        and len(memo[0]) <= len(rows)
+        and np.array_equal(memo[0], rows[: len(memo[0])])
+    ):
+        start = len(memo[0])
+    values, keep = _clicked(vectors, rows[start:], topics, found, chosen, cuts, threshold)
+    if start:
+        assert memo is not None
+        values, keep = appended(memo[1], values), appended(memo[2], keep)
+    if held:
+        vectors.remember(key, (rows, values, keep))
+    return TopicScores(values, keep, {topics[i].label: cuts[i] for i in chosen})
+
+
+def _clicked(
+    vectors: ChatVectors,
+    rows: Rows,
+    topics: Sequence[TopicQuery],
+    found: dict[int, TopicFound],
+    chosen: Sequence[int],
+    cuts: dict[int, float],
+    threshold: float | None,
+) -> tuple[Scores, Flags]:
+    """Each of ``rows``' best score for the clicked topics, and whether the click keeps it."""
+    picked = {i: found[i][1][rows] for i in chosen}  # the clicked topics' scores, these rows
     values = max_pool(list(picked.values()))
+    if not picked:
+        values = np.zeros(len(rows), dtype=np.float32)
     if threshold is not None:
         keep = values >= threshold
         for i in chosen:
             if (flags := found[i][0]) is not None:
                 keep |= flags[rows]
-        return TopicScores(values, keep, {topics[i].label: threshold for i in chosen})
-    cuts = {i: _cut(vectors, topics[i], *found[i]) for i in chosen}
-    grouped = [i for i in needed if found[i][0] is not None]
+        return values, keep
+    grouped = [i for i in found if found[i][0] is not None]
     keep = np.zeros(len(rows), dtype=bool)
     if any(found[i][0] is not None for i in chosen):
         closest, unassigned = _assignment(vectors, [topics[i] for i in grouped], found)
@@ -134,7 +176,17 @@ def score_topics(
             keep |= near
         else:
             keep |= flags[rows] | (unassigned & (closest == grouped.index(i)) & near)
-    return TopicScores(values, keep, {topics[i].label: cuts[i] for i in chosen})
+    return values, keep
+
+
+def _found(
+    vectors: ChatVectors, topics: Sequence[TopicQuery], label_vectors: Matrix, needed: list[int]
+) -> dict[int, TopicFound]:
+    """:func:`_topic` of each of the ``needed`` topics, their scores over the rows added since
+    the last click taken together (:meth:`~smart_context.vectors.keyed.KeyedMatrix.scores_of`)."""
+    made = {i: _topic(vectors, topics[i], label_vectors[i]) for i in needed}
+    scores = vectors.scores_of([(topics[i].key, made[i][1]) for i in needed])
+    return {i: (made[i][0], full) for i, full in zip(needed, scores, strict=True)}
 
 
 def _assignment(
@@ -167,9 +219,11 @@ def _any(flags: Flags) -> Flags:
     return out
 
 
-def _topic(vectors: ChatVectors, topic: TopicQuery, label_vector: Vector) -> TopicFound:
+def _topic(
+    vectors: ChatVectors, topic: TopicQuery, label_vector: Vector
+) -> tuple[Flags | None, Vector]:
     """Which rows of the chat are the topic's members (``None``: it has none) and the topic's
-    scores over the whole chat, memoised."""
+    vector, memoised."""
     key = f"topic\x00{topic.key}"
     memo: tuple[Flags | None, Vector] | None = vectors.derived.get(key)
     if memo is None:
@@ -182,7 +236,7 @@ def _topic(vectors: ChatVectors, topic: TopicQuery, label_vector: Vector) -> Top
     if flags is not None and len(flags) < len(vectors):  # rows added since: none is a member
         flags = appended(flags, np.zeros(len(vectors) - len(flags), dtype=bool))
         vectors.remember(key, (flags, vector))
-    return flags, vectors.scores(topic.key, vector)
+    return flags, vector
 
 
 def _cut(vectors: ChatVectors, topic: TopicQuery, flags: Flags | None, full: Scores) -> float:

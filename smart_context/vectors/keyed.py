@@ -157,23 +157,52 @@ class KeyedMatrix:
 
     def scores(self, query: str, vector: npt.NDArray[np.float32]) -> Scores:
         """Cosine score of every row against ``query``'s unit vector, extended incrementally."""
-        memo = self._scores.get(query)
+        return self.scores_of([(query, vector)])[0]
+
+    def scores_of(self, queries: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> list[Scores]:
+        """:meth:`scores` of each ``(query, unit vector)``, the rows added since they were last
+        scored taken in one call of the kernel for all the queries that left off at the same
+        row (a chat's topics, each request: one call, not one a topic)."""
         rows = len(self.keys)
-        # another vector under the name (a topic whose members changed, say) scores every row
-        # anew: extending its old scores would mix two queries' in one array
-        if memo is not None and memo[1] is not vector and not np.array_equal(memo[1], vector):
-            memo = None
-        # the query as encoded before
-        coded = (memo[2], memo[3]) if memo is not None else encode_queries(vector)
-        if memo is None or len(memo[0]) > rows:
-            scales, codes = self.stored
-            done = coded_cosines(codes, scales, *coded)[:, 0]
-        elif len(memo[0]) < rows:  # a chat grows by a turn: only its few rows are scored
-            start = len(memo[0])
-            added = coded_cosines(self._codes[start:rows], self._scales[start:rows], *coded)
-            done = appended(memo[0], added[:, 0])  # into the memo's spare room
-        else:
-            done = memo[0]
+        out: list[Scores | None] = [None] * len(queries)
+        grown: dict[int, list[tuple[int, str, Any]]] = {}  # the row they left off at -> queries
+        for k, (query, vector) in enumerate(queries):
+            memo = self._scores.get(query)
+            # another vector under the name (a topic whose members changed, say) scores every
+            # row anew: extending its old scores would mix two queries' in one array
+            if memo is not None and memo[1] is not vector and not np.array_equal(memo[1], vector):
+                memo = None
+            # the query as encoded before
+            coded = (memo[2], memo[3]) if memo is not None else encode_queries(vector)
+            if memo is None or len(memo[0]) > rows:
+                scales, codes = self.stored
+                out[k] = self._keep_scores(
+                    query, coded_cosines(codes, scales, *coded)[:, 0], vector, coded
+                )
+            elif len(memo[0]) < rows:  # a chat grows by a turn: only its few rows are scored
+                grown.setdefault(len(memo[0]), []).append((k, query, memo))
+            else:
+                out[k] = self._keep_scores(query, memo[0], vector, coded)
+        for start, group in grown.items():
+            added = coded_cosines(
+                self._codes[start:rows],
+                self._scales[start:rows],
+                np.concatenate([memo[2] for _, _, memo in group]),
+                np.concatenate([memo[3] for _, _, memo in group]),
+            )  # column by column what each query alone gives: the same integer sums, scaled
+            for column, (k, query, memo) in enumerate(group):
+                done = appended(memo[0], added[:, column])  # into the memo's spare room
+                out[k] = self._keep_scores(query, done, memo[1], (memo[2], memo[3]))
+        assert all(done is not None for done in out)  # every query took one way above
+        return [done for done in out if done is not None]
+
+    def _keep_scores(
+        self,
+        query: str,
+        done: Scores,
+        vector: npt.NDArray[np.float32],
+        coded: tuple[Scales, Codes],
+    ) -> Scores:
         if len(self._scores) >= MAX_MEMO_SCORES and query not in self._scores:
             self._scores.clear()
         self._scores[query] = (done, vector, *coded)

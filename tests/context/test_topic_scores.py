@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import pytest
 
 from smart_context.context.topic_scores import TopicQuery, member_cut, score_topics, topic_vector
 from smart_context.messages import History
@@ -69,6 +72,51 @@ def test_a_chat_that_grows_turn_by_turn_is_assigned_as_a_fresh_click_assigns_it(
         assert memo[0] == whole[0] == len(vectors)
         assert memo[1].tolist() == whole[1].tolist() and memo[2].tolist() == whole[2].tolist()
         assert np.array_equal(warm.values, cold.values)
+
+
+@pytest.mark.parametrize(
+    ("threshold", "extra", "held"),
+    [(None, False, True), (0.3, False, True), (0.3, True, True), (None, True, False)],
+)
+def test_a_click_carried_to_the_next_turn_keeps_what_the_click_made_whole_keeps(
+    monkeypatch: pytest.MonkeyPatch, threshold: float | None, extra: bool, held: bool
+) -> None:
+    """A click whose cuts hold still (a fixed one, or topics with members) is kept, and the
+    next request over its history grown by a turn scores the turn's rows only: what it keeps
+    is what the click made over the whole history keeps. A clicked topic without members
+    (its cut moves with the chat) is made whole each time, as is a history that changed."""
+    import smart_context.context.topic_scores as module
+
+    scored: list[int] = []
+    clicked = module._clicked
+
+    def counted(vectors: ChatVectors, rows: np.ndarray, *rest: Any) -> Any:
+        scored.append(len(rows))
+        return clicked(vectors, rows, *rest)
+
+    monkeypatch.setattr(module, "_clicked", counted)
+    topics = [*TOPICS, TopicQuery("Other")] if extra else TOPICS
+    labels = np.vstack([LABELS, AXES[2][None, :]]) if extra else LABELS
+    selected = ["Baking", "Other"] if extra else ["Baking", "Asyncio"]
+    rng = np.random.default_rng(5)
+    vectors, _, _ = chat()
+    for turn in range(5):
+        more = make_messages([f"later {turn} {k}" for k in range(2)], prefix=f"t{turn}-")
+        rows = normalize_rows(AXES[rng.integers(0, 3, size=2)] + rng.normal(0, 0.08, (2, 8)))
+        vectors.add_messages(more, rows)
+        located = np.arange(len(vectors), dtype=np.intp)
+        carried = score_topics(vectors, located, topics, labels, selected, threshold)
+        assert scored[-1] == (2 if turn and held else len(located))
+        for key in [k for k in vectors.derived if k.startswith("click")]:
+            del vectors.derived[key]
+        whole = score_topics(vectors, located, topics, labels, selected, threshold)
+        assert scored[-1] == len(located)
+        assert np.array_equal(carried.values, whole.values)
+        assert np.array_equal(carried.keep, whole.keep) and carried.cuts == whole.cuts
+    swapped = located.copy()
+    swapped[[0, 1]] = swapped[[1, 0]]  # an edit: not the history the click was made over
+    score_topics(vectors, swapped, topics, labels, selected, threshold)
+    assert scored[-1] == len(located)
 
 
 def test_clicking_both_keeps_the_union() -> None:

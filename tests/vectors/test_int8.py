@@ -102,6 +102,39 @@ def test_scores_extended_turn_by_turn_equal_scores_made_whole(kernel: str) -> No
     assert matrix.scores("q", other)[-1] == matrix.cosines(other[None, :])[-1, 0]
 
 
+def test_queries_scored_together_take_one_kernel_call_and_equal_each_alone(
+    kernel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chat's topics, each request: the rows added since take one call of the kernel for all
+    the queries that left off at the same row, each column bit for bit its query's alone."""
+    rows = unit_rows(40, 384, 4)
+    together, alone = KeyedMatrix("m", 384), KeyedMatrix("m", 384)
+    for matrix in (together, alone):
+        matrix.add([f"k{i}" for i in range(20)], rows[:20])
+    queries = [(f"q{k}", rows[30 + k]) for k in range(5)]
+    calls: list[int] = []
+    scored = int8.coded_cosines
+
+    def counted(*args: np.ndarray) -> np.ndarray:
+        calls.append(len(args[3]))
+        return scored(*args)
+
+    monkeypatch.setattr("smart_context.vectors.keyed.coded_cosines", counted)
+    together.scores_of(queries[:3])  # three scored afresh, one call each
+    assert calls == [1, 1, 1]
+    for matrix in (together, alone):
+        matrix.add(["k20", "k21"], rows[20:22])
+    calls.clear()
+    got = together.scores_of(queries)  # three grown by two rows together; two new ones whole
+    assert sorted(calls) == [1, 1, 3]
+    for (query, vector), scores in zip(queries, got, strict=True):
+        assert len(scores) == 22
+        assert np.array_equal(scores, alone.scores(query, vector))
+    calls.clear()
+    assert all(a is b for a, b in zip(together.scores_of(queries), got, strict=True))
+    assert calls == []  # nothing new: the memos as they are
+
+
 def test_items_and_notes_score_on_the_kernel_with_rows_as_read_from_their_files(
     kernel: str,
 ) -> None:
