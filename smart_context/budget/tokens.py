@@ -205,14 +205,31 @@ def _by_prefix(table: Mapping[str, Any], model: str) -> Any:
     return None
 
 
+# A model's tokenizer and window are looked up a few times a request (7 us each), for the few
+# names a host sends: kept by name, names of up to this many characters (a client's own text)
+NAMES_KEPT = 256
+
+
+@functools.lru_cache(maxsize=NAMES_KEPT)
+def _kept(model: str) -> tuple[str | None, int | None]:
+    return _by_prefix(ENCODINGS, model), _by_prefix(CONTEXT_WINDOWS, model)
+
+
+def _known(model: str) -> tuple[str | None, int | None]:
+    """``model``'s tokenizer and window (``None``: not known)."""
+    if len(model) <= NAMES_KEPT:
+        return _kept(model)
+    return _by_prefix(ENCODINGS, model), _by_prefix(CONTEXT_WINDOWS, model)
+
+
 def encoding_of(model: str | None) -> str | None:
     """The offline tokenizer of ``model``, or ``None`` when it is not known."""
-    return None if not model else _by_prefix(ENCODINGS, model)
+    return None if not model else _known(model)[0]
 
 
 def context_window(model: str | None) -> int | None:
     """The model's context window in tokens, or ``None`` when it is not known."""
-    return None if not model else _by_prefix(CONTEXT_WINDOWS, model)
+    return None if not model else _known(model)[1]
 
 
 _ESTIMATES: dict[str, Estimate] = {}

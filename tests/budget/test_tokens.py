@@ -41,6 +41,16 @@ def test_models_map_to_their_tokenizer_and_window(
     assert context_window(model) == window
 
 
+def test_a_name_past_the_kept_length_is_looked_up_each_time_and_not_kept() -> None:
+    from smart_context.budget import tokens
+
+    long = "gpt-4o-" + "x" * tokens.NAMES_KEPT  # a client's own text, not a model's name
+    before = tokens._kept.cache_info().currsize
+    assert encoding_of(long) == "o200k_base" and context_window(long) == 128_000
+    assert tokens._kept.cache_info().currsize == before
+    assert context_window("gpt-4o") == context_window("gpt-4o") == 128_000  # kept: the same
+
+
 def test_known_tokenizers_count_exactly_offline() -> None:
     # ids as tiktoken gives them: "hello world" is two tokens in each
     for model in ("gpt-4o", "gpt-4", "llama3.2"):
