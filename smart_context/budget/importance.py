@@ -102,12 +102,31 @@ def importance(
     return out
 
 
+SAMPLED = 16  # top_hits: a long history's cut is read off every n / (SAMPLED * limit)-th score
+
+
 def top_hits(scores: Floats, limit: int, floor: float) -> IntArray:
-    """Positions of the best ``limit`` scores at or above ``floor``, best first."""
-    candidates = np.flatnonzero(scores >= floor)
-    if len(candidates) > limit:
-        part = np.argpartition(-scores[candidates], limit - 1)[:limit]
-        candidates = candidates[part]
-    order = np.argsort(-scores[candidates], kind="stable")
+    """Positions of the best ``limit`` scores at or above ``floor``, best first, and of equal
+    scores the earlier first (the same on every CPU: a partition's order among ties is its
+    own, and numpy's differs with the CPU's instructions).
+
+    In a long history the best hundred are a few of many: a sample of every few scores gives
+    a cut at least ``limit`` scores reach (its own ``limit`` best are among them), so only
+    the scores past it, about ``SAMPLED * limit``, are ranked (0.2 against 2 ms at 100,000:
+    a partition of every score was most of a long chat's search)."""
+    if limit < 1:
+        return np.zeros(0, dtype=np.intp)
+    cut = floor
+    step = len(scores) // (SAMPLED * limit)
+    if step > 1:
+        sample = scores[::step]
+        cut = max(floor, float(np.partition(sample, len(sample) - limit)[len(sample) - limit]))
+    candidates = np.flatnonzero(scores >= cut)
+    values = scores[candidates]
+    if len(candidates) > limit:  # those at or above the limit-th best value, ties whole
+        least = np.partition(values, len(values) - limit)[len(values) - limit]
+        near = values >= least
+        candidates, values = candidates[near], values[near]
+    order = np.lexsort((candidates, -values))[:limit]
     out: IntArray = candidates[order].astype(np.intp)
     return out

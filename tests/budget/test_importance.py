@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from smart_context.budget.importance import Weights, importance, recency
+from smart_context.budget.importance import SAMPLED, Weights, importance, recency, top_hits
 from smart_context.config import Settings
 
 
@@ -69,3 +69,26 @@ def test_entities_are_found_as_the_pattern_tried_at_every_character_found_them()
     characters = "aZbC_.,:/-90 ;Q\u00e9\u4e2d\n'"
     texts = ["".join(rng.choices(characters, k=rng.randint(0, 50))) for _ in range(20_000)]
     assert [_ENTITY.findall(t) for t in texts] == [everywhere.findall(t) for t in texts]
+
+
+def test_the_top_hits_are_the_best_scores_and_of_equal_ones_the_earlier() -> None:
+    """What ranking every score at or above the floor gives, by score then position, whether
+    the history is short (every score ranked) or long (ranked past a sampled cut), with the
+    ties of duplicate messages at the cut."""
+
+    def ranked(scores: np.ndarray, limit: int, floor: float) -> np.ndarray:
+        at = np.flatnonzero(scores >= floor)
+        return at[np.lexsort((at, -scores[at]))][:limit]
+
+    rng = np.random.default_rng(9)
+    sampled = 0
+    for trial in range(600):
+        n, limit = int(rng.integers(0, 6000)), int(rng.integers(0, 150))
+        if trial % 2:
+            scores = (rng.standard_normal(n) * 0.2).astype(np.float32)
+        else:  # few distinct values: ties everywhere
+            scores = (rng.integers(0, 5, n) / 4).astype(np.float32)
+        floor = float(rng.choice([1e-6, 0.0, 0.3, -1.0]))
+        assert np.array_equal(top_hits(scores, limit, floor), ranked(scores, limit, floor))
+        sampled += limit > 0 and n // (SAMPLED * limit) > 1
+    assert sampled > 100
