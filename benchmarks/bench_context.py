@@ -275,7 +275,7 @@ async def turn_by_turn(
     plugin: SmartContextPlugin,
     chats: dict[str, dict[str, Any]],
     chat_id: str,
-    model: str,
+    model: str | None,
     turns: int,
     around: Callable[[int, Ctx], AbstractContextManager[object]] | None = None,
 ) -> list[float]:

@@ -1,9 +1,12 @@
 """Where a long chat's request goes, step by step: the floors left under the 2 ms target, named.
 
 Run: python benchmarks/bench_request_steps.py [--size 10000] [--turns 60] [--warm 20]
+[--model gpt-4o | --model none]
 
 The setting of ``bench_context.py``'s turn-by-turn row (random vectors, a topic click on two of
-six topics, the default budget, gpt-4o named so the request is laid out for its prompt cache):
+six topics, the default budget, gpt-4o named so the request is laid out for its prompt cache;
+``--model none`` names no model, so the budget chooses the history anew each turn, as for a
+model no cache model knows, the team benchmark's):
 each request brings the last one's history with its turn added, the host stores the turn and
 the background pass settles between requests. The named steps below are timed each time they
 run on the event loop's thread during a request (a timer around each; the background's calls in
@@ -60,8 +63,20 @@ STEPS: list[tuple[str, str, str, str | None]] = [
     ("  the cache layout", "smart_context.context.stable", "stable_request", None),
     ("    the layout", "smart_context.context.layout", "lay_out", None),
     ("    the frame's decision", "smart_context.context.layout", "decide", None),
+    ("  the budget's fit", "smart_context.budget.budgeter", "fit", "Budgeter"),
+    ("    the plan", "smart_context.budget.plan", "plan", None),
+    ("    the plan in turns", "smart_context.budget.turns", "in_turns", None),
     ("the record, as written", "smart_context.record", "as_dict", "RequestRecord"),
 ]
+LAID_OUT = {"  the cache layout", "    the layout", "    the frame's decision"}  # a model named
+PER_TURN = {"  the budget's fit", "    the plan", "    the plan in turns"}  # none named
+
+
+def steps_of(model: str | None) -> list[str]:
+    """The labels of the steps a request runs, laid out for ``model``'s cache or (``None``)
+    chosen anew each turn."""
+    left_out = PER_TURN if model else LAID_OUT
+    return [label for label, *_ in STEPS if label not in left_out]
 
 
 def timed(steps: list[tuple[str, str, str, str | None]]) -> tuple[dict[str, float], list[bool]]:
@@ -108,7 +123,7 @@ def timed(steps: list[tuple[str, str, str, str | None]]) -> tuple[dict[str, floa
     return spent, measuring
 
 
-async def run(vault: Path, size: int, turns: int, warm: int) -> None:
+async def run(vault: Path, size: int, turns: int, warm: int, model: str | None) -> None:
     spent, measuring = timed(STEPS)
     chat_id = f"c{size}"
     chats: dict[str, dict[str, Any]] = {
@@ -135,19 +150,20 @@ async def run(vault: Path, size: int, turns: int, warm: int) -> None:
             measuring[0] = False
             modes.append(str(ctx.metadata["smart_context"].get("mode")))
 
-    times = await turn_by_turn(pm, plugin, chats, chat_id, "gpt-4o", warm + turns, measured)
+    times = await turn_by_turn(pm, plugin, chats, chat_id, model, warm + turns, measured)
     assert plugin.services is not None
     await plugin.services.close()
     samples = [t / 1000 for t in times[warm:]]
     mode = modes[-1]
     total = sum(samples)
     print(f"{platform.machine()}, {platform.processor() or platform.platform()}")
+    how = f"laid out for {model}'s cache" if model else "no model named: chosen anew each turn"
     print(
-        f"{size:,} messages, {turns} requests turn by turn ({mode}, laid out for gpt-4o's "
-        f"cache): median {statistics.median(samples) * 1e3:.2f} ms, mean "
-        f"{total / turns * 1e3:.2f} ms; per request, in the steps timed (nested ones indented):"
+        f"{size:,} messages, {turns} requests turn by turn ({mode}, {how}): median "
+        f"{statistics.median(samples) * 1e3:.2f} ms, mean {total / turns * 1e3:.2f} ms; per "
+        "request, in the steps timed (nested ones indented):"
     )
-    for label, *_ in STEPS:
+    for label in steps_of(model):
         share = spent[label] / total if total else 0.0
         print(f"  {label:34s} {spent[label] / turns * 1e3:6.3f} ms  ({share:4.0%})")
 
@@ -188,11 +204,22 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--warm", type=int, default=20)
+    parser.add_argument(
+        "--model", default="gpt-4o", help="the chat model named; none: no model named"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         vault = Path(tmp)
         (vault / ".memory").mkdir()
-        asyncio.run(run(vault, args.size, args.turns, args.warm))
+        asyncio.run(
+            run(
+                vault,
+                args.size,
+                args.turns,
+                args.warm,
+                None if args.model == "none" else args.model,
+            )
+        )
         stamps(vault)
 
 

@@ -8,14 +8,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.bench_request_steps import STEPS
+import pytest
+
+from benchmarks.bench_request_steps import steps_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_every_step_is_timed_in_a_short_chat() -> None:
+@pytest.mark.parametrize("model", ["gpt-4o", "none"])
+def test_every_step_is_timed_in_a_short_chat(model: str) -> None:
     done = subprocess.run(
-        [sys.executable, "benchmarks/bench_request_steps.py", "--size", "300", "--turns", "3"],
+        [
+            sys.executable,
+            "benchmarks/bench_request_steps.py",
+            *("--size", "300", "--turns", "3", "--model", model),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -23,5 +30,6 @@ def test_every_step_is_timed_in_a_short_chat() -> None:
         check=True,
     )
     timed = dict(re.findall(r"^  (.+?)\s+(\d+\.\d+) ms", done.stdout, re.M))
-    assert {label.strip() for label in timed} == {label.strip() for label, *_ in STEPS}
+    named = steps_of(None if model == "none" else model)
+    assert {label.strip() for label in timed} == {label.strip() for label in named}
     assert all(float(ms) > 0 for ms in timed.values()), done.stdout
