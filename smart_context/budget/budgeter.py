@@ -82,6 +82,8 @@ MIN_RELEVANCE = 1e-6
 INDEX_INLINE = 2000  # a request indexes at most this many missing messages itself (~0.2 s)
 MAX_CHATS = 64  # chats whose facts, spans and index state are kept in memory
 MAX_COUNTED = 50_000  # summaries whose token counts are kept, per counter
+# ...for this many counters at most (an estimate's key moves at each step of its calibration)
+MAX_COUNTERS = 4
 
 
 class Budgeter:
@@ -442,6 +444,8 @@ class Budgeter:
         call counts it keeps to itself). Kept by the summary itself, whose hash reuses its
         text's: the store holds the same objects from one plan to the next, where keys made of
         the messages' texts were made and hashed again for each of a long chat's 1,250."""
+        if counter.key not in self._summary_tokens and len(self._summary_tokens) >= MAX_COUNTERS:
+            self._summary_tokens.clear()  # the counts of counters gone by
         counted = self._summary_tokens.setdefault(counter.key, {})
         if len(counted) > MAX_COUNTED:
             counted.clear()  # counting a summary again is cheap

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from smart_context.budget.parts import summary_message
-from smart_context.budget.tokens import PER_REPLY, counter_for, prompt_tokens
+from smart_context.budget.tokens import PER_REPLY, Estimate, counter_for, prompt_tokens
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.records import Summary
 from tests.conftest import Ctx, call, write_chat
@@ -254,6 +254,10 @@ def test_summary_counts_are_kept_within_bounds(
     assert first == again and all(n > 3 for n in first)
     sent = [prompt_tokens(counter, [summary_message(row)])["messages"] for row in rows]
     assert first == [n - PER_REPLY for n in sent]  # each as the message that is sent
+    for step in range(3 * budgeted.MAX_COUNTERS):  # an estimate calibrating: a key a step
+        estimate = Estimate(chars_per_token=3.0 + step / 10, name="some-model")
+        budgeter._count_summaries(estimate, rows)
+        assert len(budgeter._summary_tokens) <= budgeted.MAX_COUNTERS
 
 
 async def test_a_message_that_shares_nothing_with_the_question_is_never_called_relevant(
@@ -360,7 +364,6 @@ async def test_a_calibration_step_keeps_the_chats_facts_and_recounts_its_spans(
     reads the chat's facts again (a 10,000-message chat: half a second of entities) nor keeps
     the summaries' counts of the old figure."""
     from smart_context.budget.budgeter import Budgeter
-    from smart_context.budget.tokens import Estimate
     from smart_context.config import Settings
     from smart_context.memory.refresh import summarize_chat
     from smart_context.messages import History
