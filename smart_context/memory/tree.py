@@ -46,7 +46,7 @@ class Node:
 
 class Marked(Protocol):
     """What :func:`plan_tree` reads of a stored summary (a
-    :class:`~smart_context.memory.records.Summary` as the store gives it, or a :class:`Stored`)."""
+    :class:`~smart_context.memory.records.Summary`, as the store gives it)."""
 
     @property
     def level(self) -> int: ...
@@ -59,16 +59,6 @@ class Marked(Protocol):
 
 
 M = TypeVar("M", bound=Marked)
-
-
-@dataclass(frozen=True)
-class Stored:
-    """What the store knows of a summary, enough to check it against the chat."""
-
-    level: int
-    from_id: str
-    to_id: str
-    covers: str
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,19 @@ edits and deletions."""
 
 from __future__ import annotations
 
-from smart_context.memory.tree import FANOUT, LEAF, Stored, covers, plan_tree
+from dataclasses import dataclass
+
+from smart_context.memory.tree import FANOUT, LEAF, covers, plan_tree
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What the plan reads of a stored summary (:class:`~smart_context.memory.tree.Marked`)."""
+
+    level: int
+    from_id: str
+    to_id: str
+    covers: str
 
 
 def chat(n: int) -> tuple[list[str], list[str]]:
