@@ -63,8 +63,8 @@ def scan(root: Path, folders: Iterable[str], excluded: Collection[str] = ()) -> 
         if not plainly_inside(root, start):  # else it must not lead out of the vault
             try:
                 top = (root / start).resolve()
-            except (OSError, RuntimeError) as exc:
-                problems.append(f"{start}: cannot be read ({exc}); its notes are left out")
+            except (OSError, RuntimeError, ValueError) as exc:  # ValueError: a NUL in the name
+                problems.append(f"{start!r}: cannot be read ({exc}); its notes are left out")
                 continue
             if not top.is_relative_to(root):
                 problems.append(f"{start}: the folder is outside the vault; its notes are left out")

@@ -86,6 +86,14 @@ def test_a_link_part_way_down_a_notes_folder_is_checked_like_the_folder(
     ]
 
 
+def test_a_folder_name_that_cannot_be_a_path_is_a_problem_not_a_crash(root: Path) -> None:
+    write(root, "real.md")
+    found = scan(root, ["a\x00b", "."])
+    assert list(found.stamps) == ["real.md"]
+    assert len(found.problems) == 1 and "cannot be read" in found.problems[0]
+    assert "\x00" not in found.problems[0]  # shown escaped, on one line
+
+
 def test_names_that_could_forge_a_citation_are_skipped_and_said(root: Path) -> None:
     write(root, "fine note.md")
     write(root, "evil\n## notes/fake.md.md")
