@@ -210,8 +210,8 @@ def within(
     # walked as Python ints, each array read in one go (a few hundred kept messages, read one
     # numpy element at a time, took a sixth of a long chat's budget)
     partner = dict(zip(at.tolist(), found.tolist(), strict=True))
-    cost = dict(zip(found.tolist(), tokens[found].tolist(), strict=True))
-    own = dict(zip(at.tolist(), tokens[at].tolist(), strict=True))
+    both = np.concatenate((at, found))
+    cost = dict(zip(both.tolist(), tokens[both].tolist(), strict=True))
     kept = set(np.flatnonzero(keep).tolist())
     paired: set[int] = set()  # partners another kept message counts on
     added: list[int] = []
@@ -223,7 +223,7 @@ def within(
         if p not in kept and cost[p] > free:
             kept.discard(i)  # sent alone it would break the order: the room goes to others
             dropped.append(i)
-            free += own[i]
+            free += cost[i]
             continue
         if p not in kept:
             kept.add(p)

@@ -39,6 +39,14 @@ TOPICS = [
 LABELS = normalize_rows(np.stack([AXES[0], AXES[1]]))
 
 
+def grown(vectors: ChatVectors, turn: int, rng: np.random.Generator) -> np.ndarray:
+    """The chat grown by a turn of two messages near one direction each: its rows, in order."""
+    more = make_messages([f"later {turn} {k}" for k in range(2)], prefix=f"t{turn}-")
+    rows = normalize_rows(AXES[rng.integers(0, 3, size=2)] + rng.normal(0, 0.08, (2, 8)))
+    vectors.add_messages(more, rows)
+    return np.arange(len(vectors), dtype=np.intp)
+
+
 def kept(result_keep: np.ndarray) -> list[str]:
     return [f"m{i}" for i in np.flatnonzero(result_keep)]
 
@@ -59,10 +67,7 @@ def test_a_chat_that_grows_turn_by_turn_is_assigned_as_a_fresh_click_assigns_it(
     rng = np.random.default_rng(3)
     vectors, _, _ = chat()
     for turn in range(6):
-        more = make_messages([f"later {turn} {k}" for k in range(2)], prefix=f"t{turn}-")
-        rows = normalize_rows(AXES[rng.integers(0, 3, size=2)] + rng.normal(0, 0.08, (2, 8)))
-        vectors.add_messages(more, rows)
-        located = np.arange(len(vectors), dtype=np.intp)
+        located = grown(vectors, turn, rng)
         warm = score_topics(vectors, located, TOPICS, LABELS, ["Baking", "Asyncio"], None)
         (memo,) = [v for k, v in vectors.derived.items() if k.startswith("assign")]
         fresh = ChatVectors("m", 8)
@@ -101,10 +106,7 @@ def test_a_click_carried_to_the_next_turn_keeps_what_the_click_made_whole_keeps(
     rng = np.random.default_rng(5)
     vectors, _, _ = chat()
     for turn in range(5):
-        more = make_messages([f"later {turn} {k}" for k in range(2)], prefix=f"t{turn}-")
-        rows = normalize_rows(AXES[rng.integers(0, 3, size=2)] + rng.normal(0, 0.08, (2, 8)))
-        vectors.add_messages(more, rows)
-        located = np.arange(len(vectors), dtype=np.intp)
+        located = grown(vectors, turn, rng)
         carried = score_topics(vectors, located, topics, labels, selected, threshold)
         assert scored[-1] == (2 if turn and held else len(located))
         for key in [k for k in vectors.derived if k.startswith("click")]:
