@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from smart_context.background import to_thread
 from smart_context.config import Settings
 from smart_context.errors import EmbeddingError, ExtractionError, SmartContextError
 from smart_context.host import LLM, resolve
@@ -45,17 +46,29 @@ def reply_text(reply: Any) -> str:
 async def ask_model(
     llm: LLM, settings: Settings, messages: Sequence[Mapping[str, Any]], previous: Sequence[str]
 ) -> ExtractedTopics:
-    """Topics from the host's fast model; raises on any failure (the caller falls back)."""
-    prompt = build_extraction_messages(messages, previous, settings.extraction_max_chars)
+    """Topics from the host's fast model; raises on any failure (the caller falls back).
+    The prompt and the ids are made in a worker thread: a step per message, 70 ms for a
+    10,000-message chat and 0.7 s for 100,000 that held the event loop, and every request of
+    the process with it."""
+    prompt, user_ids, all_ids = await to_thread(
+        _prompt_and_ids, messages, previous, settings.extraction_max_chars
+    )
     reply = await asyncio.wait_for(
         resolve(llm.complete(prompt, category=settings.extraction_category, temperature=0.2)),
         timeout=settings.extraction_timeout,
     )
-    # Only the user's own messages can be standing instructions; an assistant's "I'll be brief"
-    # must never become sticky.
-    user_ids = [str(m.get("id")) for m in messages if m.get("role") == "user"]
-    all_ids = {str(m.get("id")) for m in messages}
     return parse_extraction_reply(reply_text(reply), user_ids, len(messages), all_ids)
+
+
+def _prompt_and_ids(
+    messages: Sequence[Mapping[str, Any]], previous: Sequence[str], max_chars: int
+) -> tuple[list[dict[str, str]], list[str], set[str]]:
+    """The extraction prompt, the ids a sticky message may have and those a topic's members
+    may have. Only the user's own messages can be standing instructions; an assistant's "I'll
+    be brief" must never become sticky."""
+    prompt = build_extraction_messages(messages, previous, max_chars)
+    user_ids = [str(m.get("id")) for m in messages if m.get("role") == "user"]
+    return prompt, user_ids, {str(m.get("id")) for m in messages}
 
 
 async def has_model(llm: LLM, category: str) -> bool:

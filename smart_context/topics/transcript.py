@@ -17,9 +17,9 @@ the whole chat. Every step is one pass over the messages (10,000 take a fraction
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
+from json.encoder import encode_basestring
 from typing import Any
 
 from smart_context.messages import message_text
@@ -74,7 +74,8 @@ def _render_line(message: Mapping[str, Any], cap: int) -> tuple[str, bool]:
     if len(text) > cap or len(head) < len(raw):
         text = text[:cap].rstrip() + "…"
     ident = inline_text(str(message.get("id", "")).replace("[", "").replace("]", ""))[:64] or "?"
-    return f"[{ident}] {role}: {json.dumps(text, ensure_ascii=False)}", short
+    # json.dumps(text, ensure_ascii=False) without making an encoder per line (a third of it)
+    return f"[{ident}] {role}: {encode_basestring(text)}", short
 
 
 def _select(costs: list[int], short_user: list[bool], budget: int) -> list[int]:

@@ -235,3 +235,29 @@ async def test_mapping_waits_for_phrase_vectors_without_taking_the_loops_last_th
         found = await asyncio.wait_for(extract.offline(messages, vectors, [], embed_phrases), 30)
     assert embedded and found.topics
     assert "key words only" not in caplog.text
+
+
+async def test_the_prompt_is_made_off_the_event_loop(
+    start: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step per message (0.7 s for 100,000): made on the loop, it held every request."""
+    import threading
+
+    import smart_context.topics.extract as extract_module
+
+    made_in: list[threading.Thread] = []
+    real = extract_module.build_extraction_messages
+
+    def build(*args: Any) -> list[dict[str, str]]:
+        made_in.append(threading.current_thread())
+        return real(*args)
+
+    monkeypatch.setattr(extract_module, "build_extraction_messages", build)
+    write_chat(vault, "c1", make_messages(TEXTS))
+    llm = FakeLLM([GOOD])
+    running: Running = await start(llm=llm)
+    await reply_done(running)
+    await running.settle()
+    assert made_in and threading.main_thread() not in made_in
+    assert llm.prompts[0] == real(make_messages(TEXTS), [], 12000)
+    assert read_chat(vault, "c1")["topics"][0]["label"] == "Python Asyncio"
