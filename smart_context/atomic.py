@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -18,14 +19,18 @@ def _process_umask() -> int:
 _UMASK = _process_umask()
 
 
-def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, fsync, rename.
+def write_atomic(path: Path, data: bytes | str | Iterable[bytes]) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, fsync, rename;
+    ``data`` may come in pieces (an iterable of bytes), written as they come.
 
     The file keeps the permissions it had (a user's ``.vault.toml`` is theirs), and a new one
     gets those a plain ``open()`` would give it, not the temporary file's private 0600."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if isinstance(data, str):
+        pieces: Iterable[bytes] = (data.encode("utf-8"),)
+    else:
+        pieces = (data,) if isinstance(data, bytes) else data
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
@@ -33,7 +38,8 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+            for piece in pieces:
+                f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)  # not fchmod: Windows has no fchmod before Python 3.13

@@ -189,20 +189,22 @@ class VectorStore:
                 files.save(old_path, old)
 
     @staticmethod
-    def snapshot(vectors: KeyedMatrix) -> str | None:
-        """The file text of a changed collection, taken under its lock (later additions cannot
-        tear it); ``None`` when nothing changed. Write it with :meth:`write` after the lock."""
+    def snapshot(vectors: KeyedMatrix) -> files.Snapshot | None:
+        """A changed collection as its file will hold it, taken under its lock (later changes
+        cannot tear it); ``None`` when nothing changed. Write it with :meth:`write` after the
+        lock."""
         if not vectors.dirty:
             return None
         vectors.mark_saved()
-        return files.to_json(vectors)
+        return files.snapshot(vectors)
 
-    async def write(self, path: Path, vectors: KeyedMatrix, text: str | None) -> None:
-        """Write a :meth:`snapshot` in a thread; a failed write leaves the collection dirty."""
-        if text is None:
+    async def write(self, path: Path, vectors: KeyedMatrix, taken: files.Snapshot | None) -> None:
+        """Write a :meth:`snapshot` out in a thread, its text made there too; a failed write
+        leaves the collection dirty."""
+        if taken is None:
             return
         try:
-            await to_thread(write_atomic, path, text)
+            await to_thread(_write_out, path, taken)
         except OSError as exc:
             vectors.dirty = True
             log.warning("Smart Context: could not save embeddings %s: %s", path.name, exc)
@@ -271,8 +273,8 @@ class VectorStore:
             # CPU a reply: the file is written when first made, then every SAVE_EVERY changed
             # rows and at shutdown (a crash costs at most that many embeddings again)
             due = vectors.unsaved >= SAVE_EVERY or not path.exists()
-            text = self.snapshot(vectors) if due else None
-        await self.write(path, vectors, text)
+            taken = self.snapshot(vectors) if due else None
+        await self.write(path, vectors, taken)
         return synced
 
     async def known_scores(self, chat_id: ChatId, history: History, queries: Matrix) -> Scores:
@@ -344,8 +346,8 @@ class VectorStore:
             ordered = np.zeros((len(keys), vectors.dim), dtype=np.float32)
             found = rows >= 0
             ordered[found] = vectors.rows_at(rows[found])
-            text = self.snapshot(vectors)
-        await self.write(path, vectors, text)
+            taken = self.snapshot(vectors)
+        await self.write(path, vectors, taken)
         return ordered, len(todo)
 
     # ------------------------------------------------------------------ phrases
@@ -389,3 +391,9 @@ class ChatRows:
 
     async def __aexit__(self, *exc: object) -> None:
         self.lock.release()
+
+
+def _write_out(path: Path, taken: files.Snapshot) -> None:
+    """A collection's :meth:`VectorStore.snapshot`, made into its file's text and written (in a
+    worker thread)."""
+    write_atomic(path, files.file_pieces(taken))

@@ -215,8 +215,8 @@ class KnowledgeIndex:
                 vectors = self._open(store, found, int(embedded.shape[1]))
                 vectors.add([key for key, _ in batch], embedded)
                 self._version += 1
-                text = store.snapshot(vectors) if last or number % SAVE_EVERY == 0 else None
-            await store.write(self.path, vectors, text)
+                taken = store.snapshot(vectors) if last or number % SAVE_EVERY == 0 else None
+            await store.write(self.path, vectors, taken)
             if progress is not None:
                 await progress(min(start + BATCH, len(todo)), len(todo))
         return len(todo)

@@ -27,38 +27,86 @@ be read, or was written for another model or dimension, is set aside as
 
 from __future__ import annotations
 
+import binascii
 import contextlib
 import json
 import logging
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+import numpy as np
+
 from smart_context.atomic import write_atomic
-from smart_context.vectors.codec import as_hex, from_hex
+from smart_context.vectors.codec import from_hex
+from smart_context.vectors.int8 import Codes, Scales
 from smart_context.vectors.keyed import KeyedMatrix
 
 log = logging.getLogger(__name__)
 
 FORMAT = "smart-context/embeddings"
 VERSION = 1
+PIECE_BYTES = 1 << 18  # the most a piece of a file being written holds (file_pieces)
 K = TypeVar("K", bound=KeyedMatrix)
 
 
-def to_json(vectors: KeyedMatrix) -> str:
+@dataclass(frozen=True)
+class Snapshot:
+    """What a collection's file holds, as it was when taken (:func:`snapshot`), to be written
+    out (:func:`to_json`) later, in a worker thread, while the collection changes."""
+
+    model_id: str
+    dim: int
+    keys: list[str]
+    stored: tuple[Scales, Codes]
+
+
+def snapshot(vectors: KeyedMatrix) -> Snapshot:
+    """The collection as it is now: a copy of its keys and its rows as kept, which stay as they
+    are (:attr:`KeyedMatrix.stored`). Writing a 10,000-message chat's file out took 34 ms (366
+    at 100,000) on the event loop; taking this takes a copy of the keys."""
+    return Snapshot(vectors.model_id, vectors.dim, list(vectors.keys), vectors.stored)
+
+
+def to_json(vectors: KeyedMatrix | Snapshot) -> str:
     """The file content for ``vectors`` (format in the module docstring)."""
-    return json.dumps(
-        {
-            "format": FORMAT,
-            "version": VERSION,
-            "model": vectors.model_id,
-            "dim": vectors.dim,
-            "dtype": "int8",
-            "keys": vectors.keys,
-            **as_hex(*vectors.stored),
-        },
-        separators=(",", ":"),
-    )
+    return b"".join(file_pieces(vectors)).decode("ascii")
+
+
+def file_pieces(vectors: KeyedMatrix | Snapshot) -> Iterator[bytes]:
+    """The file content for ``vectors`` in pieces of at most about :data:`PIECE_BYTES`, each
+    made in one short call: a thread writing a large file lets the event loop run between
+    them (a 100,000-message file made in one ``json.dumps`` held the interpreter's lock, and
+    every request with it, for a quarter of a second). The bytes are those of one
+    ``json.dumps`` of the object with compact separators (ASCII: its strings escaped)."""
+    head = {
+        "format": FORMAT,
+        "version": VERSION,
+        "model": vectors.model_id,
+        "dim": vectors.dim,
+        "dtype": "int8",
+    }
+    yield json.dumps(head, separators=(",", ":"))[:-1].encode("ascii") + b',"keys":['
+    keys = vectors.keys
+    step = max(PIECE_BYTES // 64, 1)  # keys of some 40 characters
+    for start in range(0, len(keys), step):
+        listed = json.dumps(keys[start : start + step], separators=(",", ":"))[1:-1]
+        yield (b"," if start else b"") + listed.encode("ascii")
+    scales, codes = vectors.stored
+    yield b'],"scales":"'
+    yield from _hex_pieces(np.ascontiguousarray(scales, dtype="<f4"))
+    yield b'","vectors":"'
+    yield from _hex_pieces(np.ascontiguousarray(codes, dtype=np.int8))
+    yield b'"}'
+
+
+def _hex_pieces(array: np.ndarray) -> Iterator[bytes]:
+    """The bytes of ``array`` as hex, in pieces (:func:`file_pieces`)."""
+    raw = array.reshape(-1).view(np.uint8).data
+    for start in range(0, len(raw), PIECE_BYTES // 2):
+        yield binascii.hexlify(raw[start : start + PIECE_BYTES // 2])
 
 
 def from_json(text: str | bytes, kind: type[K]) -> K:
@@ -119,5 +167,5 @@ def load(path: Path, kind: type[K], model_id: str, dim: int | None = None) -> K 
 
 def save(path: Path, vectors: KeyedMatrix) -> None:
     """Write the cache atomically and mark it clean."""
-    write_atomic(path, to_json(vectors))
+    write_atomic(path, file_pieces(vectors))
     vectors.mark_saved()

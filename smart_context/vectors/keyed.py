@@ -78,7 +78,9 @@ class KeyedMatrix:
 
     @property
     def stored(self) -> tuple[Scales, Codes]:
-        """The rows as kept, ``(scales, codes)`` (views, not copies)."""
+        """The rows as kept, ``(scales, codes)``: views, not copies, that stay as they are
+        while the collection changes (rows are added past them, and :meth:`add` changes a row
+        in a copy), so a reader may hold them, off the loop too. Only read them."""
         n = len(self.keys)
         return self._scales[:n], self._codes[:n]
 
@@ -102,23 +104,30 @@ class KeyedMatrix:
         return self._row_of.get(key, -1)
 
     def add(self, keys: Sequence[str], vectors: Matrix) -> Rows:
-        """Store one unit vector per key (same order); a known key is overwritten in place.
+        """Store one unit vector per key (same order); a known key keeps its row, with the new
+        vector (in new arrays: see :attr:`stored`).
 
         Returns the row of each key.
         """
         if vectors.shape != (len(keys), self.dim):
             raise ValueError(f"expected {len(keys)}x{self.dim} vectors, got {vectors.shape}")
         scales, codes = encode(vectors)  # as the saved file gives them back after a restart
-        needed = len(self.keys) + len(keys)
-        if needed > len(self._codes):
-            size = max(needed, 2 * len(self._codes))
+        n = len(self.keys)
+        needed = n + len(keys)
+        known = [self._row_of.get(key) for key in keys]
+        if needed > len(self._codes) or any(row is not None for row in known):
+            # new arrays: grown, or a row changed in a copy, never in the rows handed out
+            # (:attr:`stored`: a file snapshot written in a thread, a pass's vectors)
+            room = len(self._codes)
+            size = room if needed <= room else max(needed, 2 * room)
             grown_scales = np.ones(size, dtype=np.float32)
             grown_codes = np.zeros((size, self.dim), dtype=np.int8)
-            grown_scales[: len(self.keys)], grown_codes[: len(self.keys)] = self.stored
+            grown_scales[:n], grown_codes[:n] = self.stored
             self._scales, self._codes = grown_scales, grown_codes
         rows = np.empty(len(keys), dtype=np.intp)
-        for i, key in enumerate(keys):
-            row = self._row_of.get(key)
+        for i, (key, row) in enumerate(zip(keys, known, strict=True)):
+            if row is None:
+                row = self._row_of.get(key)  # (a key given twice: the first one's row)
             if row is None:
                 row = len(self.keys)
                 self.keys.append(key)

@@ -162,3 +162,51 @@ def test_add_grows_beyond_initial_capacity() -> None:
     assert len(vectors) == 100 and vectors.matrix.shape == (100, 4)
     with pytest.raises(ValueError):
         vectors.add_messages(many[:2], np.ones((3, 4), dtype=np.float32))
+
+
+def test_a_snapshot_is_the_file_as_it_was_taken_whatever_changes_after() -> None:
+    # written out in a worker thread while the collection goes on: rows added, a row changed
+    vectors = filled()
+    taken = cache.snapshot(vectors)
+    then = cache.to_json(vectors)
+    handed_out = [a.copy() for a in vectors.stored]
+    room = vectors._codes.shape  # the capacity an edit must not grow
+    rng = np.random.default_rng(1)
+    vectors.add([vectors.keys[1]], normalize_rows(rng.normal(size=(1, 8))))  # an edit
+    assert vectors._codes.shape == room
+    vectors.add_messages(make_messages(["delta"]), normalize_rows(rng.normal(size=(1, 8))))
+    assert cache.to_json(taken) == then
+    assert all(np.array_equal(a, b) for a, b in zip(taken.stored, handed_out, strict=True))
+    assert cache.to_json(vectors) != then and len(vectors) == 4
+    loaded = cache.from_json(cache.to_json(vectors), ChatVectors)
+    assert np.array_equal(loaded.matrix, vectors.matrix)
+
+
+@pytest.mark.parametrize("rows", [0, 1, 9000])
+def test_the_file_is_written_in_short_pieces_with_the_bytes_of_one_json_dump(
+    tmp_path: Path, rows: int
+) -> None:
+    # a thread writing it lets the event loop run between the pieces
+    from smart_context.vectors.codec import as_hex
+    from smart_context.vectors.keyed import KeyedMatrix
+
+    vectors = KeyedMatrix('model "é"', 8)
+    keys = [f'm{i}:"é\\\u2028' for i in range(rows)]
+    vectors.add(keys, normalize_rows(np.random.default_rng(rows).normal(size=(rows, 8))))
+    plain = {
+        "format": cache.FORMAT,
+        "version": cache.VERSION,
+        "model": vectors.model_id,
+        "dim": 8,
+        "dtype": "int8",
+        "keys": keys,
+        **as_hex(*vectors.stored),
+    }
+    pieces = list(cache.file_pieces(vectors))
+    assert b"".join(pieces) == json.dumps(plain, separators=(",", ":")).encode("ascii")
+    assert max(map(len, pieces)) <= cache.PIECE_BYTES + 64
+    path = tmp_path / "c.embeddings.json"
+    cache.save(path, vectors)
+    loaded = cache.load(path, KeyedMatrix, 'model "é"', 8)
+    assert loaded is not None and loaded.keys == keys
+    assert np.array_equal(loaded.matrix, vectors.matrix)
