@@ -12,7 +12,10 @@ process, with the switch interval and the cycle collector the server commands se
 - **the chat's embedding file** written by the pass after a reply
   (``VectorStore.sync_rows``), once 200 rows changed since it was last written: its text made
   in the writer's thread from a snapshot of the rows (before: made on the loop, under the
-  collection's lock).
+  collection's lock);
+- **opening a chat's embedding file** (``vectors.files.load``, in a worker thread, as a chat's
+  first request after a start opens it): read in pieces (before: one ``json.loads`` and one
+  ``bytes.fromhex``, each holding the interpreter's lock for all of it).
 
 The chats are ``bench_context.make_chat``'s, with random vectors (their stand-in embedder
 runs on the loop, a few ms for the 200 new messages of each pass, the same both ways; the
@@ -41,11 +44,12 @@ from smart_context.allocator import quiet_collector
 from smart_context.config import Settings
 from smart_context.history_index import HistoryIndexes
 from smart_context.messages import History
-from smart_context.paths import check_chat_id
+from smart_context.paths import check_chat_id, embeddings_file
 from smart_context.store import SAVE_EVERY, VectorStore
 from smart_context.topics import extract
 from smart_context.topics.prompt import build_extraction_messages
 from smart_context.vectors import files
+from smart_context.vectors.chat import ChatVectors
 from smart_context.vectors.codec import as_hex
 
 REPLY = json.dumps({"topics": [{"label": "Docker", "count": 1}], "sticky_message_ids": []})
@@ -139,6 +143,20 @@ class Chat:
         path = self.store.vault / ".memory" / f"{self.chat_id}.before.json"
         await asyncio.to_thread(path.write_text, text)
 
+    async def opened(self) -> None:
+        """The chat's file read as a chat's first request opens it."""
+        path = embeddings_file(self.store.vault, self.chat_id)
+        await asyncio.to_thread(files.load, path, ChatVectors, RandomEmbedder.model_id)
+
+    async def opened_before(self) -> None:
+        """The file read as the release before read it: whole."""
+        path = embeddings_file(self.store.vault, self.chat_id)
+
+        def whole() -> ChatVectors:
+            return files.from_json(path.read_bytes().decode("utf-8"), ChatVectors)
+
+        await asyncio.to_thread(whole)
+
 
 async def main_async(sizes: list[int], repeats: int) -> None:
     settings = Settings()
@@ -148,6 +166,7 @@ async def main_async(sizes: list[int], repeats: int) -> None:
         messages = make_chat(size)
         asks: dict[str, list[float]] = {"now": [], "before": []}
         writes: dict[str, list[float]] = {"now": [], "before": []}
+        opens: dict[str, list[float]] = {"now": [], "before": []}
         with tempfile.TemporaryDirectory() as tmp:
             vault = Path(tmp)
             (vault / ".memory").mkdir()
@@ -161,7 +180,10 @@ async def main_async(sizes: list[int], repeats: int) -> None:
                 )
                 writes["now"].append(await longest_gap(chat.synced))
                 writes["before"].append(await longest_gap(chat.synced_before))
-        for label, runs in (("the topic map's ask", asks), ("the embedding file", writes)):
+                opens["now"].append(await longest_gap(chat.opened))
+                opens["before"].append(await longest_gap(chat.opened_before))
+        rows = (("the topic map's ask", asks), ("the embedding file", writes))
+        for label, runs in (*rows, ("opening that file", opens)):
             now, before = (statistics.median(runs[k]) for k in ("now", "before"))
             print(
                 f"  {size:>7,} messages, {label:20s}: {now:7.1f} ms, the release before "

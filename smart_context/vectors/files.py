@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -110,8 +110,20 @@ def _hex_pieces(array: np.ndarray) -> Iterator[bytes]:
 
 
 def from_json(text: str | bytes, kind: type[K]) -> K:
-    """Parse a cache file; raises ``ValueError`` describing what is wrong with it."""
+    """Parse a cache file; raises ``ValueError`` describing what is wrong with it. A file laid
+    out as :func:`file_pieces` writes it is read in pieces (:func:`_read_in_pieces`)."""
+    if isinstance(text, bytes):
+        read = _read_in_pieces(text)
+        if read is not None:
+            data, stored = read
+            return kind(*_header(data), stored)
     data = json.loads(text)
+    model, dim, keys = _header(data)
+    return kind(model, dim, keys, from_hex(data, len(keys), dim))
+
+
+def _header(data: Any) -> tuple[str, int, list[str]]:
+    """The model, dimension and keys of a parsed cache file, checked."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError("not a Smart Context embedding cache")
     if data.get("version") != VERSION:
@@ -123,7 +135,54 @@ def from_json(text: str | bytes, kind: type[K]) -> K:
         raise ValueError("cache keys are not a list of strings")
     if data.get("dtype") != "int8":
         raise ValueError(f"unsupported vector type {data.get('dtype')!r}")
-    return kind(model, dim, keys, from_hex(data, len(keys), dim))
+    return model, dim, keys
+
+
+_KEYS, _SCALES, _VECTORS = b',"keys":[', b'],"scales":"', b'","vectors":"'
+
+
+def _read_in_pieces(raw: bytes) -> tuple[dict[str, Any], tuple[Scales, Codes]] | None:
+    """A file as :func:`file_pieces` lays it out, read in short calls, so that a thread reading
+    a large one lets the event loop run between them (one ``json.loads`` and one
+    ``bytes.fromhex`` of a 100,000-message file held the interpreter's lock, and every request,
+    for 90 ms): the header and the keys parsed as JSON, the hex strings found where their
+    lengths put them and read a piece at a time. ``None`` for any other layout (a file written
+    by hand, whitespace in the hex): :func:`from_json` reads it whole, as before."""
+    start = raw.find(_KEYS, 0, 4096)  # (quotes in a JSON string are escaped: never a match)
+    end = raw.find(_SCALES, start)
+    if start < 0 or end < 0:
+        return None
+    try:
+        data = json.loads(raw[:start] + b"}")
+        keys = json.loads(raw[start + len(_KEYS) - 1 : end + 1])
+    except (ValueError, RecursionError):
+        return None
+    dim = data.get("dim") if isinstance(data, dict) else None
+    if not isinstance(dim, int) or not isinstance(keys, list) or dim <= 0:
+        return None
+    rows = len(keys)
+    scales_at = end + len(_SCALES)
+    vectors_at = scales_at + 8 * rows + len(_VECTORS)
+    stop = vectors_at + 2 * rows * dim
+    if raw[vectors_at - len(_VECTORS) : vectors_at] != _VECTORS or raw[stop:].strip() != b'"}':
+        return None
+    try:
+        scales = _from_hex_pieces(raw, scales_at, vectors_at - len(_VECTORS)).view("<f4")
+        codes = _from_hex_pieces(raw, vectors_at, stop).view(np.int8).reshape(rows, dim)
+    except ValueError:  # (binascii.Error) not hex
+        return None
+    return data | {"keys": keys}, (scales.astype(np.float32), codes)
+
+
+def _from_hex_pieces(raw: bytes, start: int, stop: int) -> np.ndarray:
+    """The bytes the hex ``raw[start:stop]`` spells, read a piece at a time."""
+    out = np.empty((stop - start) // 2, dtype=np.uint8)
+    step = PIECE_BYTES
+    for at in range(start, stop, step):
+        piece = binascii.unhexlify(raw[at : min(at + step, stop)])
+        first = (at - start) // 2
+        out[first : first + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
+    return out
 
 
 def load(path: Path, kind: type[K], model_id: str, dim: int | None = None) -> K | None:

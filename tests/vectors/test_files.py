@@ -210,3 +210,18 @@ def test_the_file_is_written_in_short_pieces_with_the_bytes_of_one_json_dump(
     loaded = cache.load(path, KeyedMatrix, 'model "é"', 8)
     assert loaded is not None and loaded.keys == keys
     assert np.array_equal(loaded.matrix, vectors.matrix)
+
+
+def test_a_file_laid_out_otherwise_is_read_whole_as_before() -> None:
+    # written by hand or by another tool: members reordered, spaces, hex in capitals
+    vectors = filled()
+    plain = json.loads(cache.to_json(vectors))
+    text = json.dumps(
+        {"keys": plain["keys"], **{k: v for k, v in plain.items() if k != "keys"}}, indent=1
+    )
+    for variant in (text, text.replace(plain["vectors"], plain["vectors"].upper())):
+        read = cache.from_json(variant.encode(), ChatVectors)
+        assert read.keys == vectors.keys and np.array_equal(read.matrix, vectors.matrix)
+    shifted = cache.to_json(vectors).replace('"scales":"', '"scales":"00')
+    with pytest.raises(ValueError):  # the sizes do not match: read whole, and refused
+        cache.from_json(shifted.encode(), ChatVectors)
