@@ -55,7 +55,7 @@ K = TypeVar("K", bound=KeyedMatrix)
 @dataclass(frozen=True)
 class Snapshot:
     """What a collection's file holds, as it was when taken (:func:`snapshot`), to be written
-    out (:func:`to_json`) later, in a worker thread, while the collection changes."""
+    out (:func:`file_pieces`) later, in a worker thread, while the collection changes."""
 
     model_id: str
     dim: int
@@ -149,8 +149,8 @@ def _read_in_pieces(raw: bytes) -> tuple[dict[str, Any], tuple[Scales, Codes]] |
     lengths put them and read a piece at a time. ``None`` for any other layout (a file written
     by hand, whitespace in the hex): :func:`from_json` reads it whole, as before."""
     start = raw.find(_KEYS, 0, 4096)  # (quotes in a JSON string are escaped: never a match)
-    end = raw.find(_SCALES, start)
-    if start < 0 or end < 0:
+    end = raw.find(_SCALES, start) if start >= 0 else -1
+    if end < 0:
         return None
     try:
         data = json.loads(raw[:start] + b"}")
