@@ -98,6 +98,8 @@ class VectorStore:
         # name -> (file, vectors); names are plain strings: hashing a Path costs a request 10 µs
         self._open: OrderedDict[str, tuple[Path, KeyedMatrix]] = OrderedDict()
         self._absent: dict[str, float] = {}  # collection -> when its file was found unusable
+        # file -> the write under way of a collection closed to make room (keep_open)
+        self._closing: dict[str, asyncio.Future[None]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._phrases: dict[str, np.ndarray] = {}
         self._last_phrases: tuple[tuple[str, ...], Matrix] = ((), np.zeros((0, 0), np.float32))
@@ -163,6 +165,9 @@ class VectorStore:
             if absent is not None and time.monotonic() - absent < ABSENT_SECONDS:
                 return None
             file = path()
+            closing = self._closing.get(str(file))
+            if closing is not None:  # closed to make room a moment ago: read what it wrote
+                await asyncio.wait([closing])
             # a large file takes tens of milliseconds to read: not on the event loop; and,
             # read under the collection's lock, which a request may wait for, never behind
             # other background work (background.to_thread)
@@ -185,8 +190,31 @@ class VectorStore:
         self._open.move_to_end(name)
         while len(self._open) > self.max_open:
             _, (old_path, old) = self._open.popitem(last=False)
-            if old.dirty:
-                files.save(old_path, old)
+            taken = self.snapshot(old)
+            if taken is not None:
+                self._close_soon(old_path, taken)
+
+    def _close_soon(self, path: Path, taken: files.Snapshot) -> None:
+        """Write a collection closed to make room, in a worker thread (on the event loop, a
+        10,000-message chat's took 35 ms); opening it again waits for the write. Without a
+        running loop, written here."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            _write_out(path, taken)
+            return
+        key = str(path)
+        future = loop.run_in_executor(None, _write_out, path, taken)
+        self._closing[key] = future
+
+        def written(done: asyncio.Future[None]) -> None:
+            if self._closing.get(key) is done:
+                del self._closing[key]
+            exc = None if done.cancelled() else done.exception()
+            if exc is not None:  # the rows are embedded again when the chat is next read
+                log.warning("Smart Context: could not save embeddings %s: %s", path.name, exc)
+
+        future.add_done_callback(written)
 
     @staticmethod
     def snapshot(vectors: KeyedMatrix) -> files.Snapshot | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +164,43 @@ async def test_a_failed_call_keeps_nothing_and_a_new_size_asks_for_all(tmp_path:
     embedder.dim = 64  # same model name, vectors of another size
     out = await store.embed(["alpha", "beta"])
     assert out.shape == (2, 64) and embedder.calls[-2:] == [["beta"], ["alpha", "beta"]]
+
+
+async def test_a_collection_closed_to_make_room_is_written_off_the_loop_and_read_back_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    import smart_context.store as store_module
+
+    written_in: list[threading.Thread] = []
+    real = store_module._write_out
+
+    def slow_write(path: Path, taken: Any) -> None:  # a large file takes a while
+        written_in.append(threading.current_thread())
+        time.sleep(0.2)
+        real(path, taken)
+
+    monkeypatch.setattr(store_module, "_write_out", slow_write)
+    store = VectorStore(tmp_path, FakeEmbedder(), max_open=1)
+    first, second = tmp_path / "first.embeddings.json", tmp_path / "second.embeddings.json"
+    one = KeyedMatrix(store.embedder.model_id, store.embedder.dim)
+    one.add(["a", "b"], await store.embed(["alpha", "beta"]))
+    store.keep_open("first", first, one)
+    two = KeyedMatrix(store.embedder.model_id, store.embedder.dim)
+    two.add(["c"], await store.embed(["gamma"]))
+    store.keep_open("second", second, two)  # "first" closes: written in a thread
+    assert written_in and threading.main_thread() not in written_in and not first.exists()
+    again = await store.collection("first", lambda: first, KeyedMatrix)  # waits for the write
+    assert again is not None and again.keys == ["a", "b"]
+    np.testing.assert_allclose(again.matrix, one.matrix, atol=1 / 254)
+    store.flush()  # "second" was closed in its turn (written off the loop too)
+    for _ in range(50):
+        if second.exists():
+            break
+        await asyncio.sleep(0.05)
+    fresh = await VectorStore(tmp_path, FakeEmbedder()).collection(
+        "second", lambda: second, KeyedMatrix
+    )
+    assert fresh is not None and fresh.keys == ["c"]
