@@ -170,16 +170,16 @@ async def test_a_collection_closed_to_make_room_is_written_off_the_loop_and_read
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import threading
-    import time
 
     import smart_context.store as store_module
 
     written_in: list[threading.Thread] = []
     real = store_module._write_out
+    release = threading.Event()
 
     def slow_write(path: Path, taken: Any) -> None:  # a large file takes a while
         written_in.append(threading.current_thread())
-        time.sleep(0.2)
+        release.wait(10)
         real(path, taken)
 
     monkeypatch.setattr(store_module, "_write_out", slow_write)
@@ -191,12 +191,17 @@ async def test_a_collection_closed_to_make_room_is_written_off_the_loop_and_read
     two = KeyedMatrix(store.embedder.model_id, store.embedder.dim)
     two.add(["c"], await store.embed(["gamma"]))
     store.keep_open("second", second, two)  # "first" closes: written in a thread
+    for _ in range(400):  # the thread has started the write (a busy machine: up to 20 s)
+        if written_in:
+            break
+        await asyncio.sleep(0.05)
     assert written_in and threading.main_thread() not in written_in and not first.exists()
+    release.set()
     again = await store.collection("first", lambda: first, KeyedMatrix)  # waits for the write
     assert again is not None and again.keys == ["a", "b"]
     np.testing.assert_allclose(again.matrix, one.matrix, atol=1 / 254)
     store.flush()  # "second" was closed in its turn (written off the loop too)
-    for _ in range(50):
+    for _ in range(400):  # (a busy machine: up to 20 s)
         if second.exists():
             break
         await asyncio.sleep(0.05)
