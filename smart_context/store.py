@@ -27,7 +27,6 @@ from typing import TypeVar
 
 import numpy as np
 
-from smart_context.atomic import write_atomic
 from smart_context.background import to_thread
 from smart_context.embeddings.base import Embedder
 from smart_context.errors import EmbeddingError
@@ -99,7 +98,7 @@ class VectorStore:
         self._open: OrderedDict[str, tuple[Path, KeyedMatrix]] = OrderedDict()
         self._absent: dict[str, float] = {}  # collection -> when its file was found unusable
         # file -> the write under way of a collection closed to make room (keep_open)
-        self._closing: dict[str, asyncio.Future[None]] = {}
+        self._closing: dict[str, asyncio.Future[bool]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._phrases: dict[str, np.ndarray] = {}
         self._last_phrases: tuple[tuple[str, ...], Matrix] = ((), np.zeros((0, 0), np.float32))
@@ -201,13 +200,16 @@ class VectorStore:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            _write_out(path, taken)
+            try:
+                files.write(path, taken)
+            except OSError as exc:
+                log.warning("Smart Context: could not save embeddings %s: %s", path.name, exc)
             return
         key = str(path)
-        future = loop.run_in_executor(None, _write_out, path, taken)
+        future: asyncio.Future[bool] = loop.run_in_executor(None, files.write, path, taken)
         self._closing[key] = future
 
-        def written(done: asyncio.Future[None]) -> None:
+        def written(done: asyncio.Future[bool]) -> None:
             if self._closing.get(key) is done:
                 del self._closing[key]
             exc = None if done.cancelled() else done.exception()
@@ -232,7 +234,7 @@ class VectorStore:
         if taken is None:
             return
         try:
-            await to_thread(_write_out, path, taken)
+            await to_thread(files.write, path, taken)
         except OSError as exc:
             vectors.dirty = True
             log.warning("Smart Context: could not save embeddings %s: %s", path.name, exc)
@@ -419,9 +421,3 @@ class ChatRows:
 
     async def __aexit__(self, *exc: object) -> None:
         self.lock.release()
-
-
-def _write_out(path: Path, taken: files.Snapshot) -> None:
-    """A collection's :meth:`VectorStore.snapshot`, made into its file's text and written (in a
-    worker thread)."""
-    write_atomic(path, files.file_pieces(taken))

@@ -171,18 +171,18 @@ async def test_a_collection_closed_to_make_room_is_written_off_the_loop_and_read
 ) -> None:
     import threading
 
-    import smart_context.store as store_module
+    from smart_context.vectors import files
 
     written_in: list[threading.Thread] = []
-    real = store_module._write_out
+    real = files.write
     release = threading.Event()
 
-    def slow_write(path: Path, taken: Any) -> None:  # a large file takes a while
+    def slow_write(path: Path, taken: Any) -> bool:  # a large file takes a while
         written_in.append(threading.current_thread())
         release.wait(10)
-        real(path, taken)
+        return real(path, taken)
 
-    monkeypatch.setattr(store_module, "_write_out", slow_write)
+    monkeypatch.setattr(files, "write", slow_write)
     store = VectorStore(tmp_path, FakeEmbedder(), max_open=1)
     first, second = tmp_path / "first.embeddings.json", tmp_path / "second.embeddings.json"
     one = KeyedMatrix(store.embedder.model_id, store.embedder.dim)

@@ -225,3 +225,18 @@ def test_a_file_laid_out_otherwise_is_read_whole_as_before() -> None:
     shifted = cache.to_json(vectors).replace('"scales":"', '"scales":"00')
     with pytest.raises(ValueError):  # the sizes do not match: read whole, and refused
         cache.from_json(shifted.encode(), ChatVectors)
+
+
+def test_snapshots_reach_their_file_in_the_order_they_were_taken(tmp_path: Path) -> None:
+    # two threads may write one file at once: the older snapshot, finishing last, writes nothing
+    vectors = filled()
+    older = cache.snapshot(vectors)
+    vectors.add_messages(make_messages(["delta"]), normalize_rows(np.ones((1, 8))))
+    newer = cache.snapshot(vectors)
+    path = tmp_path / "c.embeddings.json"
+    assert cache.write(path, newer) is True
+    assert cache.write(path, older) is False
+    loaded = cache.load(path, ChatVectors, "model-a", 8)
+    assert loaded is not None and len(loaded) == 4
+    cache.save(path, vectors)  # a later snapshot, as the flush at shutdown takes
+    assert cache.write(path, newer) is False
