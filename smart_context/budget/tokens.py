@@ -206,20 +206,22 @@ def _by_prefix(table: Mapping[str, Any], model: str) -> Any:
 
 
 # A model's tokenizer and window are looked up a few times a request (7 us each), for the few
-# names a host sends: kept by name, names of up to this many characters (a client's own text)
+# names a host sends: kept for this many names, of up to KEPT_NAME_CHARS characters each (a
+# name is a client's own text)
 NAMES_KEPT = 256
+KEPT_NAME_CHARS = 256
 
 
-@functools.lru_cache(maxsize=NAMES_KEPT)
-def _kept(model: str) -> tuple[str | None, int | None]:
+def _looked_up(model: str) -> tuple[str | None, int | None]:
     return _by_prefix(ENCODINGS, model), _by_prefix(CONTEXT_WINDOWS, model)
+
+
+_kept = functools.lru_cache(maxsize=NAMES_KEPT)(_looked_up)
 
 
 def _known(model: str) -> tuple[str | None, int | None]:
     """``model``'s tokenizer and window (``None``: not known)."""
-    if len(model) <= NAMES_KEPT:
-        return _kept(model)
-    return _by_prefix(ENCODINGS, model), _by_prefix(CONTEXT_WINDOWS, model)
+    return _kept(model) if len(model) <= KEPT_NAME_CHARS else _looked_up(model)
 
 
 def encoding_of(model: str | None) -> str | None:

@@ -44,7 +44,7 @@ def test_models_map_to_their_tokenizer_and_window(
 def test_a_name_past_the_kept_length_is_looked_up_each_time_and_not_kept() -> None:
     from smart_context.budget import tokens
 
-    long = "gpt-4o-" + "x" * tokens.NAMES_KEPT  # a client's own text, not a model's name
+    long = "gpt-4o-" + "x" * tokens.KEPT_NAME_CHARS  # a client's own text, not a model's name
     before = tokens._kept.cache_info().currsize
     assert encoding_of(long) == "o200k_base" and context_window(long) == 128_000
     assert tokens._kept.cache_info().currsize == before
