@@ -240,3 +240,9 @@ def test_snapshots_reach_their_file_in_the_order_they_were_taken(tmp_path: Path)
     assert loaded is not None and len(loaded) == 4
     cache.save(path, vectors)  # a later snapshot, as the flush at shutdown takes
     assert cache.write(path, newer) is False
+
+
+def test_a_hostile_size_in_the_writer_s_layout_is_refused_before_any_large_read() -> None:
+    text = cache.to_json(filled()).replace('"dim":8', '"dim":1000000000000')
+    with pytest.raises(ValueError):  # the lengths do not add up: read whole, and refused
+        cache.from_json(text.encode(), ChatVectors)
