@@ -36,7 +36,7 @@ from smart_context.budget.parts import Fixed
 from smart_context.budget.tokens import counter_for, prompt_tokens
 from smart_context.config import Settings
 from smart_context.memory.db import MemoryDB
-from smart_context.memory.refresh import summarize_chat, sync_index
+from smart_context.memory.refresh import summarize_chat
 from smart_context.messages import History
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
@@ -67,7 +67,6 @@ async def prepare(
     store = VectorStore(vault, RandomEmbedder())
     await store.sync_chat(chat_id, messages)
     db = MemoryDB(vault)
-    sync_index(db, chat_id, messages)
     await summarize_chat(db, chat_id, messages, settings, None)
     return Budgeter(settings, db), store
 

@@ -7,7 +7,7 @@ answering messages inside what is sent, for:
 
 - ``last N``: the most recent messages that fit (what a plain truncation sends);
 - ``dense only``: messages by cosine similarity to the question, best first, while they fit;
-- ``lexical only``: the same by BM25 (SQLite FTS5);
+- ``lexical only``: the same by BM25 (the ``bm25s`` package, English stop words);
 - ``smart context``: the plugin's budget with its default settings (recent, pinned, hybrid
   search with turns, summaries from the offline pass, importance).
 
@@ -38,13 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.budget_recall import (
-    SCORED_ROWS_HELP,
-    default_settings,
-    ready_chat,
-    score_at_most,
-    scored_rows,
-)
+from benchmarks.budget_recall import default_settings, ready_chat
 from benchmarks.public import baselines
 from benchmarks.public.baselines import fill_by_rank, rank
 from smart_context.config import Settings
@@ -84,6 +78,7 @@ async def run_chat(
     async with ready_chat(chat["id"], chat["messages"], cache, embedder, settings) as ready:
         position = {m["id"]: i for i, m in enumerate(ready.messages)}
         n = len(ready.messages)
+        bm25 = baselines.BM25([str(m.get("content") or "") for m in ready.messages])
         texts = [q["text"] for q in chat["questions"]]
         for question, queries in zip(
             chat["questions"], await ready.queries(texts, cache), strict=True
@@ -91,9 +86,7 @@ async def run_chat(
             text = question["text"]
             answers = {position[a] for a in question["answers"] if a in position}
             dense = baselines.dense(ready.vectors, queries) if len(queries) else np.zeros(n)
-            lexical = np.zeros(n)
-            for mid, score in ready.db.search(ready.chat_id, text, n, whole=True):
-                lexical[position[mid]] = score
+            lexical = bm25.scores(text)
             for share in SHARES:
                 # the baselines get the history's whole room: the budget less the question
                 kept, room = await ready.fit(text, int(share * ready.total), queries)
@@ -152,8 +145,6 @@ if __name__ == "__main__":
     parser.add_argument("--chats", type=int, default=None, help="only the first N chats")
     parser.add_argument("--kinds", action="store_true", help="also per kind of question")
     parser.add_argument("--cache", type=Path, default=CACHE, help="where chat vectors are kept")
-    parser.add_argument("--scored-rows", type=scored_rows, help=SCORED_ROWS_HELP)
     args = parser.parse_args()
-    score_at_most(args.scored_rows)
     args.cache.mkdir(parents=True, exist_ok=True)
     asyncio.run(main(args.set, args.chats, args.split, args.kinds, args.cache))

@@ -11,7 +11,7 @@ each request brings the last one's history with its turn added, the host stores 
 the background pass settles between requests. The named steps below are timed each time they
 run on the event loop's thread during a request (a timer around each; the background's calls in
 its threads are left out), and printed per request beside the request's own median. The steps
-nest (indented: the plan's reads hold the text search, the cache layout holds the layout), and
+nest (indented: the plan holds the store's reads, the cache layout holds the layout), and
 the dense scores are a task the plan starts, run beside the rest (its time includes waiting for
 the message's vectors), so the times do not add up to the whole; what is left after the named
 steps is the hook's own glue and steps too small to name. The timers add a few microseconds a
@@ -51,8 +51,6 @@ STEPS: list[tuple[str, str, str, str | None]] = [
     ("history read through its index", "smart_context.history_index", "read", "HistoryIndexes"),
     ("plan: the reads and stamps", "smart_context.context.plan", "look_now", None),
     ("  the store's reads", "smart_context.memory.reads", "read_chat", None),
-    ("    the text search", "smart_context.memory.db", "search", "MemoryDB"),
-    ("  whether the search is quick", "smart_context.memory.db", "quick", "MemoryDB"),
     ("  the item files' stamps", "smart_context.items.catalog", "look", "ItemCatalog"),
     ("budget: dense scores (a task)", "smart_context.budget.budgeter", "dense", "Budgeter"),
     ("topic click", "smart_context.context.assemble", "assemble", None),
@@ -60,6 +58,7 @@ STEPS: list[tuple[str, str, str, str | None]] = [
     ("  the topic rule", "smart_context.context.topic_filter", "decide", None),
     ("items and layout", "smart_context.context.assemble", "request_items", None),
     ("  the budget's facts", "smart_context.budget.facts", "update", "MessageFacts"),
+    ("  the keyword search", "smart_context.budget.facts", "text_scores", "Facts"),
     ("  the cache layout", "smart_context.context.stable", "stable_request", None),
     ("    the layout", "smart_context.context.layout", "lay_out", None),
     ("    the frame's decision", "smart_context.context.layout", "decide", None),
@@ -70,6 +69,8 @@ STEPS: list[tuple[str, str, str, str | None]] = [
 ]
 LAID_OUT = {"  the cache layout", "    the layout", "    the frame's decision"}  # a model named
 PER_TURN = {"  the budget's fit", "    the plan", "    the plan in turns"}  # none named
+# run by the cache layout only when it leaves messages out, which a short chat's does not
+WHEN_RECALLING = {"  the keyword search"}
 
 
 def steps_of(model: str | None) -> list[str]:

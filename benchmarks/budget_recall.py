@@ -3,8 +3,8 @@ asked about it the way a request asks.
 
 A chat is made ready as the background pass would leave it: every message embedded by the real
 local model (the vectors kept in a cache directory, keyed by content, so a second run embeds
-nothing, and read back as saved, so the first run gives what every later one does), its text
-index and its offline summaries written in a temporary vault. Then
+nothing, and read back as saved, so the first run gives what every later one does), and its
+offline summaries written in a temporary vault. Then
 :meth:`ReadyChat.fit` sends a question as the current message with the whole chat as history
 through :class:`~smart_context.budget.budgeter.Budgeter` with default settings and a budget of
 the caller's choosing, and returns which messages went and the room the history had (the budget
@@ -15,7 +15,6 @@ Used by ``bench_long_recall.py`` (our own sets) and ``public/bench_history.py`` 
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -31,19 +30,14 @@ from smart_context.budget.parts import Fixed
 from smart_context.budget.tokens import counter_for
 from smart_context.config import Settings, replace
 from smart_context.items.query import MessageQuery
-from smart_context.memory import db as memory_db
 from smart_context.memory.db import MemoryDB
-from smart_context.memory.refresh import summarize_chat, sync_index
+from smart_context.memory.refresh import summarize_chat
 from smart_context.messages import History
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.vectors.ops import Matrix
 
 MODEL = "gpt-4o"  # whose tokenizer counts (exact, offline)
-SCORED_ROWS_HELP = (
-    "the text search's bound (SCORED_ROWS in smart_context/memory/db.py) lowered, to see it "
-    "bind on chats of fewer than 10,000 messages: a check, not a setting to tune"
-)
 
 
 def default_settings(**changes: Any) -> Settings:
@@ -53,29 +47,10 @@ def default_settings(**changes: Any) -> Settings:
     return replace(Settings(), **{"token_model": MODEL, "summarizer": "offline", **changes})
 
 
-def scored_rows(text: str) -> int:
-    """``--scored-rows``: a whole number of rows above 0, else the command refuses it."""
-    try:
-        rows = int(text)
-    except ValueError:
-        rows = 0
-    if rows < 1:
-        raise argparse.ArgumentTypeError(f"a number of rows above 0, not {text!r}")
-    return rows
-
-
-def score_at_most(rows: int | None) -> None:
-    """The text search of a chat of more than ``rows`` messages scores about ``rows`` rows at
-    most, in this process (``--scored-rows``; ``None``: the product's bound)."""
-    if rows is not None:
-        memory_db.SCORED_ROWS = rows
-        print(f"(the text search's bound lowered to {rows:,} rows)")
-
-
 @dataclass
 class ReadyChat:
     """One chat ready for budgets: its messages, their vectors (in order), their token counts as
-    the budget counts them (text, role and framing), and the store and text index it reads."""
+    the budget counts them (text, role and framing), and the stores it reads."""
 
     chat_id: ChatId
     messages: list[dict[str, Any]]
@@ -145,7 +120,6 @@ async def ready_chat(
         vectors = await store.sync_chat(chat, listed)
         db = MemoryDB(Path(tmp))
         try:
-            sync_index(db, chat, listed)
             await summarize_chat(db, chat, listed, settings, None)
             facts = MessageFacts(counter_for(MODEL)).update(History(listed))
             yield ReadyChat(chat, listed, store, db, settings, vectors, facts.tokens)

@@ -99,7 +99,6 @@ class Services:
         self.remembering: Coalescer[ChatId] = Coalescer(
             lambda chat_id: refresh_memory(self.memory_pass, chat_id)
         )
-        self.budget.on_behind = self.remembering.request  # the text index: no topic pass
         self.unsent = UnsentLog()  # where the chat model's look back searches
         self._embedder = embedder
         self._store: VectorStore | None = None

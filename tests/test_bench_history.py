@@ -3,12 +3,8 @@ the two speakers as user and assistant, and every evidence id its questions name
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
-import pytest
 
-from benchmarks.budget_recall import scored_rows
 from benchmarks.public.baselines import fill_with_partners
 from benchmarks.public.bench_history import evidence_ids, history_of
 
@@ -52,10 +48,3 @@ def test_the_baseline_in_turns_takes_pairs_or_nothing() -> None:
     partner = [1, 0, 3, 2, -1]
     # 2's pair (2 and 3) does not fit after 0's: skipped whole, and 4 (alone) still fits
     assert fill_with_partners([0, 2, 4], tokens, 40, partner) == {0, 1, 4}
-
-
-@pytest.mark.parametrize("text", ["0", "-5", "many", ""])
-def test_scored_rows_takes_a_number_of_rows_above_0(text: str) -> None:
-    assert scored_rows("100") == 100
-    with pytest.raises(argparse.ArgumentTypeError, match="a number of rows above 0"):
-        scored_rows(text)

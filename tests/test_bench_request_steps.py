@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bench_request_steps import steps_of
+from benchmarks.bench_request_steps import WHEN_RECALLING, steps_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,4 +32,7 @@ def test_every_step_is_timed_in_a_short_chat(model: str) -> None:
     timed = dict(re.findall(r"^  (.+?)\s+(\d+\.\d+) ms", done.stdout, re.M))
     named = steps_of(None if model == "none" else model)
     assert {label.strip() for label in timed} == {label.strip() for label in named}
-    assert all(float(ms) > 0 for ms in timed.values()), done.stdout
+    # a short chat laid out for the cache recalls nothing, so its keyword search may not run
+    maybe = WHEN_RECALLING if model != "none" else set()
+    ran = {k: ms for k, ms in timed.items() if k.strip() not in {m.strip() for m in maybe}}
+    assert all(float(ms) > 0 for ms in ran.values()), done.stdout

@@ -58,14 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.budget_recall import (
-    SCORED_ROWS_HELP,
-    ReadyChat,
-    default_settings,
-    ready_chat,
-    score_at_most,
-    scored_rows,
-)
+from benchmarks.budget_recall import ReadyChat, default_settings, ready_chat
 from benchmarks.public import baselines
 from benchmarks.public.baselines import fill_by_rank, fill_with_partners
 from benchmarks.public.snapshot import Snapshot, reported, snapshot
@@ -251,11 +244,9 @@ if __name__ == "__main__":
     parser.add_argument("--cache", type=Path, default=CACHE, help="where vectors are kept")
     parser.add_argument("--part", choices=("tune", "report", "both"), default="both")
     parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--scored-rows", type=scored_rows, help=SCORED_ROWS_HELP)
     args = parser.parse_args()
     if args.setting and args.part != "tune":
         parser.error("a --setting is tried on the tune part only: add --part tune")
-    score_at_most(args.scored_rows)
     found = snapshot("realtalk", args.data)
     if found is None:
         sys.exit(0)

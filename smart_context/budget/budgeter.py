@@ -12,10 +12,8 @@ indexed scores 0, a stretch not yet summarised has no summary, and the backgroun
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -64,7 +62,7 @@ from smart_context.memory.db import MemoryDB
 from smart_context.memory.reads import ChatReads
 from smart_context.memory.records import Summary
 from smart_context.memory.tree import Check, Node, checks, plan_tree
-from smart_context.messages import History, message_text
+from smart_context.messages import History
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.turns import Roles, partners
@@ -76,11 +74,10 @@ log = logging.getLogger(__name__)
 # parts rarely reuse the answer's words, and 0.2 kept more answers on the hard recall set's
 # tuning chats (benchmarks/bench_long_recall.py --set hard --split tune; docs/benchmarks.md)
 LEXICAL_WEIGHT = 0.2
-LEXICAL_HITS = 200  # messages the text index is asked for
+LEXICAL_HITS = 200  # messages the keyword search scores, at most (budget/words.py)
 # A hit must share something with the message: a zero score is no reason to send a message
 MIN_RELEVANCE = 1e-6
-INDEX_INLINE = 2000  # a request indexes at most this many missing messages itself (~0.2 s)
-MAX_CHATS = 64  # chats whose facts, spans and index state are kept in memory
+MAX_CHATS = 64  # chats whose facts and spans are kept in memory
 MAX_COUNTED = 50_000  # summaries whose token counts are kept, per counter
 # ...for this many counters at most (an estimate's key moves at each step of its calibration)
 MAX_COUNTERS = 4
@@ -101,10 +98,6 @@ class Budgeter:
         self._spans: dict[ChatId, tuple[Any, list[Span], list[Summary], int, frozenset[Check]]] = {}
         self._summary_tokens: dict[str, dict[Summary, int]] = {}  # by counter
         self.summary_version: dict[ChatId, int] = {}  # bumped by the background pass
-        # per chat: the facts (owner, resets) last compared with the text index, how many of
-        # their messages were, and the message keys known to be in the index
-        self._indexed: dict[ChatId, tuple[tuple[int, int], int, set[str]]] = {}
-        self.on_behind: Callable[[ChatId], None] | None = None  # asks for the background pass
 
     def counter(self, model: str | None) -> Counter:
         """What counts tokens for ``model`` (the host's word): see :func:`chat_model`."""
@@ -118,7 +111,6 @@ class Budgeter:
             if len(self._facts) > MAX_CHATS:  # a long-running sidecar visits many chats
                 self._facts.clear()
                 self._spans.clear()
-                self._indexed.clear()
             found = self._facts[chat_id] = MessageFacts(counter)
         return found.use(counter)
 
@@ -242,20 +234,15 @@ class Budgeter:
         dense: Awaitable[Scores] | None,
     ) -> tuple[np.ndarray, ChatReads]:
         """Each message's hybrid relevance to ``message`` over the whole ``history`` (its
-        ``facts``), and the store's reads it used: what :meth:`fit` and the cache-stable
-        layout search with. The messages the text index lacks are put in it first."""
-        indexed = reads.indexed if reads is not None else frozenset()
-        added = await self._index(chat_id, facts, history.messages, indexed)
+        ``facts``: their words, :mod:`smart_context.budget.words`), and the store's reads it
+        used (the pins): what :meth:`fit` and the cache-stable layout search with."""
         if reads is None:  # a caller without the request's reads (the benchmarks)
-            marks = await self._guarded(set(), self.db.marks, chat_id)
-            reads = ChatReads(marks=marks, hits=await self._search(chat_id, message))
-        elif added:  # the request's reads searched before these messages were in the index
-            reads = replace(reads, hits=await self._search(chat_id, message))
+            reads = ChatReads(marks=await self._guarded(set(), self.db.marks, chat_id))
         if dense is not None:
             cosine = await dense
         else:
             cosine = await self.dense(chat_id, history, message, store, queries, query)
-        lexical = _lexical(reads.hits, facts.position, facts.n)
+        lexical = facts.text_scores(message, LEXICAL_HITS)
         return relevance(cosine, lexical, LEXICAL_WEIGHT), reads
 
     async def spans(
@@ -263,69 +250,6 @@ class Budgeter:
     ) -> tuple[list[Span], list[Summary]]:
         """The valid stored summaries over the history of ``facts``, as plan spans."""
         return await self._spans_of(chat_id, facts, counter)
-
-    def unchecked(
-        self, chat_id: ChatId, counter: Counter, history: History
-    ) -> list[tuple[str, str]]:
-        """``(message id, content key)`` of the messages past those :meth:`_index` checked
-        last time and did not know indexed (usually the last turn's), when there are few:
-        the request's reads look them up before searching (the background pass indexes each
-        turn), so :meth:`fit` neither indexes them again nor searches twice."""
-        found = self.facts(chat_id, counter)
-        memo = self._indexed.get(chat_id)
-        if memo is None or memo[0] != (id(found), found.resets):
-            return []  # a chat met first: its facts are counted alongside the reads
-        facts = found.update(history)
-        if memo[0] != (facts.owner, facts.resets):
-            return []
-        checked, known = memo[1], memo[2]
-        keys, ids = facts.keys, facts.str_ids
-        todo = [(ids[i], keys[i]) for i in range(checked, facts.n) if keys[i] not in known]
-        return todo if len(todo) <= INDEX_INLINE else []
-
-    async def _index(
-        self,
-        chat_id: ChatId,
-        facts: Facts,
-        candidates: Sequence[Mapping[str, Any]],
-        indexed: frozenset[str] = frozenset(),
-    ) -> int:
-        """Put the messages the text index lacks into it, when they are few enough to do
-        while the request waits (a chat seen for the first time, or the last reply); a long
-        chat met whole is indexed by the background pass instead, with progress shown.
-
-        Only the messages past those checked last time are looked at, while the facts are only
-        appended to (their ``resets`` unchanged): a request costs O(new messages). ``indexed``:
-        content keys the request's reads found in the index before searching. Returns how
-        many messages it put in the index."""
-        memo = self._indexed.get(chat_id)
-        checked = 0
-        if memo is not None and memo[0] == (facts.owner, facts.resets):
-            checked, known = memo[1], memo[2]
-            if checked >= facts.n:
-                return 0
-        elif memo is None:
-            known = set((await self._guarded({}, self.db.indexed_keys, chat_id)).values())
-        else:
-            known = memo[2]
-        keys = facts.keys
-        todo = [
-            i for i in range(checked, facts.n) if keys[i] not in known and keys[i] not in indexed
-        ]
-        if len(todo) > INDEX_INLINE:
-            self._indexed.pop(chat_id, None)  # read again once the pass has indexed them
-            if self.on_behind is not None:
-                self.on_behind(chat_id)
-            return 0
-        rows = [(facts.str_ids[i], facts.keys[i], message_text(candidates[i])) for i in todo]
-        if rows and not await self._guarded(False, _index_rows, self.db, chat_id, rows):
-            self._indexed.pop(chat_id, None)  # not written: the next request tries again
-            return 0
-        known.update(facts.keys[i] for i in todo)
-        memo = self._indexed.get(chat_id)
-        if memo is None or memo[0] != (facts.owner, facts.resets) or memo[1] < facts.n:
-            self._indexed[chat_id] = ((facts.owner, facts.resets), facts.n, known)
-        return len(rows)
 
     async def relevance(
         self,
@@ -336,16 +260,17 @@ class Budgeter:
         queries: Matrix | None,
     ) -> np.ndarray:
         """Each message's hybrid relevance to ``message``: cosine from the vectors the chat has
-        (left out, with a log line, when there is no embedder) fused with BM25 from the text
-        index. Nothing is embedded but the message, and only when ``queries`` is not given."""
-        # the text search runs in a thread while the vectors are scored here
-        found = asyncio.ensure_future(self._search(chat_id, message))
-        try:
-            dense = await self.dense(chat_id, history, message, store, queries)
-        finally:
-            hits: list[tuple[str, float]] = await found
-        whole = {str(mid): i for i, mid in enumerate(history.ids)}
-        return relevance(dense, _lexical(hits, whole.get, len(history)), LEXICAL_WEIGHT)
+        (left out, with a log line, when there is no embedder) fused with BM25 over its words.
+        Nothing is embedded but the message, and only when ``queries`` is not given. The chat's
+        facts count with the counter they have (the last request's): none is counted again;
+        many messages they lack are read in a worker thread (:meth:`MessageFacts.read_ahead`)."""
+        found = self._facts.get(chat_id)
+        kept = self.facts(chat_id, found.counter if found is not None else self.counter(None))
+        await kept.read_ahead(history)
+        facts = kept.update(history)
+        dense = await self.dense(chat_id, history, message, store, queries)
+        lexical = facts.text_scores(message, LEXICAL_HITS)
+        return relevance(dense, lexical, LEXICAL_WEIGHT)
 
     async def dense(
         self,
@@ -422,13 +347,6 @@ class Budgeter:
         self._spans[chat_id] = (version, spans, rows, ends, found)
         return spans, rows
 
-    async def _search(self, chat_id: ChatId, message: str) -> list[tuple[str, float]]:
-        """The text index's best :data:`LEXICAL_HITS` for ``message`` (none when it fails)."""
-        hits: list[tuple[str, float]] = await self._guarded(
-            [], self.db.search, chat_id, message, LEXICAL_HITS
-        )
-        return hits
-
     async def _guarded(self, default: Any, call: Callable[..., Any], *args: Any) -> Any:
         """A store call off the loop; when the store fails (locked by another process for
         longer than its timeout, damaged under us) the budget goes on without that part."""
@@ -462,24 +380,6 @@ class Budgeter:
 
 def _level_start(node: Node) -> tuple[int, int]:
     return node.level, node.start
-
-
-def _index_rows(db: MemoryDB, chat_id: str, rows: list[tuple[str, str, str]]) -> bool:
-    db.index_messages(chat_id, rows)
-    return True
-
-
-def _lexical(
-    hits: Sequence[tuple[str, float]], position: Callable[[str], int | None], n: int
-) -> np.ndarray:
-    """The text index's ``hits`` (message id, BM25) as a score per message of a history of
-    ``n``, placed by ``position``; messages without a hit score 0."""
-    lexical = np.zeros(n, dtype=np.float32)
-    for mid, score in hits:
-        i = position(mid)
-        if i is not None:
-            lexical[i] = score
-    return lexical
 
 
 class _Names(dict[int, str]):

@@ -28,6 +28,7 @@ texts.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,7 @@ from smart_context.allocator import free_later
 from smart_context.background import to_thread
 from smart_context.budget.importance import entities
 from smart_context.budget.tokens import PER_MESSAGE, Counter, Estimate
+from smart_context.budget.words import Words, bm25
 from smart_context.messages import History, common_start, message_text, pick
 from smart_context.vectors.codec import cache_key
 from smart_context.vectors.ops import appended
@@ -64,6 +66,8 @@ class Facts:
     owner: int  # id() of the kept facts, so memos tell two chats' facts apart
     _position: Mapping[str, int]  # shared with the kept facts: positions past n are ignored
     _entity_index: Mapping[str, list[int]]
+    _words: Mapping[str, array[int]]  # shared too: each word's postings (budget.words)
+    word_counts: Lengths  # the words of each message, as BM25 counts them
 
     def position(self, message_id: str) -> int | None:
         """Where the message with this (text) id sits in the history, if it is there."""
@@ -80,6 +84,11 @@ class Facts:
         at = np.asarray(self._entity_index.get(entity, ()), dtype=np.intp)
         out: IntArray = at[at < self.n]
         return out
+
+    def text_scores(self, message: str, limit: int) -> npt.NDArray[np.float32]:
+        """Each message's BM25 score for ``message``'s words, the best ``limit`` kept
+        (:func:`smart_context.budget.words.bm25`)."""
+        return bm25(self._words, self.word_counts, message, limit)
 
 
 class Part:
@@ -125,6 +134,7 @@ class _Run:
     counted: str  # the key of the counter that counted ``tokens``
     lengths: Lengths  # (2, n): each message's characters, in its text and its role
     entities: dict[str, list[int]]  # entity -> the positions of the messages that mention it
+    words: Words  # the words each message says (budget.words)
 
     @classmethod
     def read(
@@ -146,7 +156,10 @@ class _Run:
             for entity in entities(text):  # one int object a message, however many it names
                 found.setdefault(entity, []).append(position)
         str_ids = [str(i) for i in ids]
-        return cls(start, ids, contents, str_ids, keys, roles, tokens, counted, lengths, found)
+        said = Words.read(texts, start)
+        return cls(
+            start, ids, contents, str_ids, keys, roles, tokens, counted, lengths, found, said
+        )
 
     def follows(self, known: int, ids: list[Any], contents: list[Any]) -> bool:
         """Whether this run is exactly the messages of ``ids``/``contents`` past ``known``."""
@@ -186,6 +199,7 @@ class MessageFacts:
         self.lengths: Lengths = np.zeros((2, 0), dtype=np.int32)  # as _Run.lengths
         self.uncounted = False  # the tokens are another counter's: the next update counts them
         self.entity_index: dict[str, list[int]] = {}
+        self.words = Words(0)  # every message's words, for the keyword search
         self.generation = 0  # changes whenever the facts do: memos over them compare it
         # changes only when the facts are read afresh (an edit, a deletion): what holds for the
         # earlier messages, as the stored summaries over them, holds while messages are added
@@ -287,6 +301,8 @@ class MessageFacts:
             id(self),
             self.position,
             self.entity_index,
+            self.words.postings,
+            self.words.counts[:n],
         )
 
     def _append(self, history: History, known: int) -> None:
@@ -307,6 +323,7 @@ class MessageFacts:
         self.lengths = appended(self.lengths, run.lengths)
         for entity, at in run.entities.items():
             self.entity_index.setdefault(entity, []).extend(at)
+        self.words.extend(run.words)
         # the history's own lists, no copy: a history's lists are never changed in place (its
         # index replaces them as the chat grows); the ones they replace are freed after the
         # request, not in it

@@ -21,7 +21,7 @@ from smart_context.events import MEMORY_CHANGED
 from smart_context.host import resolve
 from smart_context.items.lexical import LexicalIndex
 from smart_context.memory.records import DirectMessage, Memory
-from smart_context.memory.refresh import refresh_memory, sync_index
+from smart_context.memory.refresh import refresh_memory
 from smart_context.memory.unsent import Unsent
 from smart_context.messages import History, Message, message_text
 from smart_context.paths import ChatId, check_chat_id
@@ -257,8 +257,6 @@ async def _best_messages(
     messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     if not messages:
         return []
-    # an explicit look back may wait for the text index to catch up (a few ms per 100 new)
-    await asyncio.to_thread(sync_index, services.memory_db, chat, messages)
     history = History(messages)
     scores = await services.budget.relevance(chat, history, query, services.store, None)
     allowed = np.array([among is None or m.get("id") in among for m in messages], dtype=bool)

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from smart_context.background import ahead, to_thread
-from smart_context.budget.budgeter import LEXICAL_HITS
 from smart_context.budget.parts import (
     Fixed,
     budget_limit,
@@ -109,11 +108,7 @@ def plan_request(
     section. ``model``: the host's chat model when it says; ``takes_tools``: its word on it.
     Call it on the event loop: the store's reads start here."""
     limit = budget_limit(services.settings, model)
-    search = LEXICAL_HITS if limit else 0
     counter = services.budget.counter(model)  # the vault's calibrated estimate, if any
-    # the last turn's messages, which the background pass may have indexed since: the search
-    # is then complete, and the budget need not index and search again
-    checked = services.budget.unchecked(chat_id, counter, history) if search else []
     query = MessageQuery(message)
     # a chat its budget will cut: the message's embedding (a worker thread, or the network)
     # and the budget's dense search start now, so the model works while the topic rule and
@@ -124,16 +119,9 @@ def plan_request(
         query.start(services.store)
         dense = ahead(services.budget.dense(chat_id, history, message, services.store, None, query))
     what = Look(
-        services.memory_db,
-        chat_id,
-        message,
-        search,
-        services.items.look,
-        services.knowledge.look,
-        checked,
+        services.memory_db, chat_id, bool(limit), services.items.look, services.knowledge.look
     )
-    # read on the loop when that is quick: few files to stat, and a text search that walks
-    # few rows (look_now, MemoryDB.quick)
+    # read on the loop when that is quick: few files to stat (look_now)
     few_files = all(
         seen is not None and seen <= QUICK_FILES
         for seen in (services.items.files_seen(), services.knowledge.files_seen())

@@ -14,8 +14,8 @@ done yet" and ask for the budget's limit on its own. The plan holds them once:
 - what the request reads from the memory store and the vault's files (:class:`Looked`): the
   store's answers (:mod:`smart_context.memory.reads`) and the stamps of the item and note
   files, read when the plan is made. On the event loop when the store can answer at once
-  and quickly (:func:`look_now`: few files to stat, a text search with few words to count and
-  few rows to walk), else in one trip to a worker thread that runs while the topic rule does.
+  and there are few files to stat (:func:`look_now`), else in one trip to a worker thread
+  that runs while the topic rule does.
   A trip costs a hand-off and a wake-up, far more on a busy machine than the reads themselves;
   reading on the loop must never wait, for another thread or another process;
 - with such a budget, the budget's dense search, and with it the message's embedding, started
@@ -29,7 +29,7 @@ the sections and decides under the budget.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from smart_context.background import to_thread
@@ -56,23 +56,21 @@ class Looked:
 
 @dataclass(frozen=True)
 class Look:
-    """What one request reads, and from where: the store's answers for ``message`` in the chat
-    (``search``: how many text hits the budget wants; ``checked``: see
-    :func:`~smart_context.memory.reads.read_chat`) and the stamps of the item and note files."""
+    """What one request reads, and from where: the store's answers for the chat (``budget``:
+    whether the request has one, see :func:`~smart_context.memory.reads.read_chat`) and the
+    stamps of the item and note files."""
 
     db: MemoryDB
     chat_id: str
-    message: str
-    search: int
+    budget: bool
     items: Callable[[], Stamp]
     notes: Callable[[], Scan | None]
-    checked: Sequence[tuple[str, str]] = ()
 
 
 def look(what: Look) -> Looked:
     """The request's one trip off the loop (run it in a worker thread); never raises for a
     store that fails or a file that cannot be read: each part says so in its own way."""
-    reads = read_chat(what.db, what.chat_id, what.message, what.search, what.checked)
+    reads = read_chat(what.db, what.chat_id, what.budget)
     return Looked(reads, what.items(), what.notes())
 
 
@@ -81,25 +79,19 @@ QUICK_FILES = 50  # item or note files a request stats on the event loop, at mos
 
 def look_now(what: Look) -> Looked | None:
     """:func:`look` made on the event loop, when the store can answer at once
-    (:meth:`MemoryDB.at_once`) and quickly; ``None`` when it cannot (another thread of the
-    process is using it, another process would make it wait, or the text search would count a
-    common word or walk thousands of rows: :meth:`MemoryDB.quick`): then make the trip.
-    The caller makes sure the files to stat are few (:data:`QUICK_FILES`).
+    (:meth:`MemoryDB.at_once`); ``None`` when it cannot (another thread of the process is
+    using it, or another process would make it wait): then make the trip. The caller makes
+    sure the files to stat are few (:data:`QUICK_FILES`).
 
     The trip costs more than the reads: the hand-off, and the worker's wait for the GIL while
     the loop runs the topic rule: 0.4 to 1 ms a request more than reading here on a 2-core
-    machine (``benchmarks/bench_request_reads.py``), where the reads take 0.1 to 0.7 ms (with a
-    text search that finds messages: about 0.5 ms, 1 to 3 ms at worst)."""
+    machine (``benchmarks/bench_request_reads.py``), where the reads take about 0.1 ms."""
     db = what.db
     with db.at_once() as ready:
         if not ready:
             return None
         try:
-            if what.search and not db.quick(what.chat_id, what.message):
-                return None  # a word to count, or thousands of rows to score: 1 to 40 ms
-            reads = read_chat(
-                db, what.chat_id, what.message, what.search, what.checked, guard=False
-            )
+            reads = read_chat(db, what.chat_id, what.budget, guard=False)
         except SmartContextError:
             return None
     return Looked(reads, what.items(), what.notes())
@@ -109,7 +101,7 @@ async def look_soon(what: Look, few_files: bool) -> Looked:
     """:func:`look_now` (when ``few_files`` to stat) at the event loop's next turn, else
     the trip. Run as a task made after those the plan started (the message's embedding): they
     take their first steps before it, so the embedding is sent off (to its thread, or the
-    network) before the reads hold the loop (0.5 to 1.5 ms with a text search), not after."""
+    network) before the reads hold the loop, not after."""
     now = look_now(what) if few_files else None
     return now if now is not None else await to_thread(look, what)
 

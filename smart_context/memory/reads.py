@@ -1,9 +1,9 @@
 """What one request reads from the memory store, in one go.
 
 A request used to make a worker-thread trip for each read: the chat's direct messages and its
-memories (the memory section), the messages the user marked important and the text index's hits
-for the message (the budget). Each trip costs the loop a hand-off and a wake-up, about 0.1 ms on
-an idle machine and far more on a busy one, while the statements themselves take microseconds.
+memories (the memory section) and the messages the user marked important (the budget). Each
+trip costs the loop a hand-off and a wake-up, about 0.1 ms on an idle machine and far more on a
+busy one, while the statements themselves take microseconds.
 :func:`read_chat` makes them all in one trip, started when the request's plan is made, so the
 store works while the topic rule runs; each section awaits the part it uses. A request whose
 store can answer at once makes them on the event loop instead
@@ -17,7 +17,7 @@ made again in the trip instead).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -37,26 +37,13 @@ class ChatReads:
     direct: list[DirectMessage] = field(default_factory=list)
     memories: list[Memory] = field(default_factory=list)
     marks: set[str] = field(default_factory=set)
-    hits: list[tuple[str, float]] = field(default_factory=list)  # (message id, BM25 score)
     failed: tuple[str, ...] = ()
-    # the content keys of ``checked`` the text index held before it was searched
-    indexed: frozenset[str] = frozenset()
 
 
-def read_chat(
-    db: MemoryDB,
-    chat_id: str,
-    message: str,
-    search: int,
-    checked: Sequence[tuple[str, str]] = (),
-    guard: bool = True,
-) -> ChatReads:
-    """Every read of one request (module docstring). ``search``: how many text-index hits the
-    budget wants for ``message`` (0: no budget, so neither hits nor marks are read);
-    ``checked``: ``(message id, content key)`` of the messages the budget has not seen indexed
-    (the last turn's, which the background pass indexes), looked up before the search, so the
-    budget knows whether the hits include them. ``guard`` false: a read that fails raises
-    instead (the caller tries again another way)."""
+def read_chat(db: MemoryDB, chat_id: str, budget: bool, guard: bool = True) -> ChatReads:
+    """Every read of one request (module docstring). ``budget``: whether the request has a
+    budget, which reads the marks (else they are not read). ``guard`` false: a read that fails
+    raises instead (the caller tries again another way)."""
     failed: list[str] = []
 
     def guarded(part: str, default: T, call: Callable[[], T]) -> T:
@@ -72,13 +59,8 @@ def read_chat(
     no_direct: list[DirectMessage] = []
     no_memories: list[Memory] = []
     marks: set[str] = set()
-    hits: list[tuple[str, float]] = []
-    indexed: frozenset[str] = frozenset()
     direct = guarded("the direct messages", no_direct, lambda: db.live_direct(chat_id))
     memories = guarded("the memories", no_memories, lambda: db.memories(chat_id))
-    if search:
+    if budget:
         marks = guarded("the important marks", marks, lambda: db.marks(chat_id))
-        if checked:
-            indexed = guarded("the index check", indexed, lambda: db.indexed(chat_id, checked))
-        hits = guarded("the text search", hits, lambda: db.search(chat_id, message, search))
-    return ChatReads(direct, memories, marks, hits, tuple(failed), indexed)
+    return ChatReads(direct, memories, marks, tuple(failed))

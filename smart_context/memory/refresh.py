@@ -1,17 +1,14 @@
-"""The background long-memory pass of one chat, run after replies: the text index and the
-summary tree brought up to date, so the next request finds them (it never waits for them).
+"""The background long-memory pass of one chat, run after replies: the summary tree brought up
+to date, so the next request finds it (it never waits for it).
 
-- **Text index**: messages new or edited since the last pass are indexed, deleted ones removed.
-  A pass after a reply (the chat as last seen, plus new messages) hashes and indexes only the
-  new ones (:class:`SeenChats`); anything else (an edit, a deletion, a restart) compares the
-  whole chat with the index. Likewise the summaries are planned again only when the chat
-  changed some other way or its settled messages reached a new leaf's worth.
-- **Summaries**: the tree of :mod:`.tree` over the chat's messages, once the chat has
-  ``summarization_threshold`` messages. Stored nodes an edit or a deletion broke are dropped;
-  missing ones are made bottom-up (a node of level 2 from its children's summaries), by the
-  host's fast model when ``summarizer = "llm"`` and one answers, else by the offline picker
-  (:mod:`.extractive`). Nodes are written as they are made, a level at a time, so a long
-  chat's first pass shows progress and a stop loses little.
+The tree of :mod:`.tree` over the chat's messages, once the chat has ``summarization_threshold``
+messages. Stored nodes an edit or a deletion broke are dropped; missing ones are made bottom-up
+(a node of level 2 from its children's summaries), by the host's fast model when
+``summarizer = "llm"`` and one answers, else by the offline picker (:mod:`.extractive`). Nodes
+are written as they are made, a level at a time, so a long chat's first pass shows progress and
+a stop loses little. A pass after a reply (the chat as last seen, plus new messages) hashes only
+the new messages (:class:`SeenChats`), and plans the summaries again only when the chat changed
+some other way or its settled messages reached a new leaf's worth.
 
 The pass works with the :class:`MemoryPass` it is given, nothing else: the composition root
 builds one.
@@ -51,7 +48,6 @@ CAPS = {1: 150, 2: 150}  # most tokens of a summary by level; key facts (3+) tak
 KEY_FACTS_CAP = 120
 MIN_TOKENS = 30
 LLM_CALLS_PER_PASS = 20  # a long chat's first pass asks the model for its newest nodes only
-INDEX_BATCH = 1000  # messages indexed per write when a long chat is met whole (~0.1 s each)
 
 
 @dataclass(frozen=True)
@@ -59,7 +55,7 @@ class MemoryPass:
     """What the long-memory pass works with."""
 
     chats: ChatViews  # reads the latest chat
-    db: MemoryDB  # the text index and the summaries
+    db: MemoryDB  # the summaries
     settings: Callable[[], Settings]  # read per pass: a command may replace them meanwhile
     llm: LLM  # the fast model, when ``summarizer = "llm"``
     emit: Emit  # the panel's progress (``memory_progress``)
@@ -76,21 +72,19 @@ class _Seen:
     ids: list[str]
     contents: list[Any]
     keys: list[str]
-    indexed: int  # how many of the first messages the text index is known to hold
     leaves: int = -1  # settled messages // LEAF when the summaries were last complete
     # the summary nodes (level, start, end, covers) found valid or made over these messages
     checked: set[Check] = field(default_factory=set)
 
 
 class SeenChats:
-    """Each chat's messages as the last memory pass saw them (ids, contents, keys) and how many
-    the text index holds, so the next pass reads only what is new. One background pass runs per
+    """Each chat's messages as the last memory pass saw them (ids, contents, keys), so the next
+    pass reads only what is new. One background pass runs per
     chat at a time (the coalescer); a forced pass (the ``summarize_conversation`` command) may run
     beside it. Their summary checks stay true either way: a set is shared only while the chat
     only grew, so each check holds over the messages both passes share, and a chat that changed
     gets a new set. Passes of two chats may run in worker threads together, and at worst one's
-    :data:`MAX_CHATS` clearing costs the other a whole comparison with the index on its next
-    pass."""
+    :data:`MAX_CHATS` clearing costs the other a whole reading of its chat on its next pass."""
 
     MAX_CHATS = 64
 
@@ -104,22 +98,23 @@ class SeenChats:
         read: History | None = None,
     ) -> tuple[Keyed, int]:
         """The messages' ids and keys, hashing only those past the last pass's when the chat
-        only grew; and how many leading messages the index is known to hold (0: unknown).
-        ``read``: the messages with their ids and contents read, when the caller has them."""
+        only grew; and how many leading messages the last pass saw as they are (0: none, or
+        the chat changed otherwise). ``read``: the messages with their ids and contents read,
+        when the caller has them."""
         read = History(messages) if read is None else read
         ids, contents = list(map(str, read.ids)), read.contents
         last = self._chats.get(chat_id)
         known = len(last.ids) if last is not None else 0
         if last is None or common_start(ids, contents, last.ids, last.contents) != known:
-            last, known = _Seen([], [], [], 0), 0
+            last, known = _Seen([], [], []), 0
         keys = [
             *last.keys,
             *(cache_key(ids[k], message_text(messages[k])) for k in range(known, len(ids))),
         ]
         if len(self._chats) >= self.MAX_CHATS and chat_id not in self._chats:
             self._chats.clear()  # a long-running sidecar visits many chats
-        self._chats[chat_id] = _Seen(ids, contents, keys, last.indexed, last.leaves, last.checked)
-        return (ids, keys), last.indexed
+        self._chats[chat_id] = _Seen(ids, contents, keys, last.leaves, last.checked)
+        return (ids, keys), known
 
     def checked(self, chat_id: ChatId) -> set[Check]:
         """The summary nodes found valid or made over the chat's messages as last seen (the
@@ -127,12 +122,6 @@ class SeenChats:
         hashes are not computed again (:func:`~smart_context.memory.tree.plan_tree`)."""
         seen = self._chats.get(chat_id)
         return seen.checked if seen is not None else set()
-
-    def indexed(self, chat_id: ChatId, count: int) -> None:
-        """The text index now holds the first ``count`` messages of the chat as last seen."""
-        seen = self._chats.get(chat_id)
-        if seen is not None:
-            seen.indexed = count
 
     def summarized(self, chat_id: ChatId, settled: int) -> bool:
         """Whether the summaries were complete when ``settled`` messages were already in the
@@ -159,9 +148,6 @@ class Made:
 async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False) -> None:
     """One pass over the chat (module docstring); ``force`` summarises a chat under the
     ``summarization_threshold`` too (the ``summarize_conversation`` command)."""
-    # the index's last row before the chat is read: what a request indexes meanwhile is
-    # newer than this pass's copy of the chat, and must not be dropped as deleted
-    bound = await to_thread(parts.db.last_row)
     data = await parts.chats.load(chat_id)
     messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     settings = parts.settings()
@@ -173,14 +159,11 @@ async def refresh_memory(parts: MemoryPass, chat_id: ChatId, force: bool = False
         # hashed once for both parts, and only what is new since the last pass
         return parts.seen.keys(chat_id, messages, read)
 
-    keyed, indexed = await to_thread(checked_keys)
-    progress = _progress(parts.emit, chat_id, "index")
-    await index_chat(parts.db, chat_id, messages, keyed, progress, indexed, bound)
-    parts.seen.indexed(chat_id, len(messages))
+    keyed, known = await to_thread(checked_keys)
     if len(messages) < settings.summarization_threshold and not force:
         return
     settled = max(len(messages) - settings.recent_messages, 0)
-    if indexed and not force and parts.seen.summarized(chat_id, settled):
+    if known and not force and parts.seen.summarized(chat_id, settled):
         return  # only grew, and not by a new leaf's worth: nothing to summarise or drop
     progress = _progress(parts.emit, chat_id, "summaries")
     checked = parts.seen.checked(chat_id)
@@ -211,70 +194,7 @@ def message_keys(messages: Sequence[Mapping[str, Any]]) -> Keyed:
     return ids, [cache_key(i, message_text(m)) for i, m in zip(ids, messages, strict=True)]
 
 
-def sync_index(
-    db: MemoryDB,
-    chat_id: str,
-    messages: Sequence[Mapping[str, Any]],
-    keyed: Keyed | None = None,
-) -> int:
-    """Index what is new or edited, drop what is gone; returns how many messages changed."""
-    todo, gone = index_changes(db, chat_id, messages, keyed)
-    if todo:
-        db.index_messages(chat_id, todo)
-    if gone:
-        db.unindex(chat_id, gone)
-    return len(todo) + len(gone)
-
-
-Row = tuple[str, str, str]  # message id, key, text
-
-
-def index_changes(
-    db: MemoryDB, chat_id: str, messages: Sequence[Mapping[str, Any]], keyed: Keyed | None = None
-) -> tuple[list[Row], list[str]]:
-    """The rows the text index lacks (new or edited messages), and the ids it has no more."""
-    ids, keys = keyed or message_keys(messages)
-    indexed = db.indexed_keys(chat_id)
-    current = {mid: (key, m) for mid, key, m in zip(ids, keys, messages, strict=True)}
-    todo = [
-        (mid, key, message_text(m)) for mid, (key, m) in current.items() if indexed.get(mid) != key
-    ]
-    return todo, [mid for mid in indexed if mid not in current]
-
-
 Progress = Callable[[int, int], Any]
-
-
-async def index_chat(
-    db: MemoryDB,
-    chat_id: str,
-    messages: Sequence[Mapping[str, Any]],
-    keyed: Keyed,
-    progress: Progress | None = None,
-    indexed: int = 0,
-    up_to: int | None = None,
-) -> None:
-    """:func:`sync_index` off the loop; a long chat met whole (more than ``INDEX_BATCH`` new
-    messages) is written in batches with ``progress`` after each, so the panel can show it.
-    ``indexed``: how many leading messages the index is known to hold unchanged (only the rest
-    is compared with it then); ``up_to``: only rows at or below it are dropped as deleted
-    (:meth:`MemoryDB.unindex`)."""
-    if indexed:
-        ids, keys = keyed
-        todo = [(ids[k], keys[k], message_text(messages[k])) for k in range(indexed, len(ids))]
-        gone: list[str] = []
-    else:
-        todo, gone = await to_thread(index_changes, db, chat_id, messages, keyed)
-    batches = [todo[k : k + INDEX_BATCH] for k in range(0, len(todo), INDEX_BATCH)]
-    report = progress if len(batches) > 1 else None
-    if report is not None:
-        await report(0, len(todo))
-    for n, batch in enumerate(batches, start=1):
-        await to_thread(db.index_messages, chat_id, batch)
-        if report is not None:
-            await report(min(n * INDEX_BATCH, len(todo)), len(todo))
-    if gone:
-        await to_thread(db.unindex, chat_id, gone, up_to)
 
 
 async def summarize_chat(

@@ -6,17 +6,13 @@ file at the previous version.  Never edit a migration that has shipped; append a
 
 Which tables hold what:
 
-- ``summaries`` (derived: rebuilt from the chat when lost), ``message_text`` and its FTS5 index
-  ``message_fts`` (derived: rebuilt from the chat's messages).
+- ``summaries`` (derived: rebuilt from the chat when lost).
 - ``marks`` and ``memories`` (user data: never dropped unless the user asks).
 - ``direct_messages`` (posted by other plugins; expire on their own).
 
-``message_fts`` is an external-content FTS5 table over ``message_text``: the text is stored once,
-and triggers keep the index in step.  It indexes ``chat_key`` (a hash of the chat id, one token)
-beside ``content`` so a search is restricted to its chat inside FTS5 itself; filtering the chat
-afterwards was three times slower with five large chats in a vault. A search whose words few
-rows of the whole index hold leaves the key out (FTS5 walked the chat's every row for it), and
-the chat is kept by the join (``MemoryDB.search``).
+Version 2 added a full-text index of every chat's messages (``message_text`` and its FTS5
+table ``message_fts``, derived) for the budget's keyword search. The budget now scores the words
+of the history it is given (:mod:`smart_context.budget.words`): version 3 drops the index.
 """
 
 from __future__ import annotations
@@ -113,7 +109,16 @@ _VERSION_2 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_VERSION_1, _VERSION_2)
+# the full-text index of messages, derived, and read by nothing now (module docstring)
+_VERSION_3 = (
+    "DROP TRIGGER IF EXISTS message_text_inserted",
+    "DROP TRIGGER IF EXISTS message_text_deleted",
+    "DROP TRIGGER IF EXISTS message_text_updated",
+    "DROP TABLE IF EXISTS message_fts",
+    "DROP TABLE IF EXISTS message_text",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_VERSION_1, _VERSION_2, _VERSION_3)
 """Migration ``n`` (counting from 1) takes a database from ``user_version`` n-1 to n."""
 
 LATEST_VERSION = len(MIGRATIONS)

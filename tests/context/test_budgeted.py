@@ -163,7 +163,6 @@ async def test_after_the_background_pass_summaries_stand_in_for_what_is_left_out
     stored = db.summaries("long")
     assert stored and {s.level for s in stored} >= {1, 2}
     assert all(s.text for s in stored if s.level == 1)
-    assert db.search("long", "Okafor lease", 5)[0][0] == "m0123"
     ctx = await running.context("long", chat)
     record = ctx.metadata["smart_context"]
     assert record["summaries"], record["budget"]
@@ -228,7 +227,7 @@ async def test_a_store_that_fails_mid_session_costs_only_its_part_of_the_budget(
     def locked(*_: Any) -> Any:
         raise MemoryDBError("The memory store is locked by another process.")
 
-    for name in ("marks", "search", "summaries", "indexed_keys", "index_messages"):
+    for name in ("marks", "summaries"):
         setattr(services.memory_db, name, locked)
     ctx = Ctx("long", chat, "When does the lease with Mrs. Okafor end?")
     await call(running.pm.hook.pipeline_context, ctx=ctx)
@@ -278,17 +277,18 @@ async def test_a_message_that_shares_nothing_with_the_question_is_never_called_r
     assert record["relevant_ids"] == ["g020", "g021"]
 
 
-async def test_a_chat_the_text_index_has_not_caught_up_with_asks_for_the_memory_pass_only(
+async def test_a_long_chat_met_first_is_searched_by_its_words_with_no_pass(
     start: Any, vault: Path
 ) -> None:
-    messages = long_chat(2100)  # more than a request indexes itself
-    topics = [{"label": "Sourdough", "count": 3}]
-    write_chat(vault, "big", messages, topics=topics)
+    """The words of a chat are read with its other facts, on the request that meets it: an old
+    message sharing a rare word with the question is found at once, before any background pass
+    (a text index kept by the pass found nothing until the pass had run)."""
+    messages = long_chat(2100)
+    write_chat(vault, "big", messages)
     running = await start(settings={"budget_tokens": 2000, "summarization_threshold": 10_000})
-    await running.context("big", messages)
-    await running.settle()
-    assert running.host.llm.prompts == []  # no topic pass, so no call to the fast model
-    assert len(MemoryDB(vault).indexed_keys("big")) == 2100  # the memory pass indexed it
+    ctx = Ctx("big", messages, "When does the lease with Mrs. Okafor end?")
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    assert "m0123" in ctx.metadata["smart_context"]["relevant_ids"]
 
 
 async def test_the_stored_summaries_are_read_once_while_messages_are_added(vault: Path) -> None:
@@ -386,40 +386,24 @@ async def test_a_calibration_step_keeps_the_chats_facts_and_recounts_its_spans(
     assert [(s.start, s.end) for s in recounted] == [(s.start, s.end) for s in spans]
 
 
-async def test_a_turn_the_background_pass_indexed_is_neither_indexed_nor_searched_again(
-    start: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_turn_is_searched_by_its_words_from_the_next_request_on(
+    start: Any, vault: Path
 ) -> None:
-    """The request's reads look up the last turn's messages before searching: when the pass
-    after the reply has indexed them, the search found them, and the budget neither indexes
-    them again nor searches twice; when it has not, the budget indexes them and searches
-    again, so they can be found."""
+    """Each request reads the words of the messages added since the last one only: a turn
+    that has gone out of the recent messages is still found by a rare word it said."""
     messages = long_chat(400)
     write_chat(vault, "long", messages)
     running = await start(settings={"budget_tokens": 2000})
     await running.context("long", messages)
-    await running.settle()
-    services = running.plugin.services
-    assert services is not None
-    db = services.memory_db
-    calls: list[str] = []
-    for name in ("search", "index_messages"):
-        real = getattr(db, name)
-
-        def spy(*args: Any, _name: str = name, _real: Any = real) -> Any:
-            calls.append(_name)
-            return _real(*args)
-
-        monkeypatch.setattr(db, name, spy)
-    longer = long_chat(402)  # the last turn: the user's message and the reply
-    write_chat(vault, "long", longer)
-    services.schedule_refresh("long")  # as after a reply
-    await running.settle()
-    calls.clear()
-    await running.context("long", longer)
-    assert calls == ["search"]
-    longest = long_chat(404)  # a turn no pass has indexed yet
-    await running.context("long", longest)
-    assert calls == ["search", "search", "index_messages", "search"]
+    turn = [
+        {"id": "t1", "role": "user", "content": "The locker code at the pool is 4417, zebra."},
+        {"id": "t2", "role": "assistant", "content": "Noted: locker 4417."},
+    ]
+    longer = [*messages, *turn, *long_chat(440)[400:]]
+    ctx = Ctx("long", longer, "What was the zebra locker code again?")
+    await call(running.pm.hook.pipeline_context, ctx=ctx)
+    record = ctx.metadata["smart_context"]
+    assert "t1" in record["relevant_ids"] and "t1" not in record["recent_ids"]
 
 
 async def test_new_summaries_are_planned_in_the_background_not_by_the_next_request(

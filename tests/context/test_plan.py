@@ -8,8 +8,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from smart_context.errors import MemoryDBError
 from smart_context.memory.db import MemoryDB
 from tests.conftest import Ctx, Running, call, write_chat
@@ -126,23 +124,13 @@ async def test_a_warm_request_reads_the_store_on_the_loop_when_it_is_free(
     assert "look" not in trips
 
 
-@pytest.mark.parametrize(
-    "settings",
-    [
-        {"smart_context.context.assemble.QUICK_FILES": 0},  # more files than that to stat
-        # a text index large enough that the message's words are counted first, and more of
-        # them to count than a request counts on the loop
-        {"smart_context.memory.db.WEIGHED_FROM": 10, "smart_context.memory.db.QUICK_COUNTS": 1},
-    ],
-)
 async def test_a_look_that_may_take_long_is_made_in_the_trip(
-    start: Any, vault: Path, monkeypatch: Any, settings: dict[str, int]
+    start: Any, vault: Path, monkeypatch: Any
 ) -> None:
-    """On the loop only what is quick: a vault with many item or note files to stat, or a
-    text search that must count its words in a large index first, is read in the trip."""
+    """On the loop only what is quick: a vault with many item or note files to stat is read
+    in the trip."""
     chat, running = await warm_lease(start, vault)
-    for name, value in settings.items():
-        monkeypatch.setattr(name, value)
+    monkeypatch.setattr("smart_context.context.assemble.QUICK_FILES", 0)  # more files to stat
     trips = counted_trips(monkeypatch)
     ctx = Ctx("long", chat, MESSAGE)
     await call(running.pm.hook.pipeline_context, ctx=ctx)
@@ -150,31 +138,6 @@ async def test_a_look_that_may_take_long_is_made_in_the_trip(
     assert (
         ctx.metadata["smart_context"]["relevant_ids"] and ctx.metadata["smart_context"]["knowledge"]
     )
-
-
-async def test_a_long_history_is_searched_on_the_loop_once_its_words_are_counted(
-    start: Any, vault: Path, monkeypatch: Any
-) -> None:
-    """A large text index: the first search of its words counts their rows (in the trip, with
-    more words to count than the loop counts); the next request with the same words finds
-    them counted and scores few rows, so it reads on the loop, and finds the same messages.
-    Words that many rows hold still take the trip."""
-    chat, running = await warm_lease(start, vault)
-    monkeypatch.setattr("smart_context.memory.db.WEIGHED_FROM", 10)  # 400 messages: large
-    monkeypatch.setattr("smart_context.memory.db.QUICK_COUNTS", 1)
-    trips = counted_trips(monkeypatch)
-    first = Ctx("long", chat, MESSAGE)
-    await call(running.pm.hook.pipeline_context, ctx=first)
-    assert trips.count("look") == 1, "the words were counted in the trip"
-    trips.clear()
-    again = Ctx("long", chat, MESSAGE)
-    await call(running.pm.hook.pipeline_context, ctx=again)
-    assert "look" not in trips
-    found = again.metadata["smart_context"]["relevant_ids"]
-    assert found and found == first.metadata["smart_context"]["relevant_ids"]
-    monkeypatch.setattr("smart_context.memory.db.SCORED_ROWS", 0)  # every word in too many rows
-    await call(running.pm.hook.pipeline_context, ctx=Ctx("long", chat, MESSAGE))
-    assert trips.count("look") == 1
 
 
 async def test_a_store_another_thread_is_using_is_read_in_one_trip(
@@ -262,8 +225,8 @@ async def test_a_cut_chats_message_goes_to_the_embedder_before_the_reads_on_the_
     start: Any, vault: Path, embedder: FakeEmbedder, monkeypatch: Any
 ) -> None:
     """With a budget that cuts the chat, the message's embedding starts with the plan: the
-    reads made on the loop (0.5 to 1.5 ms with a text search) come after it is sent off, not
-    before, so they do not hold it back."""
+    reads made on the loop come after it is sent off, not before, so they do not hold it
+    back."""
     from smart_context.context import plan
 
     chat, running = await warm_lease(start, vault)

@@ -17,14 +17,11 @@ def test_every_part_is_read_in_one_call(tmp_path: Path) -> None:
     db.add_memory("prefers metric units", chat_id="c")
     db.post_direct("c", "the build is red", priority=1)
     db.set_mark("c", "m2", True)
-    db.index_messages("c", [("m1", "k1", "sourdough starter feeding"), ("m2", "k2", "trains")])
-    reads = read_chat(db, "c", "how often to feed the starter?", 10)
+    reads = read_chat(db, "c", budget=True)
     assert [m.content for m in reads.memories] == ["prefers metric units"]
     assert [m.content for m in reads.direct] == ["the build is red"]
-    assert reads.marks == {"m2"}
-    assert [mid for mid, _ in reads.hits] == ["m1"] and reads.failed == ()
-    unbudgeted = read_chat(db, "c", "how often to feed the starter?", 0)
-    assert unbudgeted.marks == set() and unbudgeted.hits == []  # no budget: not read
+    assert reads.marks == {"m2"} and reads.failed == ()
+    assert read_chat(db, "c", budget=False).marks == set()  # no budget: not read
 
 
 def test_a_damaged_part_costs_only_that_part(
@@ -37,7 +34,7 @@ def test_a_damaged_part_costs_only_that_part(
     other.commit()
     other.close()
     with caplog.at_level(logging.WARNING):
-        reads = read_chat(db, "c", "anything", 10)
+        reads = read_chat(db, "c", budget=True)
     assert reads.failed == ("the memories",)
     assert [m.content for m in reads.direct] == ["still here"]
     assert "the request goes on without the memories" in caplog.text

@@ -1,5 +1,5 @@
 /*
- * Long memory in the panel: the progress of the open chat's first indexing or summaries
+ * Long memory in the panel: the progress of the open chat's first summaries or the notes' indexing
  * (#sc-memory-progress, from smart_context.memory_progress), and the stored memories of the open
  * chat and of every chat (#sc-memory): listed, edited in place and deleted after a confirmation,
  * live on smart_context.memory_changed. Memories are user data written by people and models:
@@ -10,7 +10,6 @@ const MEMORY_PROGRESS = "smart_context.memory_progress";
 const MEMORY_CHANGED = "smart_context.memory_changed";
 const PROGRESS_STALE_MS = 120000; // a pass that stopped midway sends no "done": hide it then
 const PROGRESS_WORDS = {
-  index: ["Indexing this chat", "messages indexed"],
   summaries: ["Summarising this chat", "summaries made"],
   notes: ["Indexing the vault's notes", "notes indexed"], // chat_id null: every chat's
 };
