@@ -11,35 +11,54 @@ Printed per size, in one process:
   postings take in memory (their buffers, the lists and the words, ``sys.getsizeof``);
 - a query's time: the product's BM25 (:func:`~smart_context.budget.words.bm25`, the best 200,
   as the budget asks) against the plain baseline, SQLite FTS5's ``bm25()`` over the same
-  messages (``porter unicode61`` tokenizer, every word of the message OR-ed, the best 200),
-  which the product queried on every request before; alternating query by query, median and
-  90th percentile;
-- how many of each one's best 20 the other finds (stems and function words differ: FTS5 uses
-  Porter's stemmer and keeps every word).
+  messages (``porter unicode61`` tokenizer, the message's words OR-ed but for the same function
+  words, the best 200), the index the product queried on every request before (which also left
+  out the words half the rows hold, and in a long chat searched its rarest words only, within
+  1,000 rows, at some cost in recall); alternating query by query, median and 90th percentile;
+- how many of each one's best 20 the other finds (stems differ: FTS5 uses Porter's stemmer).
+
+Then (``--request``, 0 to skip) whole requests on real text: ``pipeline_context`` turn by turn
+on a history of that many REALTALK messages, as ``bench_context.py``'s turn-by-turn rows run it
+(random vectors, two of six topics selected, the default budget, gpt-4o laid out for its
+prompt cache, or chosen anew each turn with ``prompt_cache = "none"``), each request's message
+the chat's real next one and the turn it makes added before the next; median and p95 of
+``--turns`` requests after 10 to warm. Only this part runs on an older release too (it imports
+nothing new), so the two can be compared on one machine.
 
     PYTHONPATH=. python benchmarks/public/bench_words.py --data /path/to/REALTALK \\
-        [--sizes 10000,100000]
+        [--sizes 10000,100000] [--request 10000] [--turns 60]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
 import platform
 import sqlite3
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import pluggy
+
+import smart_context.hookspecs
+from benchmarks.bench_context import Ctx, Host, RandomEmbedder, mapped, percentiles
 from benchmarks.public.bench_history import PARTS, load
 from benchmarks.public.snapshot import Snapshot, reported, snapshot
 from smart_context.budget.budgeter import LEXICAL_HITS
-from smart_context.budget.words import Words, bm25
 from smart_context.items.lexical import STOP_WORDS
+from smart_context.plugin import SmartContextPlugin
+
+if TYPE_CHECKING:
+    from smart_context.budget.words import Words
 
 QUERIES = 200
 
@@ -53,8 +72,10 @@ def texts_of(source: Snapshot, size: int) -> list[str]:
 
 
 def fts5_expression(text: str) -> str | None:
-    """Every word of ``text`` as an FTS5 string, OR-ed (quotes doubled: any text is safe)."""
-    found = "".join(c if c.isalnum() else " " for c in text.lower()).split()
+    """The words of ``text`` but function words, each as an FTS5 string, OR-ed (quotes
+    doubled: any text is safe)."""
+    spaced = "".join(c if c.isalnum() else " " for c in text.lower()).split()
+    found = [w for w in spaced if w not in STOP_WORDS]
     if not found:
         return None
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(found))
@@ -69,6 +90,8 @@ def held_bytes(said: Words) -> int:
 
 
 def run(source: Snapshot, size: int) -> None:
+    from smart_context.budget.words import Words, bm25  # (the request part runs without it)
+
     texts = texts_of(source, size)
     history, queries = texts[:size], texts[size:]
     start = time.perf_counter()
@@ -132,10 +155,63 @@ def run(source: Snapshot, size: int) -> None:
     )
 
 
+def messages_of(source: Snapshot, size: int) -> list[dict[str, Any]]:
+    """Every chat's messages in order with their roles, repeated to ``size`` plus the turns
+    asked about, each with an id of its own."""
+    chats = sorted(load(source, "both"), key=lambda c: c.number)
+    once = [(str(m["role"]), str(m["content"])) for c in chats for m in c.messages]
+    repeated = (once * ((size + 400) // len(once) + 1))[: size + 400]
+    return [{"id": f"r{i:06d}", "role": r, "content": t} for i, (r, t) in enumerate(repeated)]
+
+
+async def requests(source: Snapshot, size: int, turns: int, cache: str) -> list[float]:
+    """``pipeline_context`` turn by turn on ``size`` real messages (module docstring)."""
+    messages = messages_of(source, size)
+    history = messages[:size]
+    chats = {
+        "c": {
+            "messages": list(history),
+            "topics": mapped(history),
+            "smart_context": {"active_topics": ["Asyncio Scraper", "Trip Planning"]},
+        }
+    }
+    samples: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp)
+        (vault / ".memory").mkdir()
+        pm = pluggy.PluginManager("sidecar")
+        pm.add_hookspecs(smart_context.hookspecs)
+        plugin = SmartContextPlugin(RandomEmbedder())
+        pm.register(plugin)
+        for result in pm.hook.sidecar_startup(host=Host(vault, chats, "auto", None, cache)):
+            await result
+        assert plugin.services is not None
+        quiet = logging.getLogger("smart_context")
+        level, quiet.level = quiet.level, logging.ERROR  # no model to map topics: said once
+        try:
+            for k in range(turns + 10):
+                message, reply = messages[size + 2 * k], messages[size + 2 * k + 1]
+                ctx = Ctx("c", list(history), str(message["content"]), "gpt-4o")
+                t0 = time.perf_counter()
+                await pm.hook.pipeline_context(ctx=ctx)[0]
+                if k >= 10:
+                    samples.append((time.perf_counter() - t0) * 1000)
+                history += [message, reply]
+                chats["c"]["messages"] = list(history)
+                pm.hook.pipeline_output(ctx=ctx)
+                await plugin.services.settle(timeout=600)
+        finally:
+            quiet.setLevel(level)
+            await plugin.services.close()
+    return samples
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--data", help="REALTALK: a checkout or a bare mirror")
-    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--sizes", default="10000,100000", help="the search's ('': none)")
+    parser.add_argument("--request", type=int, default=10_000, help="messages (0: skip)")
+    parser.add_argument("--turns", type=int, default=60)
     args = parser.parse_args()
     found = snapshot("realtalk", args.data)
     if found is None:
@@ -146,8 +222,15 @@ def main() -> None:
         f"{len(STOP_WORDS)} function words left out by the product"
     )
     with reported():
-        for size in (int(s) for s in args.sizes.split(",")):
+        for size in (int(s) for s in args.sizes.split(",") if s):
             run(found, size)
+        if args.request:
+            print(f"  pipeline_context turn by turn, {args.request:,} real messages:")
+            for cache, how in (("auto", "laid out for its cache"), ("none", "chosen anew")):
+                med, p95 = percentiles(
+                    asyncio.run(requests(found, args.request, args.turns, cache))
+                )
+                print(f"    gpt-4o, {how}: median {med:.2f} ms, p95 {p95:.2f} ms")
 
 
 if __name__ == "__main__":
