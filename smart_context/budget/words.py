@@ -134,7 +134,9 @@ def bm25(postings: Mapping[str, array[int]], counts: Lengths, message: str, limi
     scores = np.bincount(
         docs, idf * said * (K1 + 1) / (said + K1 * (1 - B + B * length)), minlength=n
     ).astype(np.float32)
-    found = np.flatnonzero(scores)
+    # the messages with a word first: numpy partitions many equal zeros slowly (a sample of a
+    # 10,000-message chat's scores took 0.1 ms), and finds a float array's nonzero ones slowly
+    found = np.flatnonzero(scores > 0)
     hits = found[top_hits(scores[found], limit, floor=MIN_SCORE)]
     out[hits] = scores[hits]
     return out
