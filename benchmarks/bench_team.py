@@ -9,17 +9,17 @@ Three kinds of process, as a team runs them:
   request arrived and when its first piece left;
 - the proxy, as the command runs it: ``smart-context proxy --vaults DIR --user-header
   X-Bench-Person`` on the embedded offline default (the real local model), its background passes
-  (embeddings, maps, the text index) running as they do;
+  (embeddings, maps, summaries) running as they do;
 - the people, ``--workers`` processes of asyncio clients: each person writes a turn every 10-30 s
   (uniform, a fixed seed) in one chat of their own, sending the whole history with each turn as
   OpenAI clients do, and streams the reply.
 
 Each person's vault holds their chat before the run: one person in ten has 10,000 messages, one
 3,000, three 300 and five 30, with the vectors of those messages already stored (random unit
-vectors under the local model's name: the proxy embeds only what is new), and no topic map, text
-index or summaries yet: the proxy makes them during the run, as on the day a team's existing
+vectors under the local model's name: the proxy embeds only what is new), and no topic map or
+summaries yet: the proxy makes them during the run, as on the day a team's existing
 chats first reach it. ``--settled`` seeds the vaults as the proxy's own passes leave them
-(:func:`settled_vault`: embedded by the local model, mapped, indexed and summarized, about a
+(:func:`settled_vault`: embedded by the local model, mapped and summarized, about a
 minute before the run), the team's steady state. Per team size, printed:
 
 - the time the proxy adds to the first byte, p50 and p99, over all turns but each person's first
@@ -298,7 +298,7 @@ async def plugin_services(folder: Path) -> AsyncIterator[Services]:
 def settled_vault(folder: Path, size: int) -> Path:
     """A vault whose chat of ``size`` messages the proxy's own passes have gone through, as
     after a team's first day: every message embedded by the local model, the chat's topic
-    map made, its text index and summaries written. The messages cycle through
+    map made, its summaries written. The messages cycle through
     :data:`SUBJECTS` eight at a time, as the people's new turns do, so a new turn joins the map
     as a real one would; random vectors (the default seeding) join nothing, and every long
     chat's map is made again during the run."""
@@ -545,8 +545,8 @@ def main() -> None:
     parser.add_argument(
         "--settled",
         action="store_true",
-        help="vaults as the proxy leaves them after its first day (embedded, mapped, indexed, "
-        "summarized) rather than chats with random vectors and no map or index yet",
+        help="vaults as the proxy leaves them after its first day (embedded, mapped, "
+        "summarized) rather than chats with random vectors and no map yet",
     )
     parser.add_argument(
         "--proxy-log",

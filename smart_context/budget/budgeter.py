@@ -4,9 +4,9 @@ summaries of what does not, and the record of what each part cost (the parts and
 
 The pure choice is :func:`smart_context.budget.plan.plan`; this module brings what it needs:
 token counts (:class:`~smart_context.budget.facts.MessageFacts`, kept per chat), the search's
-relevance (cosine from the chat's vectors, BM25 from the SQLite text index), the user's pins,
-and the valid stored summaries. It reads only what exists: a message not yet embedded or
-indexed scores 0, a stretch not yet summarised has no summary, and the background pass
+relevance (cosine from the chat's vectors, BM25 over the words its facts keep), the user's
+pins, and the valid stored summaries. It reads only what exists: a message not yet embedded
+scores 0 by meaning, a stretch not yet summarised has no summary, and the background pass
 (:mod:`smart_context.memory.refresh`) catches up after the reply.
 """
 

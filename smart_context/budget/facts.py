@@ -1,5 +1,6 @@
 """What the budget needs to know of each message, kept between requests: its token count, its
-content key and its entities (its turn partner is :func:`smart_context.turns.partners`).
+content key, its entities and its words (:mod:`smart_context.budget.words`, what the keyword
+search scores; its turn partner is :func:`smart_context.turns.partners`).
 
 A 10,000-message history comes with every request; counting its tokens and finding its entities
 again each time would cost more than the whole assembly may. Like
@@ -9,7 +10,8 @@ history that starts the same (two list comparisons in C) only adds its new messa
 Requests on one chat run concurrently (several clients, or a request while a reply is stored),
 and each awaits between reading the facts and using them. So :meth:`MessageFacts.update` hands
 each request a :class:`Facts` snapshot of exactly its own history: arrays that later updates
-replace rather than change, lists cut to its length. A history that is a prefix of the kept one
+replace rather than change, lists cut to its length (the words' postings grow in place, and
+a snapshot reads them below its own length only). A history that is a prefix of the kept one
 (a request that started before the last message was added) is served from the kept facts too,
 instead of reading the chat again.
 

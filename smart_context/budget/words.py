@@ -17,7 +17,9 @@ FTS5 was queried in the vault's index on every request, and scores every row hol
 searched word one at a time: on REALTALK's chats grown to 10,000 messages, 1.9 to 2.7 ms a
 message (median), which a bound on the rows scored cut at the cost of recall. Here the
 postings of a message's words are read in one copy each, and scored together in a few numpy
-calls.
+calls. Of a message longer than 16 KB (a pasted log) only the words of its start count, and a
+message searches for its first 32 distinct words: the work a paste of any size causes is
+bounded, on the request's path and in the facts of the chat it joins.
 
 A posting is one ``int32``: the message's position times 16 plus the times it says the word
 (up to 15, where BM25 has long saturated), in ``array('i')`` grown in place, ascending. A
@@ -50,13 +52,18 @@ _STEM = Stemmer.Stemmer("english")
 _WORD = re.compile(r"[^\W_]+")  # letters and digits of any script
 # the combining marks NFKD splits off a Latin, Greek or Cyrillic letter ("é" -> "e" + U+0301)
 _MARKS = dict.fromkeys(range(0x300, 0x370))
+READ_CHARS = 16_384  # of a longer message (a pasted log) only the words of its start count
+ASKED_WORDS = 32  # a message searches for its first distinct words, at most
 SHIFT = 4  # a posting: position << SHIFT | times said
 MOST_SAID = (1 << SHIFT) - 1
 MIN_SCORE = 1e-6  # a message sharing no weighed word is no hit
 
 
 def words(text: str) -> list[str]:
-    """The words BM25 counts in ``text`` (module docstring), in order, repeats kept."""
+    """The words BM25 counts in ``text`` (module docstring), in order, repeats kept; of a text
+    longer than :data:`READ_CHARS`, those of its start (a word cut there is left out)."""
+    if len(text) > READ_CHARS:
+        text = next(iter(text[:READ_CHARS].rsplit(None, 1)), "")
     lowered = text.lower()
     if not lowered.isascii():
         lowered = unicodedata.normalize("NFKD", lowered).translate(_MARKS)
@@ -107,15 +114,15 @@ class Words:
 
 def bm25(postings: Mapping[str, array[int]], counts: Lengths, message: str, limit: int) -> Floats:
     """Each of the first ``len(counts)`` messages' BM25 score for ``message``'s words (each
-    word once), with the best ``limit`` kept and the others 0, as messages that share no word;
-    of equal scores the earlier first."""
+    word once, its first :data:`ASKED_WORDS`), with the best ``limit`` kept and the others 0,
+    as messages that share no word; of equal scores the earlier first."""
     n = len(counts)
     out = np.zeros(n, dtype=np.float32)
     if not n or limit < 1:
         return out
     pieces: list[array[int]] = []
     idfs: list[float] = []
-    for word in dict.fromkeys(words(message)):
+    for word in list(dict.fromkeys(words(message)))[:ASKED_WORDS]:
         held = postings.get(word)
         if held is None:
             continue

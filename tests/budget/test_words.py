@@ -141,5 +141,22 @@ def test_any_text_is_a_safe_query(query: str) -> None:
     assert scores.shape == (14,) and scores.dtype == np.float32 and (scores >= 0).all()
 
 
+def test_a_pasted_log_is_read_for_its_start_only() -> None:
+    # a 20 MB log, in the history and as the message: only its first 16 KB are read
+    pasted = "worker timeout retry " * 1_000_000 + "needle"
+    assert set(words(pasted)) == {"worker", "timeout", "retri"}
+    assert len(words(pasted)) < 3 * 16_384 // 20
+    assert words(" " * 20_000 + "needle") == []  # nothing but spaces at its start
+    facts = facts_of([pasted, "a needle in the hay", "worker on call", *FILLER])
+    assert np.flatnonzero(facts.text_scores("needle", 5)).tolist() == [1]
+    assert np.flatnonzero(facts.text_scores(pasted, 5)).tolist() == [0, 2]
+
+
+def test_a_message_searches_for_its_first_32_distinct_words() -> None:
+    asked = " ".join(f"w{i}" for i in range(40))
+    facts = facts_of(["w35 is late", "w3 is early", *FILLER])
+    assert np.flatnonzero(facts.text_scores(asked, 5)).tolist() == [1]
+
+
 def test_an_empty_history_scores_nothing() -> None:
     assert bm25({}, np.zeros(0, dtype=np.int32), "cat", 5).shape == (0,)
