@@ -132,6 +132,33 @@ async def test_retrieve_context_finds_old_messages_with_their_turn_and_memories(
     assert (await running.command("retrieve_context", query="x", limit=0))["status"] == "error"
 
 
+async def test_a_look_back_leaves_the_requests_facts_of_another_history_as_they_are(
+    start: Any, vault: Path
+) -> None:
+    """The requests' facts of a chat are of the history its requests send; a look back reads
+    the chat's file. When the two differ (here a message edited in the request), the look back
+    reads its own words apart, so the next request neither reads its chat again nor counts its
+    tokens again; when they agree, it uses the kept facts."""
+    running = await started(start, vault)
+    sent = make_messages(TEXTS)
+    sent[0] = {**sent[0], "content": "Where should the rye starter live?"}
+    await running.context("c1", sent)
+    budget = running.plugin.services.budget
+    kept = budget._facts["c1"]
+    before = (kept.resets, kept.generation, kept.counted)
+    found = await running.command(
+        "retrieve_context", query="When does the Okafor lease end?", chat_id="c1", limit=2
+    )
+    assert "m2" in [m["id"] for m in found["messages"]]
+    assert budget._facts["c1"] is kept and (kept.resets, kept.generation, kept.counted) == before
+    await running.context("c1", make_messages(TEXTS))  # the file's history: read afresh once
+    again = await running.command(
+        "retrieve_context", query="When does the Okafor lease end?", chat_id="c1", limit=2
+    )
+    assert again["messages"] == found["messages"]
+    assert budget._facts["c1"].resets == before[0] + 1
+
+
 async def test_retrieve_context_without_a_chat_searches_every_memory_whatever_came_before(
     start: Any, vault: Path
 ) -> None:

@@ -55,6 +55,7 @@ from smart_context.budget.tokens import (
     counter_for,
 )
 from smart_context.budget.turns import in_turns, turn_of
+from smart_context.budget.words import Words, bm25
 from smart_context.config import Settings
 from smart_context.errors import SmartContextError
 from smart_context.items.query import MessageQuery
@@ -62,7 +63,7 @@ from smart_context.memory.db import MemoryDB
 from smart_context.memory.reads import ChatReads
 from smart_context.memory.records import Summary
 from smart_context.memory.tree import Check, Node, checks, plan_tree
-from smart_context.messages import History
+from smart_context.messages import History, message_text
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.turns import Roles, partners
@@ -261,15 +262,19 @@ class Budgeter:
     ) -> np.ndarray:
         """Each message's hybrid relevance to ``message``: cosine from the vectors the chat has
         (left out, with a log line, when there is no embedder) fused with BM25 over its words.
-        Nothing is embedded but the message, and only when ``queries`` is not given. The chat's
-        facts count with the counter they have (the last request's): none is counted again;
-        many messages they lack are read in a worker thread (:meth:`MessageFacts.read_ahead`)."""
-        found = self._facts.get(chat_id)
-        kept = self.facts(chat_id, found.counter if found is not None else self.counter(None))
-        await kept.read_ahead(history)
-        facts = kept.update(history)
+        Nothing is embedded but the message, and only when ``queries`` is not given. The words
+        are the chat's kept facts' when they are of this history (what it adds read as a
+        request reads it); else (another history, as the chat's file holds it while requests
+        send a shorter one, or none kept) they are read in a worker thread for this call only,
+        and the facts the requests use stay as they are."""
+        kept = self._facts.get(chat_id)
+        if kept is not None and kept.shares(history):
+            await kept.read_ahead(history)  # many new messages: read in a worker thread
+            lexical = kept.update(history).text_scores(message, LEXICAL_HITS)
+        else:
+            said = await to_thread(_words_of, history.messages)
+            lexical = bm25(said.postings, said.counts, message, LEXICAL_HITS)
         dense = await self.dense(chat_id, history, message, store, queries)
-        lexical = facts.text_scores(message, LEXICAL_HITS)
         return relevance(dense, lexical, LEXICAL_WEIGHT)
 
     async def dense(
@@ -380,6 +385,11 @@ class Budgeter:
 
 def _level_start(node: Node) -> tuple[int, int]:
     return node.level, node.start
+
+
+def _words_of(messages: Sequence[Mapping[str, Any]]) -> Words:
+    """The words of ``messages`` (run it in a worker thread)."""
+    return Words.read(map(message_text, messages), 0)
 
 
 class _Names(dict[int, str]):

@@ -274,6 +274,11 @@ class MessageFacts:
         )
         self._ahead = run
 
+    def shares(self, history: History) -> bool:
+        """Whether these facts are of ``history``'s messages: it starts with them, or they with
+        it, and they hold any (an :meth:`update` with it reads only what it adds)."""
+        return bool(self.ids) and self._known(history) >= 0
+
     def _known(self, history: History) -> int:
         """How many messages the facts keep when ``history`` starts with them or they with it
         (a request that started before the last message was added); -1 when neither starts
