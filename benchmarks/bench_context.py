@@ -8,7 +8,7 @@
   beside it, the median of a new message each time that shares words with the chat, as a real
   next turn (its vectors are embedded: by random vectors here; its words are each in most of
   the chat's messages, which a search leaves out, so it finds none but the turns added turn by
-  turn: ``bench_request_reads.py`` searches words few messages hold);
+  turn: ``public/bench_words.py`` runs requests on real text, whose words are not so);
 - the same with the chat model named (gpt-4o), its history chosen anew every turn
   (``prompt_cache = "none"``) and laid out for its prompt cache (the default): a turn between
   cuts extends the last request; and turn by turn, as people chat: each request the last one's

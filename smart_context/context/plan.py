@@ -85,7 +85,8 @@ def look_now(what: Look) -> Looked | None:
 
     The trip costs more than the reads: the hand-off, and the worker's wait for the GIL while
     the loop runs the topic rule: 0.4 to 1 ms a request more than reading here on a 2-core
-    machine (``benchmarks/bench_request_reads.py``), where the reads take about 0.1 ms."""
+    machine (measured by a benchmark since removed, docs/benchmarks.md), where the reads take
+    about 0.1 ms."""
     db = what.db
     with db.at_once() as ready:
         if not ready:
