@@ -5,7 +5,8 @@ the chat grows. Pure Python and numpy; no I/O.
 A message's words (:func:`words`) are its runs of letters and digits in any script,
 lower-cased, with diacritics removed ("Café" and "cafe" are one word), without a few English
 function words (:data:`smart_context.items.lexical.STOP_WORDS`), each stemmed by Snowball's
-English stemmer ("visited" and "visiting" are "visit", "cats" is "cat"; PyStemmer, compiled).
+English stemmer ("visited" and "visiting" are "visit", "cats" is "cat"; PyStemmer, compiled;
+a token with a digit in it, an id or a number, is kept as it is).
 Each word keeps the messages that say it (:class:`Words`), so scoring a message (:func:`bm25`)
 reads the postings of its own words only: time that grows with the messages holding them, not
 with the chat.
@@ -54,6 +55,9 @@ _WORD = re.compile(r"[^\W_]+")  # letters and digits of any script
 _MARKS = dict.fromkeys(range(0x300, 0x370))
 READ_CHARS = 16_384  # of a longer message (a pasted log) only the words of its start count
 ASKED_WORDS = 32  # a message searches for its first distinct words, at most
+# the distinct words a chat keeps postings for, at most: natural text has tens of thousands;
+# a log or a dump of identifiers says new ones in every message (a word costs some 200 bytes)
+MAX_WORDS = 200_000
 SHIFT = 4  # a posting: position << SHIFT | times said
 MOST_SAID = (1 << SHIFT) - 1
 MIN_SCORE = 1e-6  # a message sharing no weighed word is no hit
@@ -67,8 +71,13 @@ def words(text: str) -> list[str]:
     lowered = text.lower()
     if not lowered.isascii():
         lowered = unicodedata.normalize("NFKD", lowered).translate(_MARKS)
-    found: list[str] = _STEM.stemWords([w for w in _WORD.findall(lowered) if w not in STOP_WORDS])
-    return found
+    said = [w for w in _WORD.findall(lowered) if w not in STOP_WORDS]
+    letters = [w for w in said if w.isalpha()]
+    if len(letters) == len(said):
+        stemmed: list[str] = _STEM.stemWords(said)
+        return stemmed
+    stems = iter(_STEM.stemWords(letters))  # an id or a number is kept as said: "a3f9ed", "2024"
+    return [next(stems) if w.isalpha() else w for w in said]
 
 
 @dataclass
@@ -95,6 +104,8 @@ class Words:
             for word, times in said.items():
                 at = postings.get(word)
                 if at is None:
+                    if len(postings) >= MAX_WORDS:
+                        continue  # (the run alone holds no more than a chat keeps)
                     at = postings[word] = array("i")
                 at.append(base | min(times, MOST_SAID))
         return cls(start, postings, np.array(counts, dtype=np.int32))
@@ -102,13 +113,15 @@ class Words:
     def extend(self, run: Words) -> None:
         """Add ``run``, the messages right after these; its postings are taken, not copied.
         The counts grow as :func:`~smart_context.vectors.ops.appended` grows an array: views
-        handed out stay as they were."""
+        handed out stay as they were. Past :data:`MAX_WORDS` distinct words, a new word is not
+        kept (the words kept still gain their new messages)."""
+        postings = self.postings
         for word, at in run.postings.items():
-            mine = self.postings.get(word)
-            if mine is None:
-                self.postings[word] = at
-            else:
+            mine = postings.get(word)
+            if mine is not None:
                 mine.extend(at)
+            elif len(postings) < MAX_WORDS:
+                postings[word] = at
         self.counts = appended(self.counts, run.counts)
 
 

@@ -36,6 +36,7 @@ def test_words_are_lowered_stemmed_without_marks_or_function_words() -> None:
     assert words("Café crème, naïve") == words("cafe creme naive")
     assert words("ЖУРНАЛ журнал 日本語") == ["журнал", "журнал", "日本語"]
     assert words("what did you do to it?") == ["did"]
+    assert words("Commit a3f9ed visited in 2024") == ["commit", "a3f9ed", "visit", "2024"]
     assert words("snake_case camelCase 4417 news") == ["snake", "case", "camelcas", "4417", "news"]
 
 
@@ -156,6 +157,22 @@ def test_a_message_searches_for_its_first_32_distinct_words() -> None:
     asked = " ".join(f"w{i}" for i in range(40))
     facts = facts_of(["w35 is late", "w3 is early", *FILLER])
     assert np.flatnonzero(facts.text_scores(asked, 5)).tolist() == [1]
+
+
+def test_a_chat_keeps_postings_for_so_many_distinct_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log says new identifiers in every message: past the cap a new word is not kept, and
+    the words kept still gain the messages that say them."""
+    from smart_context.budget import words as words_module
+
+    monkeypatch.setattr(words_module, "MAX_WORDS", 3)
+    kept = MessageFacts(counter_for("gpt-4o"))
+    texts = ["alpha beta gamma", "delta alpha", *FILLER]
+    facts = kept.update(history(texts))
+    assert len(kept.words.postings) == 3  # alpha, beta, gamma: delta and the filler's are not
+    assert not facts.text_scores("delta", 5).any()
+    grown = kept.update(history([*texts, "gamma again", "epsilon"]))
+    assert np.flatnonzero(grown.text_scores("gamma", 5)).tolist() == [0, len(texts)]
+    assert grown.word_counts.tolist()[:2] == [3, 2]  # every word counts in a message's length
 
 
 def test_an_empty_history_scores_nothing() -> None:
