@@ -64,11 +64,8 @@ QUERIES = 200
 
 
 def texts_of(source: Snapshot, size: int) -> list[str]:
-    """Every chat's messages in order, repeated to ``size`` plus the queries."""
-    chats = sorted(load(source, "both"), key=lambda c: c.number)
-    assert {c.number for c in chats} == {n for numbers in PARTS.values() for n in numbers}
-    once = [str(m["content"]) for c in chats for m in c.messages]
-    return (once * ((size + QUERIES) // len(once) + 1))[: size + QUERIES]
+    """Every chat's messages' texts in order, repeated to ``size`` plus the queries."""
+    return [str(m["content"]) for m in messages_of(source, size)]
 
 
 def fts5_expression(text: str) -> str | None:
@@ -93,7 +90,7 @@ def run(source: Snapshot, size: int) -> None:
     from smart_context.budget.words import Words, bm25  # (the request part runs without it)
 
     texts = texts_of(source, size)
-    history, queries = texts[:size], texts[size:]
+    history, queries = texts[:size], texts[size : size + QUERIES]
     start = time.perf_counter()
     said = Words.read(history, 0)
     read_ms = (time.perf_counter() - start) * 1000
@@ -157,10 +154,11 @@ def run(source: Snapshot, size: int) -> None:
 
 def messages_of(source: Snapshot, size: int) -> list[dict[str, Any]]:
     """Every chat's messages in order with their roles, repeated to ``size`` plus the turns
-    asked about, each with an id of its own."""
+    asked about (at least :data:`QUERIES`), each with an id of its own."""
     chats = sorted(load(source, "both"), key=lambda c: c.number)
+    assert {c.number for c in chats} == {n for numbers in PARTS.values() for n in numbers}
     once = [(str(m["role"]), str(m["content"])) for c in chats for m in c.messages]
-    repeated = (once * ((size + 400) // len(once) + 1))[: size + 400]
+    repeated = (once * ((size + 2 * QUERIES) // len(once) + 1))[: size + 2 * QUERIES]
     return [{"id": f"r{i:06d}", "role": r, "content": t} for i, (r, t) in enumerate(repeated)]
 
 

@@ -201,7 +201,7 @@ class MessageFacts:
         self.lengths: Lengths = np.zeros((2, 0), dtype=np.int32)  # as _Run.lengths
         self.uncounted = False  # the tokens are another counter's: the next update counts them
         self.entity_index: dict[str, list[int]] = {}
-        self.words = Words(0)  # every message's words, for the keyword search
+        self.words = Words()  # every message's words, for the keyword search
         self.generation = 0  # changes whenever the facts do: memos over them compare it
         # changes only when the facts are read afresh (an edit, a deletion): what holds for the
         # earlier messages, as the stored summaries over them, holds while messages are added

@@ -119,8 +119,12 @@ def top_hits(scores: Floats, limit: int, floor: float) -> IntArray:
     cut = floor
     step = len(scores) // (SAMPLED * limit)
     if step > 1:
+        # only the sample's scores at the floor or above: the same cut, and no partition of
+        # many equal scores below it (a keyword search's zeros: 0.1 ms at 10,000 messages)
         sample = scores[::step]
-        cut = max(floor, float(np.partition(sample, len(sample) - limit)[len(sample) - limit]))
+        sample = sample[sample >= floor]
+        if len(sample) >= limit:
+            cut = float(np.partition(sample, len(sample) - limit)[len(sample) - limit])
     candidates = np.flatnonzero(scores >= cut)
     values = scores[candidates]
     if len(candidates) > limit:  # those at or above the limit-th best value, ties whole

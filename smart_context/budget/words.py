@@ -82,10 +82,9 @@ def words(text: str) -> list[str]:
 
 @dataclass
 class Words:
-    """The words of messages from ``start`` on: each word's postings (module docstring), and
-    how many words each message says."""
+    """The words of a run of messages: each word's postings (module docstring), and how many
+    words each message says."""
 
-    start: int
     postings: dict[str, array[int]] = field(default_factory=dict)
     counts: Lengths = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
 
@@ -108,7 +107,7 @@ class Words:
                         continue  # (the run alone holds no more than a chat keeps)
                     at = postings[word] = array("i")
                 at.append(base | min(times, MOST_SAID))
-        return cls(start, postings, np.array(counts, dtype=np.int32))
+        return cls(postings, np.array(counts, dtype=np.int32))
 
     def extend(self, run: Words) -> None:
         """Add ``run``, the messages right after these; its postings are taken, not copied.
@@ -154,9 +153,6 @@ def bm25(postings: Mapping[str, array[int]], counts: Lengths, message: str, limi
     scores = np.bincount(
         docs, idf * said * (K1 + 1) / (said + K1 * (1 - B + B * length)), minlength=n
     ).astype(np.float32)
-    # the messages with a word first: numpy partitions many equal zeros slowly (a sample of a
-    # 10,000-message chat's scores took 0.1 ms), and finds a float array's nonzero ones slowly
-    found = np.flatnonzero(scores > 0)
-    hits = found[top_hits(scores[found], limit, floor=MIN_SCORE)]
+    hits = top_hits(scores, limit, floor=MIN_SCORE)
     out[hits] = scores[hits]
     return out
