@@ -12,7 +12,9 @@
 - the same with the chat model named (gpt-4o), its history chosen anew every turn
   (``prompt_cache = "none"``) and laid out for its prompt cache (the default): a turn between
   cuts extends the last request; and turn by turn, as people chat: each request the last one's
-  history with its turn added, the background pass after each reply settled between;
+  history with its turn added, the background pass after each reply settled between; then the
+  same with each turn joining a selected topic, as the pass after a reply lets it in a mapped
+  chat (the topic's vector moves, so the click over the chat is made again);
 - loading a 10,000-message embedding cache file from disk;
 - local embedding throughput on ~50-token messages (needs the ``local`` extra).
 Targets: <= 2 ms and <= 0.1 x json.loads at 10,000 messages, <= 20 ms at 100,000; <= 50 ms to
@@ -33,6 +35,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,7 @@ import numpy as np
 import pluggy
 
 import smart_context.hookspecs
+from smart_context.paths import ChatId
 from smart_context.plugin import SmartContextPlugin
 from smart_context.vectors import files
 from smart_context.vectors.chat import ChatVectors
@@ -260,12 +264,14 @@ async def bench_context(
             f"a new message each time {new_med:6.2f} ms"
         )
         if model is not None:
-            turns = await turn_by_turn(pm, plugin, chats, f"c{n}", model, repeats)
-            turn_med, turn_p95 = percentiles(turns)
-            print(
-                f"  {n:>6} messages, turn by turn (each request the last one's history and its "
-                f"turn): median {turn_med:6.2f} ms  p95 {turn_p95:6.2f} ms"
-            )
+            for joins in (False, True):
+                turns = await turn_by_turn(pm, plugin, chats, f"c{n}", model, repeats, joins=joins)
+                turn_med, turn_p95 = percentiles(turns)
+                how = "its turn joining a selected topic" if joins else "its turn"
+                print(
+                    f"  {n:>6} messages, turn by turn (each request the last one's history and "
+                    f"{how}): median {turn_med:6.2f} ms  p95 {turn_p95:6.2f} ms"
+                )
     assert plugin.services is not None
     await plugin.services.close()
 
@@ -278,12 +284,16 @@ async def turn_by_turn(
     model: str | None,
     turns: int,
     around: Callable[[int, Ctx], AbstractContextManager[object]] | None = None,
+    joins: bool = False,
 ) -> list[float]:
     """A chat as people use it: each request brings the last one's history with its turn (the
     message and a reply) added, the host has stored that turn and told the plugin
     (``pipeline_output``), and the background pass it starts has settled, as it does while the
     model writes. Times each request (in ``around(turn, ctx)``, when given: entered just before
-    it and left just after, the background still to come); the chat is left grown."""
+    it and left just after, the background still to come); the chat is left grown. ``joins``:
+    each turn joins one of the selected topics (written on the chat before the pass, as the
+    pass's own join of a mapped chat writes it; the stand-in has no map to join), which moves
+    that topic's vector."""
     assert plugin.services is not None
     history = list(chats[chat_id]["messages"])
     samples = []
@@ -297,16 +307,34 @@ async def turn_by_turn(
                 t0 = time.perf_counter()
                 await pm.hook.pipeline_context(ctx=ctx)[0]
                 samples.append((time.perf_counter() - t0) * 1000)
+            at = len(history)  # ids of their own, however many runs grew the chat
             history += [
-                {"id": f"t{k:05d}u", "role": "user", "content": message},
-                {"id": f"t{k:05d}a", "role": "assistant", "content": f"An answer on {message}"},
+                {"id": f"t{at:06d}u", "role": "user", "content": message},
+                {"id": f"t{at:06d}a", "role": "assistant", "content": f"An answer on {message}"},
             ]
             chats[chat_id]["messages"] = list(history)
+            if joins:
+                joined = partial(_joined, history[-2:], k)
+                await plugin.services.chats.update(ChatId(chat_id), joined)
             pm.hook.pipeline_output(ctx=ctx)
             await plugin.services.settle(timeout=600)
     finally:
         quiet.setLevel(level)
     return samples
+
+
+def _joined(turn: list[dict[str, Any]], k: int, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with ``turn``'s messages among the members of one of the selected topics (the
+    two of :func:`bench_context`, in turn)."""
+    selected = data.get("smart_context", {}).get("active_topics") or []
+    label = selected[k % len(selected)] if selected else None
+    topics = [
+        {**t, "message_ids": [*t["message_ids"], *(m["id"] for m in turn)]}
+        if t.get("label") == label
+        else t
+        for t in data.get("topics") or []
+    ]
+    return {**data, "topics": topics}
 
 
 async def bench_cache_load(vault: Path, repeats: int) -> None:

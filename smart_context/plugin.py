@@ -14,7 +14,7 @@ from typing import Any
 
 from smart_context.commands import make_commands
 from smart_context.config import Settings, parse_settings
-from smart_context.context.assemble import assemble, plan_request, request_items
+from smart_context.context.assemble import assemble, click_ahead, plan_request, request_items
 from smart_context.context.prepared import Prepared
 from smart_context.context.usage import take_report
 from smart_context.embeddings.base import Embedder
@@ -50,6 +50,7 @@ class SmartContextPlugin:
             log.error("Smart Context is off until the setting is fixed: %s", exc)
             settings = Settings(embedding_search=False)
         self.services = Services(host, settings, self.embedder, error)
+        self.services.click_ahead = partial(click_ahead, self.services)
         # meanwhile: list the MCP servers' tools, and embed the items no request has yet
         self.services.items.servers.refresh_soon()
         self.services.index_items()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from smart_context.background import Coalescer
 from smart_context.budget.budgeter import Budgeter
@@ -30,6 +30,7 @@ from smart_context.knowledge.index import KnowledgeIndex
 from smart_context.memory.db import MemoryDB
 from smart_context.memory.refresh import MemoryPass, refresh_memory
 from smart_context.memory.unsent import UnsentLog
+from smart_context.messages import History
 from smart_context.paths import ChatId
 from smart_context.store import VectorStore
 from smart_context.topics.refresh import TopicPass, refresh
@@ -66,9 +67,7 @@ class Services:
             emit=host.emit,
             history=self.histories.read,
         )
-        self.background: Coalescer[ChatId] = Coalescer(
-            lambda chat_id: refresh(self.topic_pass, chat_id)
-        )
+        self.background: Coalescer[ChatId] = Coalescer(self._after_reply)
         # the vault's notes (the knowledge base), indexed in the background
         self.knowledge = KnowledgeIndex(
             host.vault_path,
@@ -100,6 +99,9 @@ class Services:
             lambda chat_id: refresh_memory(self.memory_pass, chat_id)
         )
         self.unsent = UnsentLog()  # where the chat model's look back searches
+        # the chat's topic click made after a reply's pass, for the next request (the plugin
+        # sets it: context.assemble.click_ahead, which reads these services)
+        self.click_ahead: Callable[[ChatId, History], Awaitable[None]] | None = None
         self._embedder = embedder
         self._store: VectorStore | None = None
         self._store_lock = asyncio.Lock()
@@ -113,6 +115,14 @@ class Services:
                 embedder = self._embedder or await make_embedder(self.settings, self.host)
                 self._store = VectorStore(self.host.vault_path, embedder)
             return self._store
+
+    async def _after_reply(self, chat_id: ChatId) -> None:
+        """The topic pass after a reply, then what the next request would read of the new turn
+        made ahead: the budget's facts of its messages and the topic click."""
+        history = await refresh(self.topic_pass, chat_id)
+        await self.budget.turn_ahead(chat_id, history)
+        if self.click_ahead is not None:
+            await self.click_ahead(chat_id, history)
 
     async def _summaries_made(self, chat_id: ChatId, covered: int) -> None:
         """New summaries of the chat's first ``covered`` messages: the budget plans its spans

@@ -96,6 +96,18 @@ async def assemble(
     return decide(history, view.sticky, selection, scores)
 
 
+async def click_ahead(services: Services, chat_id: ChatId, history: History) -> None:
+    """The chat's topic click over ``history`` (the chat as a reply's pass read it), made
+    between the reply and the next message, when topics are selected. A pass that lets the new
+    turn join a topic changes the topic's members and so its vector, and the next request would
+    score the whole chat again (at 10,000 messages, 2-3 ms of its own time): it finds the click
+    made here (:func:`~smart_context.context.topic_scores.score_topics` keeps it), with only
+    what was said since to add."""
+    view = await services.chats.view(chat_id, fresh=False)
+    if view.active_topics and services.settings.embedding_search and len(history):
+        await assemble(services, chat_id, history)
+
+
 def plan_request(
     services: Services,
     chat_id: ChatId,

@@ -52,10 +52,10 @@ class TopicPass:
     turns: ChatTurns = field(default_factory=ChatTurns)  # the real turns as the last pass read
 
 
-async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None:
+async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> History:
     """One pass: embed new messages, join them to the chat's map or make the map again
     (:mod:`smart_context.topics.grow` says which; ``full``: the user asked for a new map), write
-    the topics, tell the UI."""
+    the topics, tell the UI. Returns the history it read."""
     data = await parts.chats.load(chat_id)
     everything = [m for m in data.get("messages") or [] if isinstance(m, dict)]
     try:
@@ -85,7 +85,7 @@ async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None
         if not grown.drifted:
             if grown.state != state or grown.topics != view.topics:
                 await _write(parts, chat_id, grown.topics, grown.state, everything, len(turns))
-            return
+            return history
         drifted = grown.state
         log.info("Smart Context: chat %s drifted from its topic map; mapping it again", chat_id)
     found = await extract(
@@ -97,7 +97,7 @@ async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None
         store.phrase_vectors if store is not None else None,
     )
     if found is None:
-        return
+        return history
     mapped = None
     if turn_ids:
         last, size = turn_ids[-1], len(turn_ids)
@@ -108,6 +108,7 @@ async def refresh(parts: TopicPass, chat_id: ChatId, full: bool = False) -> None
             await store.phrase_vectors([q.label for q in view.queries])
         except SmartContextError as exc:
             log.info("Smart Context: topic labels of %s not embedded yet: %s", chat_id, exc)
+    return history
 
 
 async def _write(

@@ -1,0 +1,94 @@
+"""What the next request would read of a new turn, made between the reply and the next message:
+the pass after a reply reads the budget's facts of the turn's messages and makes the topic click
+over the chat as stored, so the request that follows adds nothing of its own but its message."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import smart_context.budget.facts as facts_module
+import smart_context.context.topic_scores as topic_scores
+from tests.conftest import Ctx, Running, call, read_chat, write_chat
+from tests.context.test_budgeted import SUBJECTS, long_chat
+
+CHAT = "long"
+
+
+def topics_of(chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A topic per subject of :func:`long_chat`, its messages its members (as a map has them)."""
+    found: dict[str, list[str]] = {s: [] for s in SUBJECTS}
+    for i, message in enumerate(chat):
+        found[SUBJECTS[(i // 6) % len(SUBJECTS)]].append(message["id"])
+    return [{"label": s.title(), "count": len(ids), "message_ids": ids} for s, ids in found.items()]
+
+
+async def a_turn_later(start: Any, vault: Path) -> tuple[Running, list[dict[str, Any]]]:
+    """A 300-message chat under a budget, a topic selected, a request made; then the host
+    stores a turn that joins the selected topic (as the map's pass would let it), the plugin is
+    told (``pipeline_output``) and its pass has run. Returns the chat as now stored."""
+    chat = long_chat(300)
+    write_chat(vault, CHAT, chat, topics=topics_of(chat))
+    running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o"})
+    label = SUBJECTS[0].title()
+    assert (await running.command("set_filter", topics=[label], chat_id=CHAT))["status"] == (
+        "success"
+    )
+    await running.context(CHAT, list(chat))
+    await running.settle()
+    turn = [
+        {"id": "t1", "role": "user", "content": f"One more question about {SUBJECTS[0]}."},
+        {"id": "t2", "role": "assistant", "content": f"One more answer about {SUBJECTS[0]}."},
+    ]
+    stored = read_chat(vault, CHAT)
+    topics = [
+        {**t, "message_ids": [*t["message_ids"], "t1", "t2"], "count": t["count"] + 2}
+        if t["label"] == label
+        else t
+        for t in stored["topics"]
+    ]
+    write_chat(vault, CHAT, [*chat, *turn], topics=topics, smart_context=stored["smart_context"])
+    await call(running.pm.hook.pipeline_output, ctx=Ctx(CHAT, [*chat, *turn]))
+    await running.settle()
+    return running, [*chat, *turn]
+
+
+async def test_the_next_request_finds_the_topic_click_made(
+    start: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    running, chat = await a_turn_later(start, vault)
+    scored: list[int] = []  # the rows each click scored
+    clicked = topic_scores._clicked
+
+    def counted(vectors: Any, rows: Any, *args: Any) -> Any:
+        scored.append(len(rows))
+        return clicked(vectors, rows, *args)
+
+    monkeypatch.setattr(topic_scores, "_clicked", counted)
+    ctx = await running.context(CHAT, list(chat))
+    assert scored == [0], "the turn's new topic members were scored after the reply, not now"
+    record = ctx.metadata["smart_context"]
+    assert record["mode"] == "filtered", record
+    sent = {m.get("id") for m in ctx.history}
+    assert {"t1", "t2"} <= sent, "the turn joined the selected topic: it is sent"
+
+
+async def test_the_next_request_reads_none_of_the_turn_on_the_event_loop(
+    start: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    running, chat = await a_turn_later(start, vault)
+    read_on_loop: list[int] = []
+    read = facts_module._Run.read
+
+    def counted(messages: Any, *args: Any) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            read_on_loop.append(len(messages))
+        return read(messages, *args)
+
+    monkeypatch.setattr(facts_module._Run, "read", counted)
+    ctx = await running.context(CHAT, list(chat))
+    assert "error" not in ctx.metadata["smart_context"]
+    assert read_on_loop == [], "the turn's facts were read after the reply, in a worker thread"
