@@ -117,10 +117,8 @@ class Services:
             return self._store
 
     async def _after_reply(self, chat_id: ChatId) -> None:
-        """The topic pass after a reply, then what the next request would read of the new turn
-        made ahead: the budget's facts of its messages and the topic click."""
+        """The topic pass after a reply, then the next request's topic click, made ahead."""
         history = await refresh(self.topic_pass, chat_id)
-        await self.budget.turn_ahead(chat_id, history)
         if self.click_ahead is not None:
             await self.click_ahead(chat_id, history)
 

@@ -121,14 +121,6 @@ class Budgeter:
         event loop, and every other chat's requests, while its facts are read."""
         await self.facts(chat_id, self.counter(model)).read_ahead(history)
 
-    async def turn_ahead(self, chat_id: ChatId, history: History) -> None:
-        """The facts of the turn the host stored, read between the reply and the next message
-        (:meth:`MessageFacts.turn_ahead`), under the counter the chat's requests last used; a
-        chat whose facts are not kept: nothing."""
-        found = self._facts.get(chat_id)
-        if found is not None:
-            await found.turn_ahead(history)
-
     def cuts(self, chat_id: ChatId, counter: Counter, limit: int) -> bool:
         """Whether the chat's history, as last counted, costs more than ``limit``: then its
         budget most likely cuts it and searches it (:meth:`fit` decides, against the room the

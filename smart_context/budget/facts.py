@@ -255,13 +255,12 @@ class MessageFacts:
         self._last = self._snapshot(n)
         return self._last
 
-    async def read_ahead(self, history: History, least: int = READ_AHEAD) -> None:
-        """Read ``history``'s new messages in a worker thread when they are at least ``least``
-        (by default many: :data:`READ_AHEAD`), for :meth:`update` to take; else leave them to
-        it."""
+    async def read_ahead(self, history: History) -> None:
+        """Read ``history``'s new messages in a worker thread when they are many (at least
+        :data:`READ_AHEAD`), for :meth:`update` to take; else leave them to it."""
         known = max(self._known(history), 0)
         ids, contents = history.ids, history.contents
-        if len(ids) - known < max(least, 1):
+        if len(ids) - known < READ_AHEAD:
             return
         if self._ahead is not None and self._ahead.follows(known, ids, contents):
             return  # another request on the chat read them
@@ -274,13 +273,6 @@ class MessageFacts:
             self.counter,
         )
         self._ahead = run
-
-    async def turn_ahead(self, history: History) -> None:
-        """Read what ``history`` (the chat as its host stored it, a turn later) adds to these
-        facts, in a worker thread, for the next request's :meth:`update` to take; nothing when
-        these facts are not of its messages (a client that sends a shorter history)."""
-        if self.shares(history):
-            await self.read_ahead(history, least=1)
 
     def shares(self, history: History) -> bool:
         """Whether these facts are of ``history``'s messages: it starts with them, or they with

@@ -1,16 +1,14 @@
-"""What the next request would read of a new turn, made between the reply and the next message:
-the pass after a reply reads the budget's facts of the turn's messages and makes the topic click
-over the chat as stored, so the request that follows adds nothing of its own but its message."""
+"""The next request's topic click, made between the reply and the next message: the pass after a
+reply makes it over the chat as stored, so the request that follows finds it made, even when the
+turn joined a selected topic and moved its vector."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import smart_context.budget.facts as facts_module
 import smart_context.context.topic_scores as topic_scores
 from tests.conftest import Ctx, Running, call, read_chat, write_chat
 from tests.context.test_budgeted import SUBJECTS, long_chat
@@ -74,21 +72,3 @@ async def test_the_next_request_finds_the_topic_click_made(
     assert record["mode"] == "filtered", record
     sent = {m.get("id") for m in ctx.history}
     assert {"t1", "t2"} <= sent, "the turn joined the selected topic: it is sent"
-
-
-async def test_the_next_request_reads_none_of_the_turn_on_the_event_loop(
-    start: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    running, chat = await a_turn_later(start, vault)
-    read_on_loop: list[int] = []
-    read = facts_module._Run.read
-
-    def counted(messages: Any, *args: Any) -> Any:
-        if threading.current_thread() is threading.main_thread():
-            read_on_loop.append(len(messages))
-        return read(messages, *args)
-
-    monkeypatch.setattr(facts_module._Run, "read", counted)
-    ctx = await running.context(CHAT, list(chat))
-    assert "error" not in ctx.metadata["smart_context"]
-    assert read_on_loop == [], "the turn's facts were read after the reply, in a worker thread"
