@@ -103,9 +103,12 @@ async def click_ahead(services: Services, chat_id: ChatId, history: History) -> 
     score the whole chat again (at 10,000 messages, 2-3 ms of its own time): it finds the click
     made here (:func:`~smart_context.context.topic_scores.score_topics` keeps it), with only
     what was said since to add."""
-    view = await services.chats.view(chat_id, fresh=False)
-    if view.active_topics and services.settings.embedding_search and len(history):
-        await assemble(services, chat_id, history)
+    try:
+        view = await services.chats.view(chat_id, fresh=False)
+        if view.active_topics and services.settings.embedding_search and len(history):
+            await assemble(services, chat_id, history)
+    except SmartContextError as exc:  # the next request makes it, and says what failed
+        log.info("Smart Context: the topic click of %s was not made ahead: %s", chat_id, exc)
 
 
 def plan_request(

@@ -4,12 +4,16 @@ turn joined a selected topic and moved its vector."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import smart_context.context.topic_scores as topic_scores
+from smart_context.errors import SmartContextError
+from smart_context.messages import History
+from smart_context.paths import ChatId
 from tests.conftest import Ctx, Running, call, read_chat, write_chat
 from tests.context.test_budgeted import SUBJECTS, long_chat
 
@@ -72,3 +76,22 @@ async def test_the_next_request_finds_the_topic_click_made(
     assert record["mode"] == "filtered", record
     sent = {m.get("id") for m in ctx.history}
     assert {"t1", "t2"} <= sent, "the turn joined the selected topic: it is sent"
+
+
+async def test_a_click_that_cannot_be_made_ahead_is_left_to_the_next_request(
+    start: Any, vault: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    running, chat = await a_turn_later(start, vault)
+    services = running.plugin.services
+    assert services is not None and services.click_ahead is not None
+
+    async def unreadable(chat_id: Any, fresh: bool = True) -> Any:
+        raise SmartContextError("the chat file could not be read")
+
+    monkeypatch.setattr(services.chats, "view", unreadable)
+    with caplog.at_level(logging.INFO, logger="smart_context"):
+        await services.click_ahead(ChatId(CHAT), History(chat))  # no exception
+    assert "was not made ahead: the chat file could not be read" in caplog.text
+    monkeypatch.undo()
+    ctx = await running.context(CHAT, list(chat))
+    assert ctx.metadata["smart_context"]["mode"] == "filtered"
