@@ -81,13 +81,7 @@ async def assemble(
     threshold = settings.similarity_threshold
     if active and len(history):
         try:
-            # the topics with members compete for the messages no topic has; a selected label
-            # without members is scored alone
-            grouped = [q for q in view.queries if q.member_ids]
-            known = {q.label for q in grouped}
-            queries = [*grouped, *(TopicQuery(t) for t in active if t not in known)]
-            fixed = None if threshold == "auto" else threshold
-            scores = await _click(services, chat_id, history, queries, active, fixed)
+            scores = await _selected_click(services, chat_id, history, view.queries, active)
         except EmbeddingError as exc:
             error = embeddings_failed(exc)
         except SmartContextError as exc:
@@ -106,9 +100,27 @@ async def click_ahead(services: Services, chat_id: ChatId, history: History) -> 
     try:
         view = await services.chats.view(chat_id, fresh=False)
         if view.active_topics and services.settings.embedding_search and len(history):
-            await assemble(services, chat_id, history)
+            await _selected_click(services, chat_id, history, view.queries, view.active_topics)
     except SmartContextError as exc:  # the next request makes it, and says what failed
         log.info("Smart Context: the topic click of %s was not made ahead: %s", chat_id, exc)
+
+
+async def _selected_click(
+    services: Services,
+    chat_id: ChatId,
+    history: History,
+    topics: Sequence[TopicQuery],
+    active: Sequence[str],
+) -> TopicScores:
+    """The click on the ``active`` labels over ``history``, among the chat's ``topics``: the
+    topics with members compete for the messages no topic has; a selected label without
+    members is scored alone."""
+    grouped = [q for q in topics if q.member_ids]
+    known = {q.label for q in grouped}
+    queries = [*grouped, *(TopicQuery(t) for t in active if t not in known)]
+    threshold = services.settings.similarity_threshold
+    fixed = None if threshold == "auto" else threshold
+    return await _click(services, chat_id, history, queries, active, fixed)
 
 
 def plan_request(

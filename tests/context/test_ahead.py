@@ -4,6 +4,7 @@ turn joined a selected topic and moved its vector."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 import smart_context.context.topic_scores as topic_scores
+from smart_context.context.assemble import included
 from smart_context.errors import SmartContextError
 from smart_context.messages import History
 from smart_context.paths import ChatId
@@ -95,3 +97,31 @@ async def test_a_click_that_cannot_be_made_ahead_is_left_to_the_next_request(
     monkeypatch.undo()
     ctx = await running.context(CHAT, list(chat))
     assert ctx.metadata["smart_context"]["mode"] == "filtered"
+
+
+async def test_a_click_made_ahead_beside_requests_keeps_what_a_fresh_click_keeps(
+    start: Any, vault: Path
+) -> None:
+    """The pass's click and two requests on one chat at once (one of them a turn further on,
+    as a second writer's): both requests filter, and the clicks kept then choose what a plugin
+    that never clicked before chooses, for either history."""
+    running, chat = await a_turn_later(start, vault)
+    services = running.plugin.services
+    assert services is not None and services.click_ahead is not None
+    further = [
+        *chat,
+        {"id": "t3", "role": "user", "content": f"And another about {SUBJECTS[1]}."},
+        {"id": "t4", "role": "assistant", "content": f"Another answer about {SUBJECTS[1]}."},
+    ]
+    _, now, later = await asyncio.gather(
+        services.click_ahead(ChatId(CHAT), History(chat)),
+        running.context(CHAT, list(chat)),
+        running.context(CHAT, list(further)),
+    )
+    assert now.metadata["smart_context"]["mode"] == "filtered"
+    assert later.metadata["smart_context"]["mode"] == "filtered"
+    fresh: Running = await start(settings={"budget_tokens": 2000, "token_model": "gpt-4o"})
+    assert fresh.plugin.services is not None
+    for history in (chat, further, chat):
+        kept = await included(services, ChatId(CHAT), history)
+        assert kept == await included(fresh.plugin.services, ChatId(CHAT), history)
